@@ -1,0 +1,80 @@
+"""Shared fixtures: a marker in every child's environment, and a check that no test leaves one behind."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+MARKER = "LANESTEST_MARKER"
+
+
+def _marked(token: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["pid"]):
+        if proc.pid == os.getpid():
+            continue
+        try:
+            if proc.environ().get(MARKER) == token:
+                found.append(proc)
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
+
+
+@pytest.fixture(autouse=True)
+def no_leftover_processes(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Every process a test starts inherits a unique marker; any still alive afterwards fails the test.
+
+    Detached supervisors are re-parented away from the test process, so the check goes by the
+    marker in the environment, not by parentage.
+    """
+    token = uuid.uuid4().hex
+    monkeypatch.setenv(MARKER, token)
+    yield token
+    deadline = time.monotonic() + 5.0
+    left = _marked(token)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [p for p in left if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    if left:
+        described = []
+        for proc in left:
+            try:
+                described.append(f"{proc.pid} {' '.join(proc.cmdline())[:120]}")
+                proc.kill()
+            except psutil.Error:
+                continue
+        if described:
+            pytest.fail("test left processes behind: " + "; ".join(described))
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+@pytest.fixture()
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A real git repository with one commit on `main`, and a worktree root outside it."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg-data"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "xdg-run"))
+    monkeypatch.setenv("GIT_AUTHOR_NAME", "Test Lead")
+    monkeypatch.setenv("GIT_AUTHOR_EMAIL", "lead@example.invalid")
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Test Lead")
+    monkeypatch.setenv("GIT_COMMITTER_EMAIL", "lead@example.invalid")
+    root = tmp_path / "project"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "README.md").write_text("# project\n")
+    (root / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "initial")
+    return root
