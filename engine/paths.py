@@ -19,7 +19,8 @@ def default_worktree_root() -> Path:
 
 def runtime_dir() -> Path:
     """Machine-wide locks (heavy slots) live here, shared by every repository of the user."""
-    base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    base = (os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("XDG_CACHE_HOME")
+            or str(Path.home() / ".cache"))
     return Path(base) / "lanes-tui"
 
 

@@ -1,0 +1,175 @@
+"""Headless lane subcommands: init, run, status, wait, doctor (PRODUCT.md, "Command line")."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from lanes_tui.engine import worktrees
+from lanes_tui.engine.config import load_config, write_default_config
+from lanes_tui.engine.errors import LanesError
+from lanes_tui.engine.launcher import LaunchRequest, launch_lane
+from lanes_tui.engine.model import STATES
+from lanes_tui.engine.paths import StatePaths
+from lanes_tui.engine.plan import phase_prompt
+from lanes_tui.engine.reconcile import reconcile
+from lanes_tui.engine.status import lane_status
+from lanes_tui.engine.store import LaneStore
+
+#: States after which a lane does nothing more by itself.
+SETTLED_STATES = ("exited", "stalled", "ready", "rejected", "conflict", "accepted", "abandoned", "lost")
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("init", help="write .lanes/config.toml with commented defaults")
+    p.add_argument("--force", action="store_true", help="overwrite an existing config")
+    p.set_defaults(func=cmd_init)
+
+    p = sub.add_parser("run", help="start a lane (detached) and print its id")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--prompt", help="the task as text")
+    src.add_argument("--prompt-file", type=Path, help="the task from a file")
+    src.add_argument("--plan", type=Path, help="a plan file with '## Phase N' blocks (with --phase)")
+    p.add_argument("--phase", help="the phase of --plan to run")
+    p.add_argument("--type", default="backend", dest="task_type", help="task type (default: backend)")
+    p.add_argument("--lane", help="provider to try first (moved to the front of the chain)")
+    p.add_argument("--id", dest="slug", help="the task slug; the lane id is <slug>-a<attempt>")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("status", help="lanes and their state")
+    p.add_argument("lane_id", nargs="?", help="one lane")
+    p.add_argument("--json", action="store_true", help="a JSON list of lane objects")
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("wait", help="block until a lane reaches one of the given states")
+    p.add_argument("lane_id")
+    p.add_argument("--until", default=",".join(SETTLED_STATES), help="comma-separated states")
+    p.add_argument("--timeout", type=float, default=None, help="seconds; exit 2 when it passes")
+    p.set_defaults(func=cmd_wait)
+
+    p = sub.add_parser("doctor", help="providers, config problems, stale state")
+    p.set_defaults(func=cmd_doctor)
+
+
+def repo_of(args: argparse.Namespace) -> Path:
+    start = args.repo if getattr(args, "repo", None) else Path.cwd()
+    if not Path(start).is_dir():
+        raise LanesError(f"--repo {start} is not a directory", "pass the path of a git repository")
+    return worktrees.find_repo_root(Path(start))
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    path = write_default_config(repo_of(args), force=args.force)
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    repo = repo_of(args)
+    config = load_config(repo)
+    if args.plan is not None:
+        if not args.phase:
+            raise LanesError("--plan needs --phase N", "name the phase to run, e.g. --phase 2")
+        prompt = phase_prompt(args.plan, args.phase)
+    elif args.prompt_file is not None:
+        try:
+            prompt = args.prompt_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise LanesError(f"cannot read --prompt-file {args.prompt_file}: {exc.strerror}") from None
+    else:
+        prompt = args.prompt
+    record = launch_lane(repo, config, LaunchRequest(prompt=prompt, task_type=args.task_type,
+                                                     lane=args.lane, slug=args.slug))
+    print(f"started lane {record.id} in {record.worktree} (chain: {' → '.join(record.chain)})")
+    print(record.id)
+    return 0
+
+
+def statuses(repo: Path, lane_id: str | None = None) -> list[dict[str, Any]]:
+    reconcile(repo)
+    store = LaneStore(StatePaths(repo))
+    records = [store.read(lane_id)] if lane_id else store.all()
+    return [lane_status(store, r) for r in records]
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    rows = statuses(repo_of(args), args.lane_id)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    if not rows:
+        print("no lanes yet: start one with `lanes-tui run --prompt TEXT`")
+        return 0
+    print(f"{'LANE':<28} {'STATE':<10} {'RESULT':<15} {'PROVIDER':<10} {'IDLE':>6} {'CPU%':>6} {'RSS':>8}")
+    for row in rows:
+        idle = "" if row["idle_s"] is None else f"{row['idle_s']:.0f}s"
+        rss = f"{row['rss_bytes'] / 1e6:.0f}M" if row["rss_bytes"] else ""
+        print(f"{row['id']:<28} {row['state']:<10} {row['result'] or '':<15} {row['provider'] or '':<10} "
+              f"{idle:>6} {row['cpu_percent'] or 0:>6.1f} {rss:>8}")
+    return 0
+
+
+def cmd_wait(args: argparse.Namespace) -> int:
+    repo = repo_of(args)
+    wanted = {s.strip() for s in args.until.split(",") if s.strip()}
+    unknown = wanted - set(STATES)
+    if unknown:
+        raise LanesError(f"unknown state(s) in --until: {', '.join(sorted(unknown))}",
+                         f"use some of: {' '.join(STATES)}")
+    store = LaneStore(StatePaths(repo))
+    store.read(args.lane_id)
+    deadline = None if args.timeout is None else time.monotonic() + args.timeout
+    while True:
+        reconcile(repo)
+        record = store.read(args.lane_id)
+        if record.state in wanted:
+            print(f"{record.id} {record.state} {record.result or ''}".rstrip())
+            return 0
+        if deadline is not None and time.monotonic() >= deadline:
+            print(f"lanes-tui: {record.id} is still {record.state} after {args.timeout:g}s", file=sys.stderr)
+            return 2
+        time.sleep(0.1)
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    repo = repo_of(args)
+    problems = 0
+    try:
+        config = load_config(repo)
+    except LanesError as exc:
+        print(f"config: PROBLEM {exc}")
+        return 1
+    print(f"config: {config.path or 'defaults (no .lanes/config.toml; `lanes-tui init` writes one)'}")
+    for name, provider in sorted(config.providers.items()):
+        exe = provider.executable()
+        found = shutil.which(exe) if os.sep not in exe else (exe if os.access(exe, os.X_OK) else None)
+        print(f"provider {name:<8} {'ok' if found else 'missing':<8} {found or exe}")
+    used = {p for chain in config.chains.values() for p in chain}
+    for name in sorted(used):
+        exe = config.providers[name].executable()
+        if shutil.which(exe) is None and not os.access(exe, os.X_OK):
+            problems += 1
+            print(f"PROBLEM: chain provider {name!r} is not installed ({exe} not on PATH)")
+    paths = StatePaths(repo)
+    for lane_id in paths.lane_ids():
+        try:
+            LaneStore(paths).read(lane_id)
+        except LanesError as exc:
+            problems += 1
+            print(f"PROBLEM: {exc}")
+    for change in reconcile(repo):
+        print(f"stale: {change.lane_id} was {change.before}, now {change.after} ({change.reason})")
+    for row in statuses(repo):
+        if row["state"] == "lost":
+            print(f"lost lane {row['id']}: `lanes-tui recover {row['id']}`")
+        if row["state"] not in ("accepted", "abandoned") and not Path(row["worktree"]).exists():
+            problems += 1
+            print(f"PROBLEM: worktree of {row['id']} is missing: {row['worktree']}")
+    print(f"{problems} problem(s)")
+    return 1 if problems else 0

@@ -1,0 +1,241 @@
+"""The `Engine` the dashboard talks to: async commands and one stream of typed events.
+
+The engine watches each lane's files (record, samples, output, events) with one cheap stat pass per
+tick for all lanes together, and turns changes into events. Subscribers get their own queue; the
+app never reads lane files itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lanes_tui.engine.atomic import read_jsonl
+from lanes_tui.engine.clock import Clock, RealClock
+from lanes_tui.engine.config import Config, load_config
+from lanes_tui.engine.errors import LanesError
+from lanes_tui.engine.events import (
+    EngineEvent,
+    EngineNotice,
+    LaneChanged,
+    LaneRemoved,
+    MetersSampled,
+    OutputAppended,
+    StallDetected,
+)
+from lanes_tui.engine.launcher import LaunchRequest
+from lanes_tui.engine.model import LaneRecord
+from lanes_tui.engine.paths import StatePaths
+from lanes_tui.engine.reconcile import reconcile
+from lanes_tui.engine.runner import LocalRunner, Runner, read_output
+from lanes_tui.engine.status import lane_status
+from lanes_tui.engine.store import LaneStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Watched:
+    """What the engine last saw of one lane's files (sizes and mtimes)."""
+
+    record_sig: tuple[int, int] = (0, 0)
+    samples_size: int = 0
+    output_offset: int = 0
+    events_size: int = 0
+    state: str | None = None
+    status: dict[str, Any] = field(default_factory=dict)
+
+
+class Engine:
+    def __init__(self, repo: Path, *, config: Config | None = None, clock: Clock | None = None,
+                 runner: Runner | None = None, poll_s: float = 0.25, reconcile_every_s: float = 2.0,
+                 output_chunk: int = 64 * 1024) -> None:
+        self.repo = repo
+        self.config = config or load_config(repo)
+        self.clock = clock or RealClock()
+        self.paths = StatePaths(repo)
+        self.store = LaneStore(self.paths, self.clock)
+        self.runner: Runner = runner or LocalRunner(repo, self.config)
+        self.poll_s = poll_s
+        self.reconcile_every_s = reconcile_every_s
+        self.output_chunk = output_chunk
+        self._watched: dict[str, _Watched] = {}
+        self._subscribers: list[asyncio.Queue[EngineEvent | None]] = []
+        self._task: asyncio.Task[None] | None = None
+        self._last_reconcile = 0.0
+        self._closed = False
+
+    # lifecycle -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Reconcile from disk and begin watching; lanes already running are re-attached."""
+        self.paths.ensure()
+        await asyncio.to_thread(reconcile, self.repo, self.clock)
+        await asyncio.to_thread(self._scan, True)
+        self._task = asyncio.create_task(self._watch(), name="lanes-engine-watch")
+
+    async def aclose(self) -> None:
+        """Stop watching. Lanes keep running: they belong to their supervisors, not to us."""
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        for queue in self._subscribers:
+            queue.put_nowait(None)
+
+    async def __aenter__(self) -> Engine:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # events ----------------------------------------------------------------------------------
+    async def events(self) -> AsyncIterator[EngineEvent]:
+        """Every event from now on, until `aclose()`; start with `lanes()` for the current picture."""
+        queue: asyncio.Queue[EngineEvent | None] = asyncio.Queue()
+        self._subscribers.append(queue)
+        try:
+            while True:
+                event = await queue.get()
+                if event is None:
+                    return
+                yield event
+        finally:
+            self._subscribers.remove(queue)
+
+    def _emit(self, event: EngineEvent) -> None:
+        for queue in self._subscribers:
+            queue.put_nowait(event)
+
+    # queries ---------------------------------------------------------------------------------
+    def lanes(self) -> list[dict[str, Any]]:
+        """The newest status of every lane the engine knows, oldest first."""
+        return [w.status for w in sorted(self._watched.values(), key=lambda w: w.status.get("created", 0))
+                if w.status]
+
+    async def output_tail(self, lane_id: str, max_bytes: int = 64 * 1024) -> str:
+        path = self.paths.lane(lane_id).output
+        size = await asyncio.to_thread(lambda: path.stat().st_size if path.exists() else 0)
+        data, _ = await self.runner.output(lane_id, max(0, size - max_bytes), max_bytes)
+        return data.decode("utf-8", errors="replace")
+
+    # commands --------------------------------------------------------------------------------
+    async def run_lane(self, request: LaunchRequest) -> LaneRecord:
+        record = await self.runner.start(request)
+        await asyncio.to_thread(self._scan, False)
+        return record
+
+    async def kill(self, lane_id: str) -> list[int]:
+        """Stop a lane's agent and supervisor (escalating); the lane ends `exited` / LANE-FAILED."""
+        record = await asyncio.to_thread(self.store.read, lane_id)
+        if record.state in ("accepted", "abandoned"):
+            raise LanesError(f"lane {lane_id} is {record.state}; nothing runs there")
+        stopped = await self.runner.stop(lane_id)
+        await asyncio.to_thread(reconcile, self.repo, self.clock)
+        await asyncio.to_thread(self._scan, False)
+        return stopped
+
+    # watching --------------------------------------------------------------------------------
+    async def _watch(self) -> None:
+        while not self._closed:
+            try:
+                now = self.clock.monotonic()
+                if now - self._last_reconcile >= self.reconcile_every_s:
+                    self._last_reconcile = now
+                    await asyncio.to_thread(reconcile, self.repo, self.clock)
+                await asyncio.to_thread(self._scan, False)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # keep watching; tell the lead once per failure
+                log.exception("engine watch tick failed")
+                self._emit(EngineNotice(f"engine: {exc}", "error"))
+            await self.clock.sleep(self.poll_s)
+
+    def _scan(self, initial: bool) -> None:
+        seen = set()
+        for lane_id in self.paths.lane_ids():
+            seen.add(lane_id)
+            watched = self._watched.setdefault(lane_id, _Watched())
+            self._scan_lane(lane_id, watched, initial)
+        for gone in set(self._watched) - seen:
+            del self._watched[gone]
+            self._emit(LaneRemoved(gone))
+
+    def _scan_lane(self, lane_id: str, watched: _Watched, initial: bool) -> None:
+        lane = self.paths.lane(lane_id)
+        sig = _sig(lane.record)
+        if sig != watched.record_sig:
+            watched.record_sig = sig
+            try:
+                record = self.store.read(lane_id)
+            except LanesError:
+                return
+            watched.status = lane_status(self.store, record)
+            previous, watched.state = watched.state, record.state
+            self._emit(LaneChanged(lane_id, watched.status, previous))
+        size = _size(lane.samples)
+        if size != watched.samples_size:
+            watched.samples_size = size
+            sample = self.store.last_sample(lane_id)
+            if sample is not None:
+                watched.status = {**watched.status, **{k: sample[k] for k in
+                                                       ("idle_s", "cpu_percent", "rss_bytes", "procs")
+                                                       if k in sample}}
+                self._emit(MetersSampled(lane_id, sample))
+        size = _size(lane.events)
+        if size != watched.events_size:
+            old, watched.events_size = watched.events_size, size
+            if not initial:
+                for event in _new_events(lane.events, old):
+                    stalled = event.get("type") == "state" and event.get("state") == "stalled"
+                    if stalled and event.get("stall"):
+                        self._emit(StallDetected(lane_id, event["stall"]))
+        size = _size(lane.output)
+        if initial:
+            watched.output_offset = size
+        elif size != watched.output_offset:
+            start = watched.output_offset if size > watched.output_offset else 0
+            skipped = max(0, size - start - self.output_chunk)
+            data, end = read_output(lane.output, start + skipped, self.output_chunk)
+            watched.output_offset = end
+            if data:
+                self._emit(OutputAppended(lane_id, start + skipped, data.decode("utf-8", errors="replace"),
+                                          skipped))
+
+
+def _sig(path: Path) -> tuple[int, int]:
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return (0, 0)
+    return (st.st_mtime_ns, st.st_size)
+
+
+def _size(path: Path) -> int:
+    try:
+        return os.stat(path).st_size
+    except FileNotFoundError:
+        return 0
+
+
+def _new_events(path: Path, offset: int) -> list[dict[str, Any]]:
+    if offset == 0:
+        return [e for e in read_jsonl(path) if isinstance(e, dict)]
+    out = []
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        for raw in handle.read().splitlines():
+            with contextlib.suppress(ValueError):
+                value = json.loads(raw)
+                if isinstance(value, dict):
+                    out.append(value)
+    return out

@@ -1,0 +1,64 @@
+"""The typed events the engine streams to the dashboard: small, frozen, and cheap to coalesce."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class LaneChanged:
+    """A lane's record changed (state, provider, result…); `status` is its `status --json` object."""
+
+    lane_id: str
+    status: Mapping[str, Any]
+    previous_state: str | None
+
+
+@dataclass(frozen=True)
+class LaneRemoved:
+    lane_id: str
+
+
+@dataclass(frozen=True)
+class OutputAppended:
+    """New bytes of `output.log` from `offset`; a flood is cut to the newest tail (`skipped` bytes)."""
+
+    lane_id: str
+    offset: int
+    text: str
+    skipped: int = 0
+
+
+@dataclass(frozen=True)
+class MetersSampled:
+    """The supervisor's newest watchdog sample for a lane (CPU %, RSS, idle seconds, …)."""
+
+    lane_id: str
+    sample: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class StallDetected:
+    lane_id: str
+    report: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class QuestionsChanged:
+    """The inbox changed; `questions` are `inbox --json` objects, oldest first."""
+
+    questions: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class EngineNotice:
+    """Something the lead should read: a refusal, a failure in the background, a reconcile."""
+
+    message: str
+    severity: str = "information"
+
+
+EngineEvent = (LaneChanged | LaneRemoved | OutputAppended | MetersSampled | StallDetected
+               | QuestionsChanged | EngineNotice)

@@ -1,0 +1,269 @@
+"""Child processes as request → handle → outcome, always in their own session, stopped by escalation.
+
+Every stop goes EOF → SIGINT → SIGTERM → SIGKILL on the whole process group, each step with its own
+deadline, and then sweeps descendants that escaped the group with `setsid` (found by the lane's
+environment marker or by parentage under a subreaper). Nothing here trusts a pid alone: a process is
+identified by (pid, create_time), so a recycled pid is never signalled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+log = logging.getLogger(__name__)
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+@dataclass(frozen=True)
+class ProcessRequest:
+    """What to start: argv list only, never a shell string."""
+
+    argv: Sequence[str]
+    cwd: Path
+    env: Mapping[str, str]
+    stdin_pipe: bool = True
+    name: str = "agent"
+
+
+@dataclass(frozen=True)
+class ProcessOutcome:
+    """How a process ended, with monotonic start and end for durations."""
+
+    returncode: int | None
+    started: float
+    ended: float
+    stopped_by: str | None = None  # the escalation step that ended it, if we stopped it
+
+    @property
+    def duration_s(self) -> float:
+        return self.ended - self.started
+
+
+@dataclass(frozen=True)
+class ProcKey:
+    """A process identity that survives pid reuse."""
+
+    pid: int
+    create_time: float
+
+    def alive(self) -> bool:
+        return same_process(self.pid, self.create_time)
+
+
+@dataclass
+class StopDeadlines:
+    """Seconds to wait after each escalation step before the next one."""
+
+    eof: float = 2.0
+    sigint: float = 2.0
+    sigterm: float = 5.0
+    sigkill: float = 5.0
+    steps: tuple[str, ...] = field(default=("eof", "sigint", "sigterm", "sigkill"))
+
+
+def set_child_subreaper() -> bool:
+    """Adopt orphaned descendants (e.g. a grandchild that called setsid) so they can be found and stopped."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return bool(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0)
+    except (OSError, AttributeError):
+        return False
+
+
+def process_create_time(pid: int) -> float | None:
+    try:
+        return float(psutil.Process(pid).create_time())
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return None
+
+
+def same_process(pid: int | None, create_time: float | None, tolerance: float = 0.05) -> bool:
+    """True if `pid` is alive (not a zombie) and is the process that was created at `create_time`."""
+    if not pid or create_time is None:
+        return False
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        return abs(proc.create_time() - create_time) <= tolerance
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+
+
+class ProcessHandle:
+    """A running child in its own session; `stop()` escalates on its process group."""
+
+    def __init__(self, request: ProcessRequest, proc: asyncio.subprocess.Process, started: float) -> None:
+        self.request = request
+        self.proc = proc
+        self.started = started
+        self.pgid = proc.pid  # start_new_session makes the child the leader of its own group
+        self.key = ProcKey(proc.pid, process_create_time(proc.pid) or 0.0)
+        self.stopped_by: str | None = None
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @classmethod
+    async def start(cls, request: ProcessRequest) -> ProcessHandle:
+        proc = await asyncio.create_subprocess_exec(
+            *request.argv,
+            cwd=str(request.cwd),
+            env=dict(request.env),
+            stdin=asyncio.subprocess.PIPE if request.stdin_pipe else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+        log.info("started %s pid=%s argv0=%s", request.name, proc.pid, request.argv[0])
+        return cls(request, proc, time.monotonic())
+
+    async def wait(self, timeout: float | None = None) -> int | None:
+        """The exit code, or None if it is still running after `timeout` seconds."""
+        try:
+            return await asyncio.wait_for(self.proc.wait(), timeout)
+        except TimeoutError:
+            return None
+
+    async def stop(self, deadlines: StopDeadlines | None = None, extra: Iterable[ProcKey] = ()) -> int | None:
+        """Escalate until the group is gone; then stop any listed straggler outside the group."""
+        d = deadlines or StopDeadlines()
+        for step in d.steps:
+            if self.proc.returncode is not None and not _group_alive(self.pgid):
+                break
+            self.stopped_by = self.stopped_by or step
+            if step == "eof":
+                self._close_stdin()
+                wait_s = d.eof
+            else:
+                sig = {"sigint": signal.SIGINT, "sigterm": signal.SIGTERM, "sigkill": signal.SIGKILL}[step]
+                log.info("stop %s pid=%s pgid=%s: %s", self.request.name, self.pid, self.pgid, step)
+                _signal_group(self.pgid, sig)
+                wait_s = {"sigint": d.sigint, "sigterm": d.sigterm, "sigkill": d.sigkill}[step]
+            await self.wait(wait_s)
+            await _wait_group_gone(self.pgid, 0.2 if self.proc.returncode is not None else 0.0)
+        stragglers = [k for k in extra if k.alive()]
+        if stragglers:
+            await kill_processes(stragglers, term_s=d.sigterm, kill_s=d.sigkill)
+        return self.proc.returncode
+
+    def _close_stdin(self) -> None:
+        stdin = self.proc.stdin
+        if stdin is not None and not stdin.is_closing():
+            with contextlib.suppress(OSError, RuntimeError):
+                stdin.close()
+
+    def outcome(self, ended: float | None = None) -> ProcessOutcome:
+        return ProcessOutcome(self.proc.returncode, self.started, ended or time.monotonic(), self.stopped_by)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Any member of the group left? Zombies we adopted are reaped first so they do not count."""
+    for attempt in range(2):
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        if attempt == 0 and not reap_adopted_zombies(keep=(pgid,)):
+            return True
+    return True
+
+
+async def _wait_group_gone(pgid: int, timeout: float) -> None:
+    end = time.monotonic() + timeout
+    while _group_alive(pgid) and time.monotonic() < end:
+        await asyncio.sleep(0.02)
+
+
+async def kill_processes(
+    keys: Iterable[ProcKey], *, term_s: float = 3.0, kill_s: float = 3.0
+) -> list[ProcKey]:
+    """SIGTERM every still-identical process, then SIGKILL survivors; returns those that had to be stopped."""
+    targets = [k for k in keys if k.alive()]
+    for sig, wait_s in ((signal.SIGTERM, term_s), (signal.SIGKILL, kill_s)):
+        living = [k for k in targets if k.alive()]
+        if not living:
+            break
+        for key in living:
+            log.info("signal %s to pid=%s", sig.name, key.pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(key.pid, sig)
+        end = time.monotonic() + wait_s
+        while any(k.alive() for k in living) and time.monotonic() < end:
+            await asyncio.sleep(0.02)
+    return targets
+
+
+def descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return list(psutil.Process(pid).children(recursive=True))
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return []
+
+
+def processes_with_env(name: str, value: str, *, also: Mapping[str, str] | None = None) -> list[ProcKey]:
+    """Every living process whose environment has `name=value` (and the `also` pairs).
+
+    A lane's processes all inherit `LANES_LANE` and `LANES_HOME`, even ones that left the process
+    group with setsid and were re-parented to init, so this finds a lost lane's leftovers.
+    """
+    found: list[ProcKey] = []
+    me = os.getpid()
+    for proc in psutil.process_iter(["pid", "create_time"]):
+        if proc.pid == me:
+            continue
+        try:
+            env = proc.environ()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess, OSError):
+            continue
+        if env.get(name) != value:
+            continue
+        if also and any(env.get(k) != v for k, v in also.items()):
+            continue
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+        except psutil.Error:
+            continue
+        found.append(ProcKey(proc.pid, float(proc.info["create_time"])))
+    return found
+
+
+def reap_adopted_zombies(keep: Iterable[int] = ()) -> int:
+    """Reap zombie children we adopted as subreaper (never the ones asyncio waits for)."""
+    skip = set(keep)
+    reaped = 0
+    try:
+        children = psutil.Process().children()
+    except psutil.Error:
+        return 0
+    for child in children:
+        if child.pid in skip:
+            continue
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                os.waitpid(child.pid, os.WNOHANG)
+                reaped += 1
+        except (psutil.Error, ChildProcessError, OSError):
+            continue
+    return reaped

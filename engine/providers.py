@@ -1,0 +1,259 @@
+"""Every fact about the agent CLIs (PROVIDERS.md) in one place, as data.
+
+The CLIs cannot log in on our machines, so their formats are only ever checked against fakes; when
+a real CLI changes a flag or an error line, the fix must be one line here and nowhere else. The
+config loader merges the lead's `[providers.NAME]` tables onto these presets.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+
+#: How a provider's output is read: plain text, one of three JSON-lines dialects, or a terminal screen.
+CHANNELS = ("plain", "claude-stream-json", "codex-json", "gemini-stream-json", "pty")
+#: How the prompt reaches the agent: written to its stdin, or given as a command-line argument.
+PROMPT_MODES = ("stdin", "arg")
+#: The only `{name}` placeholders an argv template may use; anything else is a typo we refuse.
+PLACEHOLDERS = ("model", "effort", "worktree", "prompt", "python")
+#: A `{identifier}` in an argv element. Braces around anything else (JSON, say) are left alone.
+PLACEHOLDER_RE = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+#: Exit codes that mean "this provider is not usable here" (127: command not found).
+CONFIG_ERROR_EXIT_CODES = (127,)
+#: Substrings no argv may contain: codex must stay confined to the worktree (PROVIDERS.md).
+FORBIDDEN_ARGS = ("danger-full-access", "dangerously-bypass-approvals-and-sandbox")
+DEFAULT_MAX = 2
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """One agent CLI as a lane runs it: a preset, possibly with the lead's overrides merged on top."""
+
+    name: str
+    argv: tuple[str, ...]
+    prompt: str  # "stdin" | "arg"
+    model: str
+    effort: str
+    max: int
+    channel: str
+    budget_patterns: tuple[str, ...]
+    config_patterns: tuple[str, ...]
+
+    def render_argv(self, prompt_text: str, worktree: Path) -> list[str]:
+        """The argv to exec (never through a shell): placeholders filled element by element.
+
+        Substitution is a single pass, so a prompt that itself contains `{model}` stays verbatim.
+        In "arg" mode the prompt is appended as the last argument unless the template places it.
+        """
+        values = {
+            "model": self.model,
+            "effort": self.effort,
+            "worktree": str(worktree),
+            "prompt": prompt_text,
+            "python": sys.executable,
+        }
+        argv = [_fill(part, values) for part in self.argv]
+        if self.prompt == "arg" and not self.uses_placeholder("prompt"):
+            argv.append(prompt_text)
+        return argv
+
+    def executable(self) -> str:
+        """The program to look up on PATH (for `doctor`): argv[0] with `{python}` and friends filled."""
+        values = {"model": self.model, "effort": self.effort, "python": sys.executable}
+        return _fill(self.argv[0], values) if self.argv else ""
+
+    def uses_placeholder(self, name: str) -> bool:
+        return any(name in placeholders_in(part) for part in self.argv)
+
+    def budget_match(self, text: str) -> str | None:
+        """The first budget pattern found in `text` (OUT-OF-BUDGET: try the next provider), or None."""
+        return _first_match(self.budget_patterns, text)
+
+    def config_match(self, text: str) -> str | None:
+        """The first config-error pattern found in `text` (CONFIG-ERROR: stop the chain), or None."""
+        return _first_match(self.config_patterns, text)
+
+
+def placeholders_in(part: str) -> list[str]:
+    """The placeholder names used in one argv element, known or not."""
+    return PLACEHOLDER_RE.findall(part)
+
+
+def forbidden_arg(part: str) -> tuple[str, str] | None:
+    """(what, fix) if an argv element would let the agent write outside its worktree, else None."""
+    if any(bad in part for bad in FORBIDDEN_ARGS):
+        return (f"{part!r} would let the agent write outside its worktree",
+                "use -s workspace-write with -C {worktree}")
+    return None
+
+
+def compile_pattern(pattern: str) -> re.Pattern[str]:
+    """Patterns are matched case-insensitively against output lines; raises re.error if malformed."""
+    return re.compile(pattern, re.IGNORECASE)
+
+
+def _first_match(patterns: tuple[str, ...], text: str) -> str | None:
+    for pattern in patterns:
+        if compile_pattern(pattern).search(text):
+            return pattern
+    return None
+
+
+def _fill(part: str, values: Mapping[str, str]) -> str:
+    return PLACEHOLDER_RE.sub(lambda m: values.get(m.group(1), m.group(0)), part)
+
+
+# --- Out-of-budget and config-error lines (PROVIDERS.md), case-insensitive regexes -----------------
+
+#: Claude itself and claude-compatible gateways (e.g. GLM) that speak its CLI.
+CLAUDE_BUDGET = (
+    r'API Error: 429.*"type"\s*:\s*"(?:1113|1308|1309|1310|1316|1317)"',
+    r"Insufficient balance or no resource package",
+    r"Usage limit reached for",
+    r"Limit Exhausted",
+)
+CLAUDE_CONFIG = (
+    r"API Error: 400 \[1211\]",
+    r"Unknown Model, please check the model code",
+    r"no API key for provider",
+)
+CODEX_BUDGET = (
+    r"You've hit your usage limit",
+    r"Quota exceeded\. Check your plan",
+    r"workspace is out of credits",
+)
+CODEX_CONFIG = (
+    r"model is not supported when using Codex",
+    r"Model metadata for .* not found",
+)
+GEMINI_BUDGET = (
+    r"RESOURCE_EXHAUSTED.*quota",
+    r"Individual quota reached",
+)
+GEMINI_CONFIG = (
+    r"invalid model selection",
+    r"is not recognized as a known model",
+)
+SIM_BUDGET = (r"SIM-OUT-OF-BUDGET",)
+SIM_CONFIG = (r"SIM-CONFIG-ERROR",)
+
+
+# --- The presets -----------------------------------------------------------------------------------
+
+PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
+    "claude": ProviderConfig(
+        name="claude",
+        # --verbose is required with stream-json in -p mode.
+        argv=("claude", "-p", "--output-format", "stream-json", "--verbose",
+              "--permission-mode", "acceptEdits", "--model", "{model}"),
+        prompt="stdin",
+        model="sonnet",
+        effort="",
+        max=DEFAULT_MAX,
+        channel="claude-stream-json",
+        budget_patterns=CLAUDE_BUDGET,
+        config_patterns=CLAUDE_CONFIG,
+    ),
+    "codex": ProviderConfig(
+        name="codex",
+        # workspace-write confined to the worktree with -C; never danger-full-access.
+        argv=("codex", "exec", "--json", "-m", "{model}", "-c", "model_reasoning_effort={effort}",
+              "-s", "workspace-write", "-C", "{worktree}", "--skip-git-repo-check", "-"),
+        prompt="stdin",
+        model="gpt-5-codex",
+        effort="medium",
+        max=DEFAULT_MAX,
+        channel="codex-json",
+        budget_patterns=CODEX_BUDGET,
+        config_patterns=CODEX_CONFIG,
+    ),
+    "gemini": ProviderConfig(
+        name="gemini",
+        argv=("gemini", "-p", "{prompt}", "--output-format", "stream-json", "-m", "{model}"),
+        prompt="arg",
+        model="gemini-2.5-pro",
+        effort="",
+        max=DEFAULT_MAX,
+        channel="gemini-stream-json",
+        budget_patterns=GEMINI_BUDGET,
+        config_patterns=GEMINI_CONFIG,
+    ),
+    "aider": ProviderConfig(
+        name="aider",
+        # aider picks its model from its own config (.aider.conf.yml / AIDER_MODEL); no JSON output.
+        argv=("aider", "--yes-always", "--no-auto-commits", "--message", "{prompt}"),
+        prompt="arg",
+        model="sonnet",
+        effort="",
+        max=DEFAULT_MAX,
+        channel="plain",
+        budget_patterns=(),
+        config_patterns=(),
+    ),
+    "sim": ProviderConfig(
+        name="sim",
+        argv=("{python}", "-m", "lanes_tui.engine.sim"),
+        prompt="stdin",
+        model="sim",
+        effort="",
+        max=100,
+        channel="plain",
+        budget_patterns=SIM_BUDGET,
+        config_patterns=SIM_CONFIG,
+    ),
+})
+
+
+# --- Other CLI facts, kept here so a format change stays a one-line fix -----------------------------
+
+#: Extra claude arguments to answer permission requests over stdin (structured inbox channel).
+CLAUDE_PERMISSION_ARGS = ("--input-format", "stream-json", "--permission-prompt-tool", "stdio")
+
+#: How to resume a session; `{session}` is the session / thread id, the prompt follows as in the preset.
+RESUME_ARGV: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "claude": ("claude", "-p", "--resume", "{session}"),
+    "codex": ("codex", "exec", "resume", "{session}"),
+    "gemini": ("gemini", "-r", "{session}", "-p"),
+})
+
+#: Gemini exit codes with a meaning beyond success / failure.
+GEMINI_EXIT_CODES: Mapping[int, str] = MappingProxyType({42: "bad input", 53: "turn limit reached"})
+
+#: Terminal-screen fallback: lines that mean the agent waits for the lead (case-insensitive regexes).
+SCREEN_PROMPTS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "claude": (r"Do you want .*", r"No, and tell Claude what to do differently", r"esc to cancel"),
+    "codex": (r"Press enter to confirm or esc to cancel", r"Yes, proceed \(y\)", r"Allow command\?"),
+    "gemini": (r"Allow once", r"Waiting for user confirmation", r"│ Apply this change"),
+    "aider": (r"\(Y\)es/\(N\)o",),
+})
+
+#: Terminal-screen fallback: lines that mean the agent is busy, so a prompt-like line is not a prompt.
+SCREEN_BUSY: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "claude": (r"esc to interrupt", r"\(.*tokens\)"),
+    "gemini": (r"esc to cancel",),
+})
+
+#: The `[providers]` part of the default config, as comment lines: what each key of a preset means.
+PROVIDERS_HELP = (
+    "[providers.NAME] overrides a preset key by key, or adds an agent CLI (argv required).",
+    "Presets: " + "; ".join(f"{p.name} model {p.model!r}" + (f" effort {p.effort!r}" if p.effort else "")
+                            for p in PRESETS.values()) + ".",
+    "  argv = [...]        placeholders: " + " ".join(f"{{{name}}}" for name in PLACEHOLDERS),
+    '  prompt = "stdin"    or "arg": the prompt becomes the last argument (or replaces {prompt})',
+    "  model, effort       strings filled into argv",
+    f"  max = {DEFAULT_MAX}             lanes of this provider at once",
+    f'  channel = "plain"   {" | ".join(CHANNELS)}',
+    "  budget_patterns     regexes (case-insensitive): OUT-OF-BUDGET, the chain moves on",
+    "  config_patterns     regexes: CONFIG-ERROR, the chain stops",
+    "Example:",
+    "[providers.codex]",
+    'effort = "high"',
+    "",
+    'The optional [keys] table remaps the dashboard\'s keys: binding = "key", e.g.',
+    "[keys]",
+    'accept = "A"',
+)

@@ -1,0 +1,43 @@
+"""One sample of a lane's process tree: CPU seconds, RSS, the process set. Cheap by design.
+
+The supervisor is a child subreaper, so every descendant of the agent (even one that called setsid
+and lost its parent) stays below the supervisor and one `children(recursive=True)` finds the tree.
+"""
+
+from __future__ import annotations
+
+import os
+
+import psutil
+
+from lanes_tui.engine.watchdog import ProcInfo
+
+
+def sample_tree(root_pid: int | None = None, *, exclude_self: bool = True) -> tuple[ProcInfo, ...]:
+    """The living descendants of `root_pid` (default: this process)."""
+    root = root_pid or os.getpid()
+    try:
+        children = psutil.Process(root).children(recursive=True)
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return ()
+    infos: list[ProcInfo] = []
+    for proc in children:
+        if exclude_self and proc.pid == os.getpid():
+            continue
+        try:
+            with proc.oneshot():
+                if proc.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                times = proc.cpu_times()
+                infos.append(ProcInfo(
+                    pid=proc.pid,
+                    create_time=float(proc.create_time()),
+                    name=proc.name(),
+                    cmdline=" ".join(proc.cmdline())[:300],
+                    cpu_s=float(times.user + times.system + times.children_user + times.children_system),
+                    rss=int(proc.memory_info().rss),
+                    ppid=proc.ppid(),
+                ))
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return tuple(infos)

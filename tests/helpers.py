@@ -1,0 +1,74 @@
+"""Helpers for tests that drive the real `lanes-tui` command against real repositories."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+BROKE = ("[providers.broke]\n"
+         "argv = [\"{python}\", \"-c\", \"open('broke-was-here', 'w').write('x'); "
+         "print('SIM-OUT-OF-BUDGET: Usage limit reached for test-model'); raise SystemExit(1)\"]\n"
+         "prompt = \"arg\"\nbudget_patterns = [\"SIM-OUT-OF-BUDGET\"]\n")
+BADCFG = ("[providers.badcfg]\n"
+          "argv = [\"{python}\", \"-c\", \"print('SIM-CONFIG-ERROR: Unknown Model, please check the model code'); "
+          "raise SystemExit(1)\"]\n"
+          "prompt = \"arg\"\nconfig_patterns = [\"SIM-CONFIG-ERROR\"]\n")
+
+
+def write_config(repo: Path, *, idle_timeout_s: float = 30, sample_s: float = 0.2, max_parallel: int = 6,
+                 chains: str = 'backend = ["sim"]', extra: str = "", sim_max: int = 20) -> Path:
+    root = repo.parent / "worktrees"
+    text = (f"[lanes]\nworktree_root = \"{root}\"\nmax_parallel = {max_parallel}\n"
+            f"idle_timeout_s = {idle_timeout_s}\nsample_s = {sample_s}\ntimeout_s = 600\n\n"
+            f"[chains]\n{chains}\n\n[providers.sim]\nmax = {sim_max}\n\n{extra}")
+    path = repo / ".lanes" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def cli(repo: Path, *args: str, check: bool = False, timeout: float = 120,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `lanes-tui ARGS` as a real process in `repo`."""
+    proc = subprocess.run([sys.executable, "-m", "lanes_tui.app", *args], cwd=repo, capture_output=True,
+                          text=True, timeout=timeout, env=env)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"lanes-tui {' '.join(args)} exited {proc.returncode}: {proc.stderr}")
+    return proc
+
+
+def run_lane(repo: Path, script: str, *, lane_id: str, extra: tuple[str, ...] = ()) -> str:
+    proc = cli(repo, "run", "--prompt", script, "--id", lane_id, *extra, check=True)
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def wait_state(repo: Path, lane: str, states: str, timeout: float = 60) -> str:
+    proc = cli(repo, "wait", lane, "--until", states, "--timeout", str(timeout))
+    assert proc.returncode == 0, f"{lane} never reached {states}: {proc.stderr} {status(repo, lane)}"
+    return proc.stdout.strip()
+
+
+def status(repo: Path, lane: str | None = None) -> Any:
+    proc = cli(repo, "status", *([lane] if lane else []), "--json", check=True)
+    rows = json.loads(proc.stdout)
+    return rows[0] if lane else rows
+
+
+def output(repo: Path, lane: str) -> str:
+    return (repo / ".lanes" / "state" / "lanes" / lane / "output.log").read_text(errors="replace")
+
+
+def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.05) -> Any:
+    """Poll a condition on real events (a file, a state) with a bound; never a fixed sleep."""
+    end = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)
