@@ -77,7 +77,7 @@ class Engine:
         """Reconcile from disk and begin watching; lanes already running are re-attached."""
         self.paths.ensure()
         await asyncio.to_thread(reconcile, self.repo, self.clock)
-        await asyncio.to_thread(self._scan, True)
+        await self._scan_and_emit(initial=True)
         self._task = asyncio.create_task(self._watch(), name="lanes-engine-watch")
 
     async def aclose(self) -> None:
@@ -131,7 +131,7 @@ class Engine:
     # commands --------------------------------------------------------------------------------
     async def run_lane(self, request: LaunchRequest) -> LaneRecord:
         record = await self.runner.start(request)
-        await asyncio.to_thread(self._scan, False)
+        await self._scan_and_emit()
         return record
 
     async def kill(self, lane_id: str) -> list[int]:
@@ -141,7 +141,7 @@ class Engine:
             raise LanesError(f"lane {lane_id} is {record.state}; nothing runs there")
         stopped = await self.runner.stop(lane_id)
         await asyncio.to_thread(reconcile, self.repo, self.clock)
-        await asyncio.to_thread(self._scan, False)
+        await self._scan_and_emit()
         return stopped
 
     # watching --------------------------------------------------------------------------------
@@ -152,7 +152,7 @@ class Engine:
                 if now - self._last_reconcile >= self.reconcile_every_s:
                     self._last_reconcile = now
                     await asyncio.to_thread(reconcile, self.repo, self.clock)
-                await asyncio.to_thread(self._scan, False)
+                await self._scan_and_emit()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # keep watching; tell the lead once per failure
@@ -160,18 +160,44 @@ class Engine:
                 self._emit(EngineNotice(f"engine: {exc}", "error"))
             await self.clock.sleep(self.poll_s)
 
-    def _scan(self, initial: bool) -> None:
+    async def _scan_and_emit(self, initial: bool = False) -> None:
+        """Stat and read in a worker thread; queue the events on the loop thread (queues are not thread-safe)."""
+        for event in await asyncio.to_thread(self._scan, initial):
+            self._emit(event)
+
+    def _scan(self, initial: bool) -> list[EngineEvent]:
+        out: list[EngineEvent] = []
         seen = set()
         for lane_id in self.paths.lane_ids():
             seen.add(lane_id)
             watched = self._watched.setdefault(lane_id, _Watched())
-            self._scan_lane(lane_id, watched, initial)
+            self._scan_lane(lane_id, watched, initial, out)
         for gone in set(self._watched) - seen:
             del self._watched[gone]
-            self._emit(LaneRemoved(gone))
+            out.append(LaneRemoved(gone))
+        return out
 
-    def _scan_lane(self, lane_id: str, watched: _Watched, initial: bool) -> None:
+    def _scan_lane(self, lane_id: str, watched: _Watched, initial: bool, out: list[EngineEvent]) -> None:
         lane = self.paths.lane(lane_id)
+        # Output first, the record last: a subscriber sees every line before the state that ends it.
+        self._scan_output(lane_id, watched, initial, out)
+        size = _size(lane.samples)
+        if size != watched.samples_size:
+            watched.samples_size = size
+            sample = self.store.last_sample(lane_id)
+            if sample is not None:
+                watched.status = {**watched.status, **{k: sample[k] for k in
+                                                       ("idle_s", "cpu_percent", "rss_bytes", "procs")
+                                                       if k in sample}}
+                out.append(MetersSampled(lane_id, sample))
+        size = _size(lane.events)
+        if size != watched.events_size:
+            old, watched.events_size = watched.events_size, size
+            if not initial:
+                for event in _new_events(lane.events, old):
+                    stalled = event.get("type") == "state" and event.get("state") == "stalled"
+                    if stalled and event.get("stall"):
+                        out.append(StallDetected(lane_id, event["stall"]))
         sig = _sig(lane.record)
         if sig != watched.record_sig:
             watched.record_sig = sig
@@ -181,34 +207,21 @@ class Engine:
                 return
             watched.status = lane_status(self.store, record)
             previous, watched.state = watched.state, record.state
-            self._emit(LaneChanged(lane_id, watched.status, previous))
-        size = _size(lane.samples)
-        if size != watched.samples_size:
-            watched.samples_size = size
-            sample = self.store.last_sample(lane_id)
-            if sample is not None:
-                watched.status = {**watched.status, **{k: sample[k] for k in
-                                                       ("idle_s", "cpu_percent", "rss_bytes", "procs")
-                                                       if k in sample}}
-                self._emit(MetersSampled(lane_id, sample))
-        size = _size(lane.events)
-        if size != watched.events_size:
-            old, watched.events_size = watched.events_size, size
-            if not initial:
-                for event in _new_events(lane.events, old):
-                    stalled = event.get("type") == "state" and event.get("state") == "stalled"
-                    if stalled and event.get("stall"):
-                        self._emit(StallDetected(lane_id, event["stall"]))
-        size = _size(lane.output)
+            self._scan_output(lane_id, watched, initial, out)  # lines written before this record
+            out.append(LaneChanged(lane_id, watched.status, previous))
+
+    def _scan_output(self, lane_id: str, watched: _Watched, initial: bool, out: list[EngineEvent]) -> None:
+        path = self.paths.lane(lane_id).output
+        size = _size(path)
         if initial:
             watched.output_offset = size
         elif size != watched.output_offset:
             start = watched.output_offset if size > watched.output_offset else 0
             skipped = max(0, size - start - self.output_chunk)
-            data, end = read_output(lane.output, start + skipped, self.output_chunk)
+            data, end = read_output(path, start + skipped, self.output_chunk)
             watched.output_offset = end
             if data:
-                self._emit(OutputAppended(lane_id, start + skipped, data.decode("utf-8", errors="replace"),
+                out.append(OutputAppended(lane_id, start + skipped, data.decode("utf-8", errors="replace"),
                                           skipped))
 
 

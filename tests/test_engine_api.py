@@ -1,0 +1,107 @@
+"""The async Engine the dashboard uses: commands, one event stream, re-attach, explicit close."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+from pathlib import Path
+
+import psutil
+
+from lanes_tui.engine.engine import Engine
+from lanes_tui.engine.events import LaneChanged, MetersSampled, OutputAppended
+from lanes_tui.engine.launcher import LaunchRequest
+from tests.helpers import write_config
+
+
+async def _collect_until_state(engine: Engine, lane_id: str, states: set[str], timeout: float = 60) -> list[object]:
+    seen: list[object] = []
+
+    async def follow() -> None:
+        async for event in engine.events():
+            seen.append(event)
+            if isinstance(event, LaneChanged) and event.lane_id == lane_id and event.status["state"] in states:
+                return
+
+    await asyncio.wait_for(follow(), timeout)
+    return seen
+
+
+async def test_engine_runs_a_lane_and_streams_events(repo: Path) -> None:
+    write_config(repo, sample_s=0.1)
+    engine = Engine(repo, poll_s=0.05)
+    await engine.start()
+    try:
+        collector = asyncio.create_task(_collect_until_state(engine, "streamed-a1", {"exited"}))
+        await asyncio.sleep(0)  # let the collector subscribe before the lane starts
+        record = await engine.run_lane(LaunchRequest(prompt="print 5 --rate 10 --text hello\nsay bye\n",
+                                                     slug="streamed"))
+        assert record.id == "streamed-a1"
+        events = await collector
+    finally:
+        await engine.aclose()
+    states = [e.status["state"] for e in events if isinstance(e, LaneChanged)]
+    assert states[-1] == "exited" and "running" in states
+    text = "".join(e.text for e in events if isinstance(e, OutputAppended) and e.lane_id == "streamed-a1")
+    assert "line 5: hello" in text and "bye" in text
+    assert any(isinstance(e, MetersSampled) for e in events)
+    assert engine.lanes()[0]["result"] == "OK"
+    assert "bye" in await Engine(repo).output_tail("streamed-a1")
+
+
+async def test_a_new_engine_reattaches_to_running_lanes(repo: Path) -> None:
+    write_config(repo, sample_s=0.1)
+    first = Engine(repo, poll_s=0.05)
+    await first.start()
+    await first.run_lane(LaunchRequest(prompt="say up\nsleep 2\nsay still here\n", slug="survivor"))
+    await first.aclose()  # the dashboard closes: the lane must go on
+    second = Engine(repo, poll_s=0.05)
+    await second.start()
+    try:
+        assert [lane["id"] for lane in second.lanes()] == ["survivor-a1"]
+        assert second.lanes()[0]["state"] in {"queued", "launching", "running"}
+        events = await _collect_until_state(second, "survivor-a1", {"exited"})
+    finally:
+        await second.aclose()
+    assert any(isinstance(e, OutputAppended) and "still here" in e.text for e in events)
+
+
+async def test_engine_start_marks_a_lane_lost_when_its_supervisor_died(repo: Path) -> None:
+    write_config(repo, sample_s=0.1)
+    engine = Engine(repo, poll_s=0.05)
+    await engine.start()
+    running = asyncio.create_task(_collect_until_state(engine, "orphan-a1", {"running"}))
+    await asyncio.sleep(0)
+    await engine.run_lane(LaunchRequest(prompt="sleep 600\n", slug="orphan"))
+    await running
+    await engine.aclose()
+    lane_dir = repo / ".lanes/state/lanes/orphan-a1"
+    sup = json.loads((lane_dir / "supervisor.json").read_text())
+    agent = json.loads((lane_dir / "lane.json").read_text())["agent_pid"]
+    os.kill(sup["pid"], signal.SIGKILL)
+    await asyncio.to_thread(psutil.Process(sup["pid"]).wait, 10)
+    restarted = Engine(repo)
+    await restarted.start()
+    await restarted.aclose()
+    assert restarted.lanes()[0]["state"] == "lost"
+    os.killpg(agent, signal.SIGKILL)
+
+
+async def test_kill_stops_the_lane_and_its_tree(repo: Path) -> None:
+    write_config(repo, sample_s=0.1)
+    engine = Engine(repo, poll_s=0.05)
+    await engine.start()
+    try:
+        running = asyncio.create_task(_collect_until_state(engine, "killme-a1", {"running"}))
+        await asyncio.sleep(0)
+        await engine.run_lane(LaunchRequest(prompt="spawn-setsid 600\nsleep 600\n", slug="killme"))
+        await running
+        leftovers = await engine.kill("killme-a1")
+        lane = next(lane for lane in engine.lanes() if lane["id"] == "killme-a1")
+    finally:
+        await engine.aclose()
+    assert leftovers == []  # the supervisor stopped everything itself
+    assert lane["state"] == "exited" and lane["result"] == "LANE-FAILED"
+    assert lane["providers_tried"][0]["reason"] == "stopped by the lead"
