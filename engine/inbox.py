@@ -33,7 +33,6 @@ import math
 import os
 import secrets
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -68,43 +67,14 @@ from lanes_tui.engine.inbox_files import (
     read_json_file,
     validate_qid,
 )
+from lanes_tui.engine.inbox_view import WAITING_STATES, QuestionView, derive_view, wait_for_answer
 
 __all__ = [
-    "KINDS", "SOURCES", "STATES", "InboxStore", "Option", "Question", "QuestionView", "wait_for_answer",
+    "KINDS", "SOURCES", "STATES", "WAITING_STATES", "InboxStore", "Option", "Question", "QuestionView",
+    "wait_for_answer",
 ]
 
-#: States in which the lane is waiting for the lead (the watchdog must not call it stalled).
-WAITING_STATES = frozenset({"open", "answered"})
 _MAX_WARNED = 10_000
-
-
-@dataclass(frozen=True)
-class QuestionView:
-    """A question with the state derived from its files.
-
-    `answer` is the value that took effect or will: the lead's answer (answered, delivered, orphaned)
-    or the default applied on expiry; None while open and when cancelled. `reason` is the cancel or
-    orphan reason.
-    """
-
-    question: Question
-    state: str
-    answer: str | None
-    answered_by: str | None
-    answered_at: float | None
-    reason: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """The record of `lanes-tui inbox --json`: the question plus `state` and, once answered, `answer`."""
-        data = self.question.to_record()
-        data["state"] = self.state
-        if self.answer is not None:
-            data["answer"] = self.answer
-            data["answered_by"] = self.answered_by
-            data["answered_at"] = self.answered_at
-        if self.reason is not None:
-            data["reason"] = self.reason
-        return data
 
 
 class InboxStore:
@@ -333,24 +303,8 @@ class InboxStore:
             except (BadFile, OSError) as exc:
                 self._warn(path, str(exc))
         winner = next((m for m in MARKS if m in present), None)
-        if winner is None:
-            if answer is None:
-                return QuestionView(question, "open", None, None, None)
-            return QuestionView(question, "answered", answer.value, answer.by, answer.at)
-        mark = self._mark_content(mark_file(lane_dir, qid, winner), qid)
-        reason = mark.get("reason")
-        if winner == "cancelled":
-            return QuestionView(question, winner, None, None, None, reason or "")
-        if winner == "expired":
-            value = mark.get("value")
-            by = "default" if value is not None else None
-            return QuestionView(question, winner, value, by, mark.get("at"))
-        if answer is not None:
-            return QuestionView(question, winner, answer.value, answer.by, answer.at,
-                                reason if winner == "orphaned" else None)
-        if winner == "delivered":
-            return QuestionView(question, winner, mark.get("value"), None, mark.get("at"))
-        return QuestionView(question, winner, None, None, None, reason or "")
+        mark = self._mark_content(mark_file(lane_dir, qid, winner), qid) if winner is not None else {}
+        return derive_view(question, answer, winner, mark)
 
     def _mark_content(self, path: Path, qid: str) -> Mapping[str, Any]:
         """A mark's fields; unreadable content is logged, the mark still counts by its existence."""
@@ -412,25 +366,3 @@ class InboxStore:
             self._warned.clear()
         self._warned.add(key)
         self.log.warning("inbox: skipping %s: %s", path, reason)
-
-
-async def wait_for_answer(store: InboxStore, qid: str, *, timeout_s: float | None,
-                          clock: Clock | None = None, poll_s: float = 0.05) -> QuestionView:
-    """Poll until the question leaves "open" or `timeout_s` passes; returns the last view either way.
-
-    Polling (not inotify) keeps it portable and lets tests drive it with a FakeClock, whose `sleep`
-    advances time; a poll reads a handful of small files.
-    """
-    clock = clock or store.clock
-    start = clock.monotonic()
-    while True:
-        view = store.get(qid)
-        if view.state != "open":
-            return view
-        if timeout_s is None:
-            await clock.sleep(poll_s)
-            continue
-        remaining = start + timeout_s - clock.monotonic()
-        if remaining <= 0:
-            return view
-        await clock.sleep(min(poll_s, remaining))

@@ -21,11 +21,13 @@ from typing import Any
 from lanes_tui.engine import slots
 from lanes_tui.engine.agent_run import AgentRun, RunOutcome, RunSettings
 from lanes_tui.engine.atomic import write_json_atomic
+from lanes_tui.engine.check import gate_lane
 from lanes_tui.engine.classify import PatternScanner
 from lanes_tui.engine.clock import Clock, RealClock
 from lanes_tui.engine.config import Config, ProviderConfig, load_config
 from lanes_tui.engine.lane_env import ensure_cli_shim, lane_environment
 from lanes_tui.engine.model import ProviderAttempt
+from lanes_tui.engine.packet import build_packet, read_packet, write_packet
 from lanes_tui.engine.paths import StatePaths
 from lanes_tui.engine.procs import ProcessRequest, process_create_time, set_child_subreaper
 from lanes_tui.engine.store import LaneStore
@@ -68,7 +70,18 @@ class Supervisor:
             outcome = await self._run_chain(holder)
         if outcome is None:
             return self._finish(None, "LANE-FAILED", "stopped by the lead while queued")
-        return self._finish(outcome, outcome.classification.result, outcome.classification.reason)
+        self._finish(outcome, outcome.classification.result, outcome.classification.reason)
+        await self._decide()
+        return 0
+
+    async def _decide(self) -> None:
+        """After the agent: gates and packet, so the lane is `ready` or `rejected` with no lead around."""
+        record = self.record
+        if record.result == "OK" and not self.stop_requested.is_set():
+            await gate_lane(self.repo, self.config, self.store, record, by_lead=False, clock=self.clock)
+        else:
+            lane = self.paths.lane(record.id)
+            write_packet(lane, build_packet(record, [], clock=self.clock, previous=read_packet(lane)))
 
     async def _run_chain(self, holder: dict[str, Any]) -> RunOutcome | None:
         record = self.record

@@ -1,8 +1,8 @@
 """Lane worktrees: create, inspect and remove the `lane/<id>` worktrees of a repository.
 
-Every git call is an argv list run with `subprocess` (never a shell), so a lane id, a path or a
-branch name can never be read as shell syntax. GitPython is not used: the detached supervisor
-imports engine modules and must start quickly. Every git failure becomes a `LanesError` carrying
+Every git call is an argv list run with `subprocess` (never a shell; the runner is `engine.gitcmd`),
+so a lane id, a path or a branch name can never be read as shell syntax. GitPython is not used: the
+detached supervisor imports engine modules and must start quickly. Every git failure becomes a `LanesError` carrying
 git's first stderr line and what to do next. Removal is guarded twice over (inside the worktree
 root, and only `lane/` branches), because abandon and finish delete things on the lead's disk.
 """
@@ -14,7 +14,6 @@ import hashlib
 import os
 import shutil
 import stat
-import subprocess
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -22,17 +21,24 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.errors import LanesError
+from lanes_tui.engine.gitcmd import DEFAULT_FIX, GIT_TIMEOUT_S, NOT_A_REPO_FIX, WorktreeEntry
+from lanes_tui.engine.gitcmd import branch_exists as _branch_exists
+from lanes_tui.engine.gitcmd import first_line as _first_line
+from lanes_tui.engine.gitcmd import git_out as _out
+from lanes_tui.engine.gitcmd import list_worktrees as _list_worktrees
+from lanes_tui.engine.gitcmd import nul_list as _nul_list
+from lanes_tui.engine.gitcmd import refuse_option as _refuse_option
+from lanes_tui.engine.gitcmd import run_git as _git
 from lanes_tui.engine.ids import BRANCH_PREFIX, branch_for, validate_lane_branch
 from lanes_tui.engine.paths import inside, worktree_path
 
-GIT_TIMEOUT_S = 300.0
-NOT_A_REPO_FIX = "run lanes-tui in a repository or pass --repo PATH"
-DEFAULT_FIX = "check the repository with `git status` and try again"
-# Set by git hooks and wrappers; they would silently point our calls at another repository.
-_GIT_ENV_DROP = (
-    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX",
-)
+# The git runner lives in engine.gitcmd; its helpers keep their old private names here so this
+# module's code (and anything written against it) reads as before.
+__all__ = [
+    "DEFAULT_FIX", "GIT_TIMEOUT_S", "NOT_A_REPO_FIX", "WorktreeEntry", "WorktreeInfo", "ahead_behind",
+    "changed_files", "check_worktree_root", "create_worktree", "current_branch", "find_repo_root", "is_dirty",
+    "list_lane_worktrees", "remove_worktree", "rev_parse", "unique_commits", "worktree_digest",
+]
 
 
 @dataclass(frozen=True)
@@ -47,68 +53,6 @@ class WorktreeInfo:
     branch: str
     base_sha: str
     base_ref: str | None
-
-
-@dataclass(frozen=True)
-class WorktreeEntry:
-    """One lane worktree as `git worktree list --porcelain` reports it."""
-
-    path: Path
-    head: str
-    branch: str
-    locked: bool
-    prunable: bool
-
-
-def _git(cwd: Path, *args: str, fix: str = DEFAULT_FIX, check: bool = True,
-         stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
-    """Run `git args…` in `cwd`; raise a one-line LanesError on failure when `check`.
-
-    Output stays bytes so file names that are not UTF-8 survive (decoded with `os.fsdecode`).
-    """
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_ENV_DROP}
-    env["LC_ALL"] = "C"  # stable, untranslated messages
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    try:
-        proc = subprocess.run(
-            ["git", *args], cwd=cwd, env=env, capture_output=True, timeout=GIT_TIMEOUT_S,
-            input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL, check=False,
-        )
-    except (FileNotFoundError, NotADirectoryError) as exc:
-        if not cwd.is_dir():
-            raise LanesError(f"folder {cwd} does not exist", fix) from exc
-        raise LanesError("git is not installed or not on PATH", "install git") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise LanesError(f"git {args[0]} in {cwd} took longer than {GIT_TIMEOUT_S:.0f}s", fix) from exc
-    if check and proc.returncode != 0:
-        command = " ".join(a for a in args[:2] if not a.startswith("-"))
-        raise LanesError(f"git {command} failed in {cwd}: {_first_line(proc.stderr)}", fix)
-    return proc
-
-
-def _first_line(stderr: bytes) -> str:
-    for line in stderr.decode("utf-8", "replace").splitlines():
-        if line.strip():
-            return line.strip()
-    return "(no message from git)"
-
-
-def _out(cwd: Path, *args: str, fix: str = DEFAULT_FIX) -> str:
-    return os.fsdecode(_git(cwd, *args, fix=fix).stdout).rstrip("\n")
-
-
-def _nul_list(data: bytes) -> list[str]:
-    return [os.fsdecode(item) for item in data.split(b"\0") if item]
-
-
-def _refuse_option(value: str, what: str) -> None:
-    """A ref starting with '-' would be parsed by git as an option; no real ref looks like that."""
-    if not value or value.startswith("-"):
-        raise LanesError(f"invalid {what} {value!r}", f"name an existing {what}")
-
-
-def _branch_exists(repo: Path, branch: str) -> bool:
-    return _git(repo, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}", check=False).returncode == 0
 
 
 def find_repo_root(start: Path) -> Path:
@@ -383,28 +327,6 @@ def _rmtree(path: Path) -> None:
         shutil.rmtree(path, onexc=retry)
     else:
         shutil.rmtree(path, onerror=retry)
-
-
-def _list_worktrees(repo: Path) -> list[WorktreeEntry]:
-    """Every worktree of the repository (main and detached included), parsed from porcelain."""
-    text = os.fsdecode(_git(repo, "worktree", "list", "--porcelain").stdout)
-    entries: list[WorktreeEntry] = []
-    for block in text.split("\n\n"):
-        fields: dict[str, str] = {}
-        for line in block.splitlines():
-            key, _, value = line.partition(" ")
-            fields[key] = value
-        if "worktree" not in fields:
-            continue
-        ref = fields.get("branch", "")
-        entries.append(WorktreeEntry(
-            path=Path(fields["worktree"]),
-            head=fields.get("HEAD", ""),
-            branch=ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else "",
-            locked="locked" in fields,
-            prunable="prunable" in fields,
-        ))
-    return entries
 
 
 def list_lane_worktrees(repo: Path) -> list[WorktreeEntry]:

@@ -20,11 +20,12 @@ BADCFG = ("[providers.badcfg]\n"
 
 
 def write_config(repo: Path, *, idle_timeout_s: float = 30, sample_s: float = 0.2, max_parallel: int = 6,
-                 chains: str = 'backend = ["sim"]', extra: str = "", sim_max: int = 20) -> Path:
+                 chains: str = 'backend = ["sim"]', extra: str = "", sim_max: int = 20,
+                 gates: str = "commands = []") -> Path:
     root = repo.parent / "worktrees"
     text = (f"[lanes]\nworktree_root = \"{root}\"\nmax_parallel = {max_parallel}\n"
             f"idle_timeout_s = {idle_timeout_s}\nsample_s = {sample_s}\ntimeout_s = 600\n\n"
-            f"[chains]\n{chains}\n\n[providers.sim]\nmax = {sim_max}\n\n{extra}")
+            f"[chains]\n{chains}\n\n[providers.sim]\nmax = {sim_max}\n\n[gates]\n{gates}\n\n{extra}")
     path = repo / ".lanes" / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -46,7 +47,10 @@ def run_lane(repo: Path, script: str, *, lane_id: str, extra: tuple[str, ...] = 
     return proc.stdout.strip().splitlines()[-1]
 
 
-def wait_state(repo: Path, lane: str, states: str, timeout: float = 60) -> str:
+SETTLED = "exited,stalled,ready,rejected,conflict,accepted,abandoned,lost"
+
+
+def wait_state(repo: Path, lane: str, states: str = SETTLED, timeout: float = 60) -> str:
     proc = cli(repo, "wait", lane, "--until", states, "--timeout", str(timeout))
     assert proc.returncode == 0, f"{lane} never reached {states}: {proc.stderr} {status(repo, lane)}"
     return proc.stdout.strip()

@@ -21,7 +21,7 @@ def test_sim_lane_runs_to_completion_detached(repo: Path) -> None:
     # `run` has returned: the lane goes on without the command that started it.
     early = status(repo, lane)
     assert early["state"] in {"queued", "launching", "running"}
-    wait_state(repo, lane, "exited")
+    wait_state(repo, lane)
     row = status(repo, lane)
     assert row["result"] == "OK"
     assert row["provider"] == "sim"
@@ -37,7 +37,7 @@ def test_sim_lane_runs_to_completion_detached(repo: Path) -> None:
     assert "line 3: simulated output" in output(repo, lane)
     events = [json.loads(x) for x in (repo / ".lanes/state/lanes/hello-a1/events.jsonl").read_text().splitlines()]
     states = [e["state"] for e in events if e["type"] == "state"]
-    assert states[0] == "queued" and states[-1] == "exited"
+    assert states[0] == "queued" and states[-3:] == ["exited", "checking", "ready"]
     assert "running" in states
     receipt = json.loads((repo / ".lanes/state/lanes/hello-a1/receipt.json").read_text())
     assert receipt["result"] == "OK" and receipt["returncode"] == 0
@@ -49,7 +49,7 @@ def test_lane_environment_is_scrubbed_and_has_lanes_tui(repo: Path) -> None:
     proc = cli(repo, "run", "--prompt", "env LANES_TUI_SECRET\nenv LANES_PRIVATE\nenv ANTHROPIC_API_KEY\n"
                "env LANES_LANE\nenv LANES_WORKTREE\nenv LANES_HOME\n", "--id", "envcheck", env=env)
     assert proc.returncode == 0, proc.stderr
-    wait_state(repo, "envcheck-a1", "exited")
+    wait_state(repo, "envcheck-a1")
     out = output(repo, "envcheck-a1")
     assert "hunter2" not in out and "LANES_PRIVATE=x" not in out
     assert "ANTHROPIC_API_KEY=agent-key" in out
@@ -59,13 +59,13 @@ def test_lane_environment_is_scrubbed_and_has_lanes_tui(repo: Path) -> None:
     assert os.access(shim, os.X_OK)
     help_run = cli(repo, "run", "--prompt", "say x", "--id", "x", check=False)
     assert help_run.returncode == 0
-    wait_state(repo, "x-a1", "exited")
+    wait_state(repo, "x-a1")
 
 
 def test_out_of_budget_falls_back_in_the_same_worktree(repo: Path) -> None:
     write_config(repo, chains='backend = ["broke", "sim"]', extra=BROKE)
     lane = run_lane(repo, "write out.txt from the second provider\n", lane_id="fallback")
-    wait_state(repo, lane, "exited")
+    wait_state(repo, lane)
     row = status(repo, lane)
     tried = row["providers_tried"]
     assert [(t["provider"], t["result"]) for t in tried] == [("broke", "OUT-OF-BUDGET"), ("sim", "OK")]
@@ -78,7 +78,7 @@ def test_out_of_budget_falls_back_in_the_same_worktree(repo: Path) -> None:
 def test_config_error_stops_the_chain(repo: Path) -> None:
     write_config(repo, chains='backend = ["badcfg", "sim"]', extra=BADCFG)
     lane = run_lane(repo, "write out.txt never\n", lane_id="badcfg")
-    wait_state(repo, lane, "exited")
+    wait_state(repo, lane)
     row = status(repo, lane)
     assert row["result"] == "CONFIG-ERROR"
     assert [t["provider"] for t in row["providers_tried"]] == ["badcfg"]
@@ -89,7 +89,7 @@ def test_missing_cli_is_a_config_error(repo: Path) -> None:
     extra = '[providers.ghost]\nargv = ["definitely-not-installed-agent"]\n'
     write_config(repo, chains='backend = ["ghost", "sim"]', extra=extra)
     lane = run_lane(repo, "say hi\n", lane_id="ghost")
-    wait_state(repo, lane, "exited")
+    wait_state(repo, lane)
     row = status(repo, lane)
     assert row["result"] == "CONFIG-ERROR"
     assert "definitely-not-installed-agent" in row["providers_tried"][0]["reason"]
@@ -98,7 +98,7 @@ def test_missing_cli_is_a_config_error(repo: Path) -> None:
 def test_failing_agent_is_lane_failed(repo: Path) -> None:
     write_config(repo)
     lane = run_lane(repo, "say trying\nexit 3\n", lane_id="fails")
-    wait_state(repo, lane, "exited")
+    wait_state(repo, lane)
     row = status(repo, lane)
     assert row["result"] == "LANE-FAILED"
     assert row["providers_tried"][0]["returncode"] == 3
@@ -127,9 +127,9 @@ def test_busy_agents_are_not_stalled(repo: Path) -> None:
     cpu = run_lane(repo, "burn 3\n", lane_id="cpu")
     files = run_lane(repo, "touch 3 --every 0.3\n", lane_id="files")
     for lane in (cpu, files):
-        wait_state(repo, lane, "exited,stalled")
+        wait_state(repo, lane)
         row = status(repo, lane)
-        assert (row["state"], row["result"]) == ("exited", "OK"), row
+        assert (row["state"], row["result"]) == ("ready", "OK"), row
 
 
 def test_agent_waiting_on_ask_is_not_stalled(repo: Path) -> None:
@@ -143,9 +143,9 @@ def test_agent_waiting_on_ask_is_not_stalled(repo: Path) -> None:
     assert status(repo, lane)["state"] == "waiting"
     qid = qfile.name.removesuffix(".json")
     assert cli(repo, "answer", qid, "yes").returncode == 0
-    wait_state(repo, lane, "exited,stalled")
+    wait_state(repo, lane)
     row = status(repo, lane)
-    assert (row["state"], row["result"]) == ("exited", "OK")
+    assert (row["state"], row["result"]) == ("ready", "OK")
     assert (Path(row["worktree"]) / "shipped.txt").exists()
 
 
@@ -161,6 +161,7 @@ def test_killed_supervisor_makes_the_lane_lost(repo: Path) -> None:
     write_config(repo)
     lane = run_lane(repo, "say up\nsleep 600\n", lane_id="victim")
     wait_state(repo, lane, "running")
+    wait_for(lambda: "up" in output(repo, lane).splitlines())  # the agent is asleep, not writing
     sup = json.loads((repo / ".lanes/state/lanes" / lane / "supervisor.json").read_text())
     agent_pid = json.loads((repo / ".lanes/state/lanes" / lane / "lane.json").read_text())["agent_pid"]
     os.kill(sup["pid"], signal.SIGKILL)
@@ -178,8 +179,8 @@ def test_max_parallel_queues_extra_lanes(repo: Path) -> None:
     second = run_lane(repo, "say second\n", lane_id="second")
     wait_for(lambda: status(repo, second)["state_reason"].startswith("waiting for one of max_parallel"))
     assert status(repo, second)["state"] == "queued"
-    wait_state(repo, first, "exited")
-    wait_state(repo, second, "exited")
+    wait_state(repo, first)
+    wait_state(repo, second)
     events = [json.loads(x) for x in (repo / ".lanes/state/lanes/second-a1/events.jsonl").read_text().splitlines()]
     assert [e["state"] for e in events if e["type"] == "state"][:2] == ["queued", "queued"]
 
@@ -190,5 +191,5 @@ def test_provider_max_queues_extra_lanes(repo: Path) -> None:
     wait_state(repo, first, "running")
     second = run_lane(repo, "say second\n", lane_id="p2")
     wait_for(lambda: "sim slot" in status(repo, second)["state_reason"])
-    wait_state(repo, second, "exited")
-    assert status(repo, first)["state"] == "exited"
+    wait_state(repo, second)
+    assert status(repo, first)["state"] == "ready"

@@ -1,0 +1,154 @@
+"""What every channel shares: its context, the way back to the agent, and the no-op defaults.
+
+A channel is the supervisor's reading of one provider run: it sees every output line (already
+framed by `agent_run`), and, for a pseudo-terminal, the raw bytes; it can write to the agent's stdin
+(or terminal); it opens inbox questions and, on each tick, delivers their answers. The supervisor that
+owns the agent's pipes is the only one that talks to it, so a channel survives a dashboard restart.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from lanes_tui.engine.clock import Clock
+from lanes_tui.engine.inbox import InboxStore
+from lanes_tui.engine.meters import RunMeter
+from lanes_tui.engine.providers import ProviderConfig
+
+log = logging.getLogger(__name__)
+
+#: How often a channel looks for answers, independent of the watchdog's `sample_s`, so an answer
+#: reaches the agent within a tenth of a second of the lead typing it.
+POLL_S = 0.1
+#: A question's body shows at most this much of a tool's input (the inbox refuses more than 64 KiB).
+MAX_BODY_CHARS = 16_000
+
+
+class AgentIO(Protocol):
+    """The way back to the running agent: its stdin pipe, or the pseudo-terminal's master side."""
+
+    def write(self, data: bytes) -> bool:
+        """Send bytes now; False if the agent can no longer be written to."""
+        ...
+
+    def close_input(self) -> None:
+        """End the agent's input (EOF on a pipe; nothing for a terminal)."""
+        ...
+
+
+class _NoIO:
+    """Before the agent is started, and for agents without input: writes go nowhere."""
+
+    def write(self, data: bytes) -> bool:
+        return False
+
+    def close_input(self) -> None:
+        return None
+
+
+@dataclass
+class ChannelContext:
+    """Everything a channel needs from the supervisor, injected so channels are tested without one."""
+
+    lane: str
+    attempt: int
+    provider: ProviderConfig
+    inbox: InboxStore | None
+    meters: RunMeter
+    clock: Clock
+    on_session: Callable[[str], None] = lambda session_id: None
+
+
+class Channel:
+    """The `plain` behaviour, and the hooks every other channel overrides.
+
+    Life cycle, driven by `AgentRun`: `render_argv` and `stdin_payload` before the start, `attach`
+    once the process runs, `on_output` / `on_line` for everything it prints, `tick` every `POLL_S`,
+    `close` when it has exited. Hooks run on the supervisor's event loop, one at a time, so a channel
+    needs no locks; an exception in one is logged by the caller and never ends the lane.
+    """
+
+    name = "plain"
+    #: Run the agent in a pseudo-terminal instead of pipes.
+    uses_pty = False
+
+    def __init__(self, ctx: ChannelContext) -> None:
+        self.ctx = ctx
+        self.io: AgentIO = _NoIO()
+
+    # --- before the start ------------------------------------------------------------------------
+
+    def render_argv(self, prompt: str, worktree: Path) -> list[str]:
+        return self.ctx.provider.render_argv(prompt, worktree)
+
+    @property
+    def stdin_pipe(self) -> bool:
+        """Whether the agent gets a stdin pipe (otherwise /dev/null, or the terminal)."""
+        return self.ctx.provider.prompt == "stdin"
+
+    @property
+    def keep_stdin_open(self) -> bool:
+        """False: stdin is closed right after the prompt, so a CLI reading to EOF starts working."""
+        return False
+
+    def stdin_payload(self, prompt: str) -> bytes | None:
+        return prompt.encode("utf-8") if self.ctx.provider.prompt == "stdin" else None
+
+    # --- while it runs ---------------------------------------------------------------------------
+
+    def attach(self, io: AgentIO) -> None:
+        self.io = io
+
+    def on_output(self, chunk: bytes) -> None:
+        """Raw output bytes, before framing (only the terminal channel needs them)."""
+
+    def on_line(self, line: bytes) -> None:
+        """One output line without its newline."""
+
+    async def tick(self) -> None:
+        """Deliver answers, detect prompts, write the meters when due."""
+        self.ctx.meters.maybe_flush()
+
+    def close(self) -> None:
+        """The agent has exited: withdraw what can no longer be answered, write the meters."""
+        self.ctx.meters.flush()
+
+    # --- helpers for subclasses ------------------------------------------------------------------
+
+    def session(self, session_id: Any) -> None:
+        """Record the agent's own session / thread id (the resume id) once it is known."""
+        if not isinstance(session_id, str) or not session_id or session_id == self.ctx.meters.session_id:
+            return
+        self.ctx.meters.set_session(session_id)
+        try:
+            self.ctx.on_session(session_id)
+        except Exception:
+            log.exception("recording session id %s failed", session_id)
+
+
+def json_line(line: bytes) -> dict[str, Any] | None:
+    """One JSON object per line, or None for anything else (a warning on stderr, a torn line)."""
+    text = line.strip()
+    if not text.startswith(b"{"):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def number(value: Any) -> int:
+    """A token count from untrusted JSON: a non-negative integer, else 0."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value < 0:
+        return 0
+    return int(value)
+
+
+def truncate(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"

@@ -1,0 +1,317 @@
+"""The `claude-stream-json` channel: Claude's stream-json control protocol (INBOX.md, `claude-stdio`).
+
+The prompt goes in as one stream-json `user` message and stdin stays open, because that open pipe is
+how permission answers get back: the CLI (run with `--permission-prompt-tool stdio`) prints a
+`control_request` / `can_use_tool` line and waits for our `control_response` line. Each request
+becomes an inbox question correlated by its `request_id`; only a request that is still pending is
+ever answered (a `control_cancel_request` withdraws it), so a stale answer can never reach the agent.
+When the `result` line arrives the run is over: stdin is closed so the CLI exits.
+
+Meters: `assistant` lines carry the usage of their message so far, and a message is printed several
+times as it grows, so usage is kept per `message.id` and replaced, never summed per line; the
+`result` line's totals and `total_cost_usd` replace the live figures at the end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lanes_tui.engine.channels.base import MAX_BODY_CHARS, Channel, json_line, number, truncate
+from lanes_tui.engine.errors import LanesError
+from lanes_tui.engine.inbox import Question, QuestionView
+from lanes_tui.engine.meters import Usage
+from lanes_tui.engine.providers import CLAUDE_PERMISSION_ARGS
+
+log = logging.getLogger(__name__)
+
+DENY_MESSAGE = "The lead denied this."
+WITHDRAWN_MESSAGE = "The question was withdrawn before the lead answered."
+MAX_TITLE_CHARS = 200
+#: Claude asks at most four questions in one AskUserQuestion call; more than this is not trusted.
+MAX_ASK_QUESTIONS = 8
+#: The input field of the tool whose value says best what a permission is for.
+TOOL_SUBJECT = {"Bash": "command", "Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path",
+                "Read": "file_path", "NotebookEdit": "notebook_path", "WebFetch": "url", "WebSearch": "query",
+                "Glob": "pattern", "Grep": "pattern"}
+
+
+def claude_usage(usage: Any) -> Usage:
+    """Claude's usage object in the meters' semantics (`input` includes cache reads and writes)."""
+    if not isinstance(usage, Mapping):
+        return Usage()
+    fresh = number(usage.get("input_tokens"))
+    read = number(usage.get("cache_read_input_tokens"))
+    write = number(usage.get("cache_creation_input_tokens"))
+    return Usage(input=fresh + read + write, cached_input=read, cache_write=write,
+                 output=number(usage.get("output_tokens")))
+
+
+def control_response(request_id: str, response: Mapping[str, Any] | None = None, *,
+                     error: str | None = None) -> bytes:
+    """One stdin line answering a control request: success with `response`, or an error."""
+    body: dict[str, Any] = {"subtype": "error" if error is not None else "success", "request_id": request_id}
+    if error is not None:
+        body["error"] = error
+    else:
+        body["response"] = dict(response or {})
+    return (json.dumps({"type": "control_response", "response": body}, separators=(",", ":"),
+                       ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def user_message(prompt: str) -> bytes:
+    """The prompt as the one stream-json `user` message line the CLI reads first."""
+    message = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]}}
+    return (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def permission_title(tool: str, tool_input: Mapping[str, Any]) -> str:
+    """`Allow Bash: rm -rf build`: the tool and the one input field that says what it will do."""
+    subject = tool_input.get(TOOL_SUBJECT.get(tool, ""))
+    if not isinstance(subject, str):
+        subject = next((v for v in tool_input.values() if isinstance(v, str) and v.strip()), "")
+    subject = " ".join(str(subject).split())
+    return truncate(f"Allow {tool}: {subject}" if subject else f"Allow {tool}?", MAX_TITLE_CHARS)
+
+
+@dataclass
+class _Pending:
+    """A control request the CLI is still waiting on, and the inbox questions that stand for it."""
+
+    request_id: str
+    tool: str
+    tool_input: dict[str, Any]
+    questions: list[Question] = field(default_factory=list)
+    #: AskUserQuestion only: the question text Claude expects as the key of each answer.
+    texts: list[str] = field(default_factory=list)
+
+
+class ClaudeStreamChannel(Channel):
+    name = "claude-stream-json"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.pending: dict[str, _Pending] = {}
+        self.result_seen = False
+
+    # --- start -----------------------------------------------------------------------------------
+
+    def render_argv(self, prompt: str, worktree: Path) -> list[str]:
+        """The preset's argv (the prompt never as an argument) plus the flags of the control protocol."""
+        argv = dataclasses.replace(self.ctx.provider, prompt="stdin").render_argv(prompt, worktree)
+        for flag, value in zip(CLAUDE_PERMISSION_ARGS[::2], CLAUDE_PERMISSION_ARGS[1::2], strict=True):
+            if flag not in argv:
+                argv += [flag, value]
+        return argv
+
+    @property
+    def stdin_pipe(self) -> bool:
+        return True
+
+    @property
+    def keep_stdin_open(self) -> bool:
+        return True
+
+    def stdin_payload(self, prompt: str) -> bytes | None:
+        return user_message(prompt)
+
+    # --- the stream ------------------------------------------------------------------------------
+
+    def on_line(self, line: bytes) -> None:
+        msg = json_line(line)
+        if msg is None:
+            return
+        kind = msg.get("type")
+        meters = self.ctx.meters
+        if kind == "system" and msg.get("subtype") == "init":
+            self.session(msg.get("session_id"))
+            if isinstance(msg.get("model"), str):
+                meters.set_model(msg["model"])
+        elif kind == "assistant":
+            message = msg.get("message")
+            if isinstance(message, Mapping) and isinstance(message.get("id"), str) and "usage" in message:
+                meters.set_message(message["id"], claude_usage(message["usage"]))
+        elif kind == "result":
+            self._result(msg)
+        elif kind == "control_request":
+            self._control_request(msg)
+        elif kind == "control_cancel_request":
+            request_id = msg.get("request_id")
+            if isinstance(request_id, str):
+                self._withdraw(request_id, "the agent withdrew the request")
+
+    def _result(self, msg: Mapping[str, Any]) -> None:
+        self.session(msg.get("session_id"))
+        if "usage" in msg:
+            self.ctx.meters.set_total(claude_usage(msg["usage"]))
+        cost = msg.get("total_cost_usd")
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
+            self.ctx.meters.set_cost(float(cost), "reported")
+        self.result_seen = True
+        for request_id in list(self.pending):
+            self._withdraw(request_id, "the agent finished before the answer was delivered")
+        self.ctx.meters.flush()
+        self.io.close_input()
+
+    def _control_request(self, msg: Mapping[str, Any]) -> None:
+        request_id, request = msg.get("request_id"), msg.get("request")
+        if not isinstance(request_id, str) or not request_id or not isinstance(request, Mapping):
+            log.warning("ignoring a malformed control_request: %.200s", msg)
+            return
+        if request_id in self.pending:
+            return
+        if request.get("subtype") != "can_use_tool":
+            # hook callbacks, MCP messages: nothing the lead answers; an error keeps the CLI from hanging.
+            self.io.write(control_response(request_id, error=f"unsupported control request "
+                                                             f"{str(request.get('subtype'))[:80]!r}"))
+            return
+        tool = str(request.get("tool_name") or "tool")[:100]
+        tool_input = request.get("input")
+        pending = _Pending(request_id, tool, dict(tool_input) if isinstance(tool_input, Mapping) else {})
+        inbox = self.ctx.inbox
+        try:
+            if inbox is None:
+                raise LanesError("no inbox", "")
+            if tool == "AskUserQuestion" and self._ask_user_questions(pending):
+                pass
+            else:
+                pending.questions.append(inbox.ask(
+                    self.ctx.lane, kind="permission", title=permission_title(tool, pending.tool_input),
+                    body=self._body(request, pending.tool_input), attempt=self.ctx.attempt,
+                    source="claude-stdio", correlation={"request_id": request_id, "tool_name": tool}))
+        except (LanesError, OSError) as exc:
+            log.warning("cannot ask the lead about %s (%s): denying", request_id, exc)
+            for question in pending.questions:
+                self._cancel(question.id, "lanes-tui could not ask the whole question")
+            self.io.write(control_response(request_id, {"behavior": "deny",
+                                                        "message": "lanes-tui could not ask the lead."}))
+            return
+        self.pending[request_id] = pending
+
+    def _ask_user_questions(self, pending: _Pending) -> bool:
+        """AskUserQuestion: one inbox question per question Claude asks; False if the input is unusable."""
+        inbox = self.ctx.inbox
+        asked = pending.tool_input.get("questions")
+        if inbox is None or not isinstance(asked, list) or not 0 < len(asked) <= MAX_ASK_QUESTIONS:
+            return False
+        if not all(isinstance(q, Mapping) and isinstance(q.get("question"), str) and q["question"].strip()
+                   for q in asked):
+            return False
+        for index, item in enumerate(asked):
+            text: str = item["question"]
+            raw = item.get("options") if isinstance(item.get("options"), list) else []
+            labels = [str(o.get("label")).strip() for o in raw
+                      if isinstance(o, Mapping) and isinstance(o.get("label"), str) and o["label"].strip()]
+            notes = [f"{o['label']}: {o['description']}" for o in raw if isinstance(o, Mapping)
+                     and isinstance(o.get("label"), str) and isinstance(o.get("description"), str)]
+            single = bool(labels) and not item.get("multiSelect") and len(set(labels)) == len(labels)
+            body = "\n".join(notes)
+            if labels and not single:
+                body += "\nAnswer with the labels, separated by commas."
+            correlation = {"request_id": pending.request_id, "question_index": index}
+            try:
+                question = inbox.ask(self.ctx.lane, kind="choice" if single else "text",
+                                     title=truncate(" ".join(text.split()), 480),
+                                     body=truncate(body.strip(), MAX_BODY_CHARS),
+                                     options=labels if single else (), attempt=self.ctx.attempt,
+                                     source="claude-stdio", correlation=correlation)
+            except LanesError:
+                if index == 0 and not pending.questions:
+                    return False  # e.g. odd labels: ask it as a plain permission instead
+                raise
+            pending.questions.append(question)
+            pending.texts.append(text)
+        return True
+
+    @staticmethod
+    def _body(request: Mapping[str, Any], tool_input: Mapping[str, Any]) -> str:
+        body = json.dumps(tool_input, indent=2, ensure_ascii=False, default=str)
+        reason = request.get("decision_reason") or request.get("blocked_path")
+        if isinstance(reason, str) and reason:
+            body = f"{reason}\n\n{body}"
+        return truncate(body, MAX_BODY_CHARS)
+
+    # --- answers ---------------------------------------------------------------------------------
+
+    async def tick(self) -> None:
+        for request_id in list(self.pending):
+            self._try_deliver(request_id)
+        await super().tick()
+
+    def _try_deliver(self, request_id: str) -> None:
+        pending = self.pending[request_id]
+        inbox = self.ctx.inbox
+        if inbox is None:
+            return
+        views: list[QuestionView] = []
+        for question in pending.questions:
+            try:
+                views.append(inbox.get(question.id))
+            except LanesError as exc:
+                log.warning("question %s of %s cannot be read (%s): withdrawing", question.id, request_id, exc)
+                self._answer_withdrawn(request_id)
+                return
+        states = {v.state for v in views}
+        if states & {"cancelled", "orphaned", "delivered"}:
+            self._answer_withdrawn(request_id)
+        elif states <= {"answered", "expired"}:
+            response = self._response(pending, views)
+            del self.pending[request_id]
+            if not self.io.write(control_response(request_id, response)):
+                for view in views:
+                    self._cancel(view.question.id, "the agent stopped listening before the answer was sent")
+                return
+            for view in views:
+                if view.state == "answered":
+                    try:
+                        inbox.deliver(view.question.id)
+                    except LanesError as exc:
+                        log.warning("cannot mark %s delivered: %s", view.question.id, exc)
+
+    def _response(self, pending: _Pending, views: list[QuestionView]) -> dict[str, Any]:
+        if not pending.texts:
+            value = views[0].answer if views else None
+            if value == "yes":
+                return {"behavior": "allow", "updatedInput": pending.tool_input}
+            return {"behavior": "deny", "message": DENY_MESSAGE}
+        answers: dict[str, str] = {}
+        for text, view in zip(pending.texts, views, strict=True):
+            value = view.answer
+            if value is None:
+                return {"behavior": "deny", "message": WITHDRAWN_MESSAGE}
+            labels = {o.id: o.label for o in view.question.options}
+            answers[text] = labels.get(value, value)
+        return {"behavior": "allow", "updatedInput": {**pending.tool_input, "answers": answers}}
+
+    def _answer_withdrawn(self, request_id: str) -> None:
+        """Our question went away (orphaned, unreadable) while the CLI still waits: deny, never hang it."""
+        pending = self.pending.pop(request_id)
+        for question in pending.questions:
+            self._cancel(question.id, "another part of the request was withdrawn")
+        self.io.write(control_response(request_id, {"behavior": "deny", "message": WITHDRAWN_MESSAGE}))
+
+    def _withdraw(self, request_id: str, reason: str) -> None:
+        """The request is no longer pending at the agent: cancel its questions and write nothing."""
+        pending = self.pending.pop(request_id, None)
+        if pending is None:
+            return
+        for question in pending.questions:
+            self._cancel(question.id, reason)
+
+    def _cancel(self, qid: str, reason: str) -> None:
+        if self.ctx.inbox is None:
+            return
+        try:
+            self.ctx.inbox.cancel(qid, reason)
+        except LanesError as exc:
+            log.info("cannot cancel %s: %s", qid, exc)
+
+    def close(self) -> None:
+        for request_id in list(self.pending):
+            self._withdraw(request_id, "the agent exited before the answer was delivered")
+        super().close()

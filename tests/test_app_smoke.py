@@ -1,0 +1,29 @@
+"""The dashboard opens on a repository, shows the lanes already on disk, and `q` quits cleanly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.widgets import DataTable
+
+from lanes_tui.app.dashboard import LanesApp
+from lanes_tui.engine.engine import Engine
+from tests.helpers import run_lane, wait_state, write_config
+
+
+async def test_dashboard_shows_existing_lanes_and_quits(repo: Path) -> None:
+    write_config(repo)
+    lane = run_lane(repo, "say hi\n", lane_id="shown")
+    wait_state(repo, lane)
+    engine = Engine(repo, poll_s=0.05)
+    app = LanesApp(repo, engine=engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        table = app.query_one("#lanes", DataTable)
+        assert lane in table.rows
+        assert table.get_cell(lane, "state") == "ready"
+        assert table.get_cell(lane, "result") == "OK"
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+    assert engine._task is None  # the engine was closed when the app unmounted
