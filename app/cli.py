@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn, cast
 
-from lanes_tui.app import cli_inbox, cli_lanes
+from lanes_tui.app import cli_decisions, cli_inbox, cli_lanes
 from lanes_tui.engine.errors import LanesError
 
 
@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
                parser.add_subparsers(dest="command", metavar="COMMAND"))
     cli_lanes.add_parsers(sub)
+    cli_decisions.add_parsers(sub)
     cli_inbox.add_parsers(sub)
     return parser
 

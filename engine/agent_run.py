@@ -1,7 +1,10 @@
 """One provider run inside the supervisor: output pump, watchdog ticks, wall-clock limit, outcome.
 
 Output goes to `output.log` as raw bytes (nothing is lost or re-encoded) and, framed into lines with
-a size guard for output that never sends a newline, to the pattern scanner and the channel hook.
+a size guard for output that never sends a newline, to the pattern scanner and the channel
+(`engine.channels`). The channel is also ticked on its own short interval, independent of the
+watchdog's `sample_s`, so an answer reaches the agent promptly; a channel with `uses_pty` gets the
+agent started in a pseudo-terminal instead of on pipes.
 """
 
 from __future__ import annotations
@@ -14,6 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from lanes_tui.engine.atomic import append_jsonl
+from lanes_tui.engine.channels import Channel
+from lanes_tui.engine.channels.pty_process import PtyTerminal, start_in_pty
+from lanes_tui.engine.channels.screen import COLUMNS, ROWS
 from lanes_tui.engine.classify import Classification, PatternScanner, classify
 from lanes_tui.engine.clock import Clock
 from lanes_tui.engine.procs import (
@@ -77,6 +83,32 @@ class LineFramer:
         return [rest] if rest else []
 
 
+class _PipeIO:
+    """The agent's stdin pipe as the channel's way back (`AgentIO`)."""
+
+    def __init__(self, handle: ProcessHandle) -> None:
+        self.handle = handle
+
+    def write(self, data: bytes) -> bool:
+        stdin = self.handle.proc.stdin
+        if stdin is None or stdin.is_closing():
+            return False
+        try:
+            stdin.write(data)
+        except (OSError, RuntimeError):
+            return False
+        return True
+
+    def close_input(self) -> None:
+        stdin = self.handle.proc.stdin
+        if stdin is not None and not stdin.is_closing():
+            with contextlib.suppress(OSError, RuntimeError):
+                stdin.close()
+
+    def refresh(self) -> None:
+        return None
+
+
 class AgentRun:
     """Runs one agent process to its end and says how it ended."""
 
@@ -85,7 +117,8 @@ class AgentRun:
                  clock: Clock, files_changed: Callable[[], bool], is_waiting: Callable[[], bool],
                  on_waiting: Callable[[bool], None], on_line: Callable[[bytes], None] | None = None,
                  on_stall: Callable[[dict[str, Any]], None] | None = None,
-                 on_started: Callable[[ProcessHandle], None] | None = None) -> None:
+                 on_started: Callable[[ProcessHandle], None] | None = None,
+                 channel: Channel | None = None) -> None:
         self.request = request
         self.stdin_data = stdin_data
         self.keep_stdin_open = keep_stdin_open
@@ -100,15 +133,30 @@ class AgentRun:
         self.on_line = on_line
         self.on_stall = on_stall
         self.on_started = on_started
+        self.channel = channel
         self.output_bytes = 0
         self.handle: ProcessHandle | None = None
+        self.terminal: PtyTerminal | None = None
         self.stop_requested = asyncio.Event()
+        self.waiting = False
         self._last_procs: tuple[ProcInfo, ...] = ()
+
+    async def _start(self) -> tuple[ProcessHandle, list[asyncio.StreamReader]]:
+        channel = self.channel
+        if channel is not None and channel.uses_pty:
+            handle, self.terminal = await start_in_pty(self.request, rows=ROWS, columns=COLUMNS,
+                                                       on_bytes=self._guarded(channel.on_output))
+            channel.attach(self.terminal)
+            return handle, [self.terminal.reader]
+        handle = await ProcessHandle.start(self.request)
+        if channel is not None:
+            channel.attach(_PipeIO(handle))
+        return handle, [s for s in (handle.proc.stdout, handle.proc.stderr) if s]
 
     async def run(self) -> RunOutcome:
         started = self.clock.time()
         try:
-            self.handle = await ProcessHandle.start(self.request)
+            self.handle, streams = await self._start()
         except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
             reason = f"cannot start {self.request.argv[0]!r}: {exc.strerror or exc}"
             self._write(f"lanes-tui: {reason}\n".encode())
@@ -118,7 +166,8 @@ class AgentRun:
         if self.on_started is not None:
             self.on_started(handle)
         feeder = asyncio.create_task(self._feed_stdin(handle))
-        pumps = [asyncio.create_task(self._pump(s)) for s in (handle.proc.stdout, handle.proc.stderr) if s]
+        pumps = [asyncio.create_task(self._pump(s)) for s in streams]
+        ticker = asyncio.create_task(self._tick_channel())
         waiter = asyncio.create_task(handle.proc.wait())
         stop_wait = asyncio.create_task(self.stop_requested.wait())
         watchdog = Watchdog(self.settings.idle_timeout_s)
@@ -126,7 +175,6 @@ class AgentRun:
         stalled: Verdict | None = None
         stall_report: dict[str, Any] | None = None
         timed_out: float | None = None
-        waiting = False
         try:
             while not waiter.done():
                 done, _ = await asyncio.wait({waiter, stop_wait}, timeout=self.settings.sample_s,
@@ -142,10 +190,7 @@ class AgentRun:
                     if self.on_stall is not None:
                         self.on_stall(stall_report)
                     break
-                now_waiting = "waiting" in verdict.reasons
-                if now_waiting != waiting:
-                    waiting = now_waiting
-                    self.on_waiting(waiting)
+                self._set_waiting("waiting" in verdict.reasons)
                 if self.settings.timeout_s > 0 and self.clock.monotonic() - begin >= self.settings.timeout_s:
                     timed_out = self.settings.timeout_s
                     break
@@ -155,18 +200,47 @@ class AgentRun:
             await waiter
             await asyncio.wait(pumps, timeout=5.0)
         finally:
-            for task in (feeder, stop_wait, *pumps):
+            for task in (feeder, ticker, stop_wait, *pumps):
                 task.cancel()
-            for task in (feeder, stop_wait, *pumps):
+            for task in (feeder, ticker, stop_wait, *pumps):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+            if self.channel is not None:
+                self._guarded(self.channel.close)()
+            if self.terminal is not None:
+                self.terminal.close()
             await self._stop_descendants()
         rc = handle.proc.returncode
         result = classify(rc, self.scanner, stalled=stalled is not None, timed_out=timed_out,
                           stopped_by_lead=self.stop_requested.is_set())
         return RunOutcome(result, rc, started, self.clock.time(), stall_report)
 
+    def _set_waiting(self, waiting: bool) -> None:
+        if waiting != self.waiting:
+            self.waiting = waiting
+            self.on_waiting(waiting)
+
+    async def _tick_channel(self) -> None:
+        """The channel's own beat: answers are delivered within `poll_s`, not at the next sample."""
+        channel = self.channel
+        if channel is None:
+            return
+        while True:
+            try:
+                await channel.tick()
+                if channel.asks:
+                    # The channel opens and closes questions itself: show `waiting` now, not at the
+                    # next watchdog sample.
+                    self._set_waiting(self.is_waiting())
+            except Exception:
+                log.exception("channel tick failed")
+            await asyncio.sleep(channel.poll_s)
+
     async def _feed_stdin(self, handle: ProcessHandle) -> None:
+        if self.terminal is not None:
+            if self.stdin_data:
+                self.terminal.write(self.stdin_data)
+            return
         stdin = handle.proc.stdin
         if stdin is None:
             return
@@ -181,17 +255,32 @@ class AgentRun:
 
     async def _pump(self, stream: asyncio.StreamReader) -> None:
         framer = LineFramer()
+        raw_hook = self.channel.on_output if self.channel is not None and not self.channel.uses_pty else None
         try:
             while True:
                 chunk = await stream.read(READ_CHUNK)
                 if not chunk:
                     break
                 self._write(chunk)
+                if raw_hook is not None:
+                    self._guarded(raw_hook)(chunk)
                 for line in framer.feed(chunk):
                     self._line(line)
         finally:
             for line in framer.flush():
                 self._line(line)
+
+    @staticmethod
+    def _guarded(hook: Callable[..., None]) -> Callable[..., None]:
+        """A channel bug is logged, never allowed to kill the lane or the pump."""
+
+        def call(*args: Any) -> None:
+            try:
+                hook(*args)
+            except Exception:
+                log.exception("channel hook %s failed", getattr(hook, "__qualname__", hook))
+
+        return call
 
     def _write(self, chunk: bytes) -> None:
         self.output.write(chunk)
@@ -200,11 +289,12 @@ class AgentRun:
 
     def _line(self, line: bytes) -> None:
         self.scanner.feed(line.decode("utf-8", errors="replace"))
-        if self.on_line is not None:
-            try:
-                self.on_line(line)
-            except Exception:  # a channel parser bug must not kill the lane
-                log.exception("channel hook failed on a line")
+        for hook in (self.on_line, self.channel.on_line if self.channel is not None else None):
+            if hook is not None:
+                try:
+                    hook(line)
+                except Exception:  # a channel parser bug must not kill the lane
+                    log.exception("channel hook failed on a line")
 
     def _tick(self, watchdog: Watchdog) -> Verdict:
         reap_adopted_zombies(keep=(self.handle.pid,) if self.handle else ())

@@ -63,6 +63,7 @@ class LaneRecord:
     stall: dict[str, Any] | None = None
     session_id: str | None = None
     scope: list[str] = field(default_factory=list)
+    superseded_by: str | None = None
 
     @property
     def provider(self) -> str | None:

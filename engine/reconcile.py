@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
+from lanes_tui.engine.accept import recover_interrupted_accepts
 from lanes_tui.engine.atomic import read_json
 from lanes_tui.engine.clock import Clock
 from lanes_tui.engine.launcher import supervisor_alive
@@ -34,6 +35,8 @@ class Reconciled:
 
 def reconcile(repo: Path, clock: Clock | None = None) -> list[Reconciled]:
     paths = StatePaths(repo)
+    for line in recover_interrupted_accepts(repo):
+        log.warning("interrupted accept: %s", line)
     store = LaneStore(paths, clock)
     changes: list[Reconciled] = []
     for record in store.all():

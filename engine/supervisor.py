@@ -21,11 +21,13 @@ from typing import Any
 from lanes_tui.engine import slots
 from lanes_tui.engine.agent_run import AgentRun, RunOutcome, RunSettings
 from lanes_tui.engine.atomic import write_json_atomic
+from lanes_tui.engine.channels import Channel, ChannelContext, make_channel
 from lanes_tui.engine.check import gate_lane
 from lanes_tui.engine.classify import PatternScanner
 from lanes_tui.engine.clock import Clock, RealClock
 from lanes_tui.engine.config import Config, ProviderConfig, load_config
 from lanes_tui.engine.lane_env import ensure_cli_shim, lane_environment
+from lanes_tui.engine.meters import METERS_FILE, RunMeter
 from lanes_tui.engine.model import ProviderAttempt
 from lanes_tui.engine.packet import build_packet, read_packet, write_packet
 from lanes_tui.engine.paths import StatePaths
@@ -124,24 +126,24 @@ class Supervisor:
         bin_dir = ensure_cli_shim(self.paths.bin).parent
         env = lane_environment(os.environ, lane_id=record.id, attempt=record.attempt,
                                state_dir=self.paths.state, worktree=worktree, bin_dir=bin_dir)
-        argv = provider.render_argv(record.prompt, worktree)
-        request = ProcessRequest(argv, worktree, env, stdin_pipe=provider.prompt == "stdin",
-                                 name=f"{record.id}:{provider.name}")
-        stdin_data = record.prompt.encode() if provider.prompt == "stdin" else None
+        inbox = _inbox(self.paths)
+        channel = self._channel(provider, attempt, inbox)
+        request = ProcessRequest(channel.render_argv(record.prompt, worktree), worktree, env,
+                                 stdin_pipe=channel.stdin_pipe, name=f"{record.id}:{provider.name}")
         settings = RunSettings(self.config.lanes.timeout_s, self.config.lanes.idle_timeout_s,
                                self.config.lanes.sample_s)
         watcher = _tree_watcher(worktree)
-        inbox = _inbox(self.paths)
         with open(self.lane.output, "ab") as output:
             output.write(f"\n=== lanes-tui: {provider.name} ({provider.model}) starting ===\n".encode())
             run = AgentRun(
-                request, stdin_data=stdin_data, keep_stdin_open=False, output=output,
-                samples_path=self.lane.samples,
+                request, stdin_data=channel.stdin_payload(record.prompt),
+                keep_stdin_open=channel.keep_stdin_open, output=output, samples_path=self.lane.samples,
                 scanner=PatternScanner.from_patterns(provider.budget_patterns, provider.config_patterns),
                 settings=settings, clock=self.clock,
                 files_changed=watcher.changed_since_last if watcher else (lambda: False),
                 is_waiting=(lambda: inbox.lane_is_waiting(record.id)) if inbox else (lambda: False),
                 on_waiting=self._on_waiting, on_stall=self._on_stall, on_started=self._on_started,
+                channel=channel,
             )
             self.current = run
             if self.stop_requested.is_set():
@@ -164,6 +166,21 @@ class Supervisor:
         self.store.event(record.id, "provider-exit", provider=provider.name, result=attempt.result,
                          returncode=attempt.returncode, reason=attempt.reason, duration_s=attempt.duration_s)
         return outcome
+
+    def _channel(self, provider: ProviderConfig, attempt: ProviderAttempt, inbox: Any) -> Channel:
+        """The provider's channel, wired to this lane's inbox, meters and session record."""
+        meter = RunMeter(self.lane.dir / METERS_FILE, self.clock, provider=provider.name, model=provider.model)
+        context = ChannelContext(lane=self.record.id, attempt=self.record.attempt, provider=provider,
+                                 inbox=inbox, meters=meter, clock=self.clock,
+                                 on_session=lambda session_id: self._on_session(attempt, session_id))
+        return make_channel(context)
+
+    def _on_session(self, attempt: ProviderAttempt, session_id: str) -> None:
+        """The agent's own session / thread id: what `--resume` takes to continue its conversation."""
+        attempt.session_id = session_id
+        self.record.session_id = session_id
+        self.store.write(self.record)
+        self.store.event(self.record.id, "session", provider=attempt.provider, session_id=session_id)
 
     def _on_started(self, handle: Any) -> None:
         self.record.agent_pid = handle.pid

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from lanes_tui.engine.clock import Clock
 from lanes_tui.engine.inbox import InboxStore
-from lanes_tui.engine.meters import RunMeter
+from lanes_tui.engine.meters import FLUSH_S, RunMeter
 from lanes_tui.engine.providers import ProviderConfig
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,10 @@ class AgentIO(Protocol):
         """End the agent's input (EOF on a pipe; nothing for a terminal)."""
         ...
 
+    def refresh(self) -> None:
+        """Take in the output the agent has written so far (a terminal's screen must be current)."""
+        ...
+
 
 class _NoIO:
     """Before the agent is started, and for agents without input: writes go nowhere."""
@@ -48,6 +52,9 @@ class _NoIO:
         return False
 
     def close_input(self) -> None:
+        return None
+
+    def refresh(self) -> None:
         return None
 
 
@@ -68,7 +75,7 @@ class Channel:
     """The `plain` behaviour, and the hooks every other channel overrides.
 
     Life cycle, driven by `AgentRun`: `render_argv` and `stdin_payload` before the start, `attach`
-    once the process runs, `on_output` / `on_line` for everything it prints, `tick` every `POLL_S`,
+    once the process runs, `on_output` / `on_line` for everything it prints, `tick` every `poll_s`,
     `close` when it has exited. Hooks run on the supervisor's event loop, one at a time, so a channel
     needs no locks; an exception in one is logged by the caller and never ends the lane.
     """
@@ -76,6 +83,10 @@ class Channel:
     name = "plain"
     #: Run the agent in a pseudo-terminal instead of pipes.
     uses_pty = False
+    #: Opens inbox questions itself, so the lane's `waiting` state is checked on every tick.
+    asks = False
+    #: Seconds between ticks: short where answers are delivered, relaxed where only meters are written.
+    poll_s = FLUSH_S
 
     def __init__(self, ctx: ChannelContext) -> None:
         self.ctx = ctx

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lanes_tui.engine.channels.base import MAX_BODY_CHARS, Channel, json_line, number, truncate
+from lanes_tui.engine.channels.base import MAX_BODY_CHARS, POLL_S, Channel, json_line, number, truncate
 from lanes_tui.engine.errors import LanesError
 from lanes_tui.engine.inbox import Question, QuestionView
 from lanes_tui.engine.meters import Usage
@@ -93,6 +93,8 @@ class _Pending:
 
 class ClaudeStreamChannel(Channel):
     name = "claude-stream-json"
+    asks = True
+    poll_s = POLL_S
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -8,6 +8,7 @@ add up; the session cost is aider's own running total, so it replaces the previo
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 from lanes_tui.engine.channels.base import Channel
@@ -56,10 +57,8 @@ def feed_aider_line(meter: RunMeter, text: str) -> bool:
     meter.add_turn(Usage(input=sent, cached_input=hit, cache_write=write,
                          output=parse_count(match["received"])))
     if match["session"]:
-        try:
+        with contextlib.suppress(ValueError):
             meter.set_cost(float(match["session"].replace(",", "")), "reported")
-        except ValueError:
-            pass
     return True
 
 

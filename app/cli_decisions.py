@@ -1,0 +1,104 @@
+"""Decision subcommands: check, accept, abandon, recover, finish (PRODUCT.md, "Command line")."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from lanes_tui.app.cli_lanes import repo_of
+from lanes_tui.engine.abandon import abandon_lane
+from lanes_tui.engine.accept import Accept
+from lanes_tui.engine.accept_plan import plan_accept
+from lanes_tui.engine.check import check_lane
+from lanes_tui.engine.config import load_config
+from lanes_tui.engine.finish import finish
+from lanes_tui.engine.recover import inspect_lane, recheck, relaunch
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("check", help="run a lane's gates again and rewrite its packet")
+    p.add_argument("lane_id")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("accept", help="the guarded accept: gates, digest, commit, rebase if needed, fast-forward")
+    p.add_argument("lane_id")
+    p.add_argument("--message", "-m", help="the commit message (default: from the task)")
+    p.add_argument("--override", metavar="REASON", help="accept a lane that is not ready; the reason is recorded")
+    p.add_argument("--dry-run", action="store_true", help="print what would happen and change nothing")
+    p.set_defaults(func=cmd_accept)
+
+    p = sub.add_parser("abandon", help="stop a lane, remove its worktree and lane/ branch (packet and logs stay)")
+    p.add_argument("lane_id")
+    p.add_argument("--force", action="store_true", help="also when its branch has commits found nowhere else")
+    p.set_defaults(func=cmd_abandon)
+
+    p = sub.add_parser("recover", help="bring a lost, stalled, rejected or failed lane back to a known state")
+    p.add_argument("lane_id")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--recheck", action="store_true", help="run the gates on the worktree as it is")
+    mode.add_argument("--relaunch", action="store_true", help="start the next attempt with the findings")
+    p.set_defaults(func=cmd_recover)
+
+    p = sub.add_parser("finish", help="remove merged lane worktrees and branches; list leftovers")
+    p.set_defaults(func=cmd_finish)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    repo = repo_of(args)
+    packet = asyncio.run(check_lane(repo, load_config(repo), args.lane_id))
+    for gate in packet.get("gates", []):  # type: ignore[attr-defined]
+        print(f"{gate['status']:>8}  {gate['command']}  (exit {gate['exit_code']}, {gate['duration_s']}s)")
+    print(f"{args.lane_id}: gates {packet.get('gates_status')}, next: {packet.get('next')}")
+    return 0 if packet.get("gates_status") in ("passed", "none") else 1
+
+
+def cmd_accept(args: argparse.Namespace) -> int:
+    repo = repo_of(args)
+    config = load_config(repo)
+    if args.dry_run:
+        plan = plan_accept(repo, config, args.lane_id, override=args.override)
+        print("\n".join(plan.describe()))
+        return 0 if plan.ok else 1
+    outcome = asyncio.run(Accept(repo, config, args.lane_id).run(message=args.message, override=args.override))
+    if outcome.state != "accepted":
+        print(f"lanes-tui: {outcome.message}", file=sys.stderr)
+        return 1
+    print(outcome.message)
+    return 0
+
+
+def cmd_abandon(args: argparse.Namespace) -> int:
+    repo = repo_of(args)
+    removed = asyncio.run(abandon_lane(repo, load_config(repo), args.lane_id, force=args.force))
+    print(f"abandoned {args.lane_id}: " + ("; ".join(removed) if removed else "nothing left to remove"))
+    return 0
+
+
+def cmd_recover(args: argparse.Namespace) -> int:
+    repo = repo_of(args)
+    config = load_config(repo)
+    if args.recheck:
+        packet = asyncio.run(recheck(repo, config, args.lane_id))
+        print(f"{args.lane_id}: gates {packet.get('gates_status')}, next: {packet.get('next')}")
+        return 0 if packet.get("gates_status") in ("passed", "none") else 1
+    if args.relaunch:
+        record = asyncio.run(relaunch(repo, config, args.lane_id))
+        print(f"relaunched {args.lane_id} as {record.id} in {record.worktree}")
+        print(record.id)
+        return 0
+    findings = asyncio.run(inspect_lane(repo, config, args.lane_id))
+    print("\n".join(findings.describe()))
+    return 0
+
+
+def cmd_finish(args: argparse.Namespace) -> int:
+    repo = repo_of(args)
+    report = finish(repo, load_config(repo))
+    for item in report.removed:
+        print(f"removed {item}")
+    for left in report.leftovers:
+        print(f"{left.kind:<9} {left.lane_id:<28} {left.path}  → {left.fix}")
+    if not report.removed and not report.leftovers:
+        print("nothing to finish")
+    return 0

@@ -1,0 +1,123 @@
+"""Starting an agent in a pseudo-terminal, and reading and writing its terminal from the event loop.
+
+The child gets the pty's slave side as stdin, stdout and stderr, starts a new session (so it is still
+the leader of its own process group and the escalating stop in `procs` works unchanged) and makes the
+pty its controlling terminal, as an interactive CLI expects. The parent keeps only the master side:
+bytes read from it go to the pump (output.log, lines) and, synchronously, to the screen renderer, so
+`refresh()` can bring the screen up to date right before an answer is typed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import struct
+import termios
+import time
+from collections.abc import Callable
+
+from lanes_tui.engine.procs import ProcessHandle, ProcessRequest
+
+log = logging.getLogger(__name__)
+
+READ_CHUNK = 1 << 16
+
+
+def _controlling_terminal() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Make stdin (the pty) the controlling terminal of the session the child just started."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def set_window_size(fd: int, rows: int, columns: int) -> None:
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+
+
+class PtyTerminal:
+    """The master side of an agent's pseudo-terminal, as an `AgentIO` and a stream for the pump."""
+
+    def __init__(self, master_fd: int, on_bytes: Callable[[bytes], None] | None = None) -> None:
+        self.fd = master_fd
+        self.on_bytes = on_bytes
+        self.reader = asyncio.StreamReader()
+        self._loop = asyncio.get_running_loop()
+        self._eof = False
+        os.set_blocking(master_fd, False)
+        self._loop.add_reader(master_fd, self.refresh)
+
+    def refresh(self) -> None:
+        """Read everything the agent has written so far (called by the loop, and before typing)."""
+        while not self._eof:
+            try:
+                data = os.read(self.fd, READ_CHUNK)
+            except BlockingIOError:
+                return
+            except OSError:  # EIO: every slave fd is closed, the agent and its children are gone
+                data = b""
+            if not data:
+                self._finish()
+                return
+            if self.on_bytes is not None:
+                try:
+                    self.on_bytes(data)
+                except Exception:
+                    log.exception("terminal renderer failed")
+            self.reader.feed_data(data)
+
+    def write(self, data: bytes) -> bool:
+        if self._eof:
+            return False
+        try:
+            view = memoryview(data)
+            deadline = time.monotonic() + 1.0
+            while view:
+                try:
+                    written = os.write(self.fd, view)
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        return False
+                    time.sleep(0.005)
+                    continue
+                view = view[written:]
+        except OSError as exc:
+            log.info("cannot write to the terminal: %s", exc)
+            return False
+        return True
+
+    def close_input(self) -> None:
+        """A terminal has no EOF of its own to send; the agent is stopped by signals instead."""
+
+    def _finish(self) -> None:
+        if not self._eof:
+            self._eof = True
+            self._loop.remove_reader(self.fd)
+            self.reader.feed_eof()
+
+    def close(self) -> None:
+        self._finish()
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+async def start_in_pty(request: ProcessRequest, *, rows: int, columns: int,
+                       on_bytes: Callable[[bytes], None] | None = None) -> tuple[ProcessHandle, PtyTerminal]:
+    """Start `request` on a new pty of `rows` x `columns`; the caller closes the terminal at the end."""
+    master, slave = os.openpty()
+    try:
+        set_window_size(slave, rows, columns)
+        env = dict(request.env)
+        if env.get("TERM", "dumb") == "dumb":
+            env["TERM"] = "xterm-256color"
+        proc = await asyncio.create_subprocess_exec(
+            *request.argv, cwd=str(request.cwd), env=env, stdin=slave, stdout=slave, stderr=slave,
+            start_new_session=True, preexec_fn=_controlling_terminal,
+        )
+    except BaseException:
+        os.close(master)
+        raise
+    finally:
+        os.close(slave)
+    log.info("started %s in a pty pid=%s argv0=%s", request.name, proc.pid, request.argv[0])
+    return ProcessHandle(request, proc, time.monotonic()), PtyTerminal(master, on_bytes)
