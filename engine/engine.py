@@ -19,6 +19,7 @@ from typing import Any
 
 from lanes_tui.engine.atomic import read_jsonl
 from lanes_tui.engine.clock import Clock, RealClock
+from lanes_tui.engine.commands import DecisionCommands
 from lanes_tui.engine.config import Config, load_config
 from lanes_tui.engine.errors import LanesError
 from lanes_tui.engine.events import (
@@ -28,8 +29,11 @@ from lanes_tui.engine.events import (
     LaneRemoved,
     MetersSampled,
     OutputAppended,
+    QuestionsChanged,
     StallDetected,
 )
+from lanes_tui.engine.inbox import InboxStore
+from lanes_tui.engine.inotify import TreeWatcher
 from lanes_tui.engine.launcher import LaunchRequest
 from lanes_tui.engine.model import LaneRecord
 from lanes_tui.engine.paths import StatePaths
@@ -53,7 +57,7 @@ class _Watched:
     status: dict[str, Any] = field(default_factory=dict)
 
 
-class Engine:
+class Engine(DecisionCommands):
     def __init__(self, repo: Path, *, config: Config | None = None, clock: Clock | None = None,
                  runner: Runner | None = None, poll_s: float = 0.25, reconcile_every_s: float = 2.0,
                  output_chunk: int = 64 * 1024) -> None:
@@ -62,6 +66,12 @@ class Engine:
         self.clock = clock or RealClock()
         self.paths = StatePaths(repo)
         self.store = LaneStore(self.paths, self.clock)
+        self.inbox = InboxStore(self.paths.inbox, self.clock)
+        self._questions_sig: tuple[tuple[str, str], ...] | None = None
+        self._questions: list[dict[str, Any]] = []
+        self._inbox_watcher: TreeWatcher | None = None
+        self._inbox_wake = asyncio.Event()
+        self._inbox_task: asyncio.Task[None] | None = None
         self.runner: Runner = runner or LocalRunner(repo, self.config)
         self.poll_s = poll_s
         self.reconcile_every_s = reconcile_every_s
@@ -78,11 +88,23 @@ class Engine:
         self.paths.ensure()
         await asyncio.to_thread(reconcile, self.repo, self.clock)
         await self._scan_and_emit(initial=True)
+        await self._scan_inbox()
+        self._watch_inbox()
         self._task = asyncio.create_task(self._watch(), name="lanes-engine-watch")
 
     async def aclose(self) -> None:
         """Stop watching. Lanes keep running: they belong to their supervisors, not to us."""
         self._closed = True
+        if self._inbox_watcher is not None:
+            with contextlib.suppress(ValueError, OSError):
+                asyncio.get_running_loop().remove_reader(self._inbox_watcher.fileno())
+            self._inbox_watcher.close()
+            self._inbox_watcher = None
+        if self._inbox_task is not None:
+            self._inbox_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._inbox_task
+            self._inbox_task = None
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -122,6 +144,10 @@ class Engine:
         return [w.status for w in sorted(self._watched.values(), key=lambda w: w.status.get("created", 0))
                 if w.status]
 
+    def questions(self) -> list[dict[str, Any]]:
+        """The inbox as `inbox --json` objects, oldest first (open, answered, orphaned, …)."""
+        return list(self._questions)
+
     async def output_tail(self, lane_id: str, max_bytes: int = 64 * 1024) -> str:
         path = self.paths.lane(lane_id).output
         size = await asyncio.to_thread(lambda: path.stat().st_size if path.exists() else 0)
@@ -144,6 +170,45 @@ class Engine:
         await self._scan_and_emit()
         return stopped
 
+    async def _after_command(self) -> None:
+        await asyncio.to_thread(reconcile, self.repo, self.clock)
+        await self._scan_and_emit()
+        await self._scan_inbox()
+
+    # the inbox ---------------------------------------------------------------------------------
+    def _watch_inbox(self) -> None:
+        """inotify on the inbox folder wakes a rescan at once; without it the tick polls."""
+        self.paths.inbox.mkdir(parents=True, exist_ok=True)
+        watcher = TreeWatcher(self.paths.inbox, exclude=())
+        if watcher.start() and watcher.active:
+            self._inbox_watcher = watcher
+            asyncio.get_running_loop().add_reader(watcher.fileno(), self._on_inbox_event)
+            self._inbox_task = asyncio.create_task(self._inbox_loop(), name="lanes-engine-inbox")
+        else:
+            watcher.close()
+
+    def _on_inbox_event(self) -> None:
+        if self._inbox_watcher is not None:
+            self._inbox_watcher.drain()
+        self._inbox_wake.set()
+
+    async def _inbox_loop(self) -> None:
+        while not self._closed:
+            await self._inbox_wake.wait()
+            self._inbox_wake.clear()
+            try:
+                await self._scan_inbox()
+            except Exception:
+                log.exception("inbox scan failed")
+
+    async def _scan_inbox(self) -> None:
+        views = await asyncio.to_thread(self.inbox.list)
+        sig = tuple((v.question.id, v.state) for v in views)
+        if sig != self._questions_sig:
+            self._questions_sig = sig
+            self._questions = [v.to_json() for v in views]
+            self._emit(QuestionsChanged(tuple(self._questions)))
+
     # watching --------------------------------------------------------------------------------
     async def _watch(self) -> None:
         while not self._closed:
@@ -153,6 +218,8 @@ class Engine:
                     self._last_reconcile = now
                     await asyncio.to_thread(reconcile, self.repo, self.clock)
                 await self._scan_and_emit()
+                if self._inbox_watcher is None:
+                    await self._scan_inbox()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # keep watching; tell the lead once per failure

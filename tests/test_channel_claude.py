@@ -60,9 +60,9 @@ def test_denied_permission_reaches_claude_and_meters_are_reported(repo: Path) ->
     wait_for(lambda: _seconds_waiting(repo, lane) > 2.0, timeout=20)
     assert status(repo, lane)["state"] == "waiting"
     assert cli(repo, "answer", question["id"], "no").returncode == 0
-    wait_state(repo, lane, "exited,stalled")
+    wait_state(repo, lane)
     row = status(repo, lane)
-    assert (row["state"], row["result"]) == ("exited", "OK"), row
+    assert (row["state"], row["result"]) == ("ready", "OK"), row
     received = _received(repo, lane)
     assert received == [{"type": "control_response", "response": {
         "subtype": "success", "request_id": CLAUDE_REQUEST_ID,
@@ -83,7 +83,7 @@ def test_allowed_permission_sends_the_input_back(repo: Path) -> None:
     lane = run_lane(repo, "permission", lane_id="claude-allow")
     question = _question(repo, lane)
     assert cli(repo, "answer", question["id"], "yes").returncode == 0
-    wait_state(repo, lane, "exited,stalled")
+    wait_state(repo, lane)
     assert status(repo, lane)["result"] == "OK"
     response = _received(repo, lane)[0]["response"]
     assert response["request_id"] == CLAUDE_REQUEST_ID
@@ -100,7 +100,7 @@ def test_cancel_request_cancels_the_question_and_nothing_is_written(repo: Path) 
     wait_for(lambda: _questions(repo, lane)[0]["state"] == "cancelled")
     refused = cli(repo, "answer", question["id"], "yes")
     assert refused.returncode != 0 and "cancelled" in refused.stderr
-    wait_state(repo, lane, "exited,stalled")
+    wait_state(repo, lane)
     assert status(repo, lane)["result"] == "OK"
     assert _received(repo, lane) == []
     assert "nothing arrived after the cancel" in output(repo, lane)
@@ -113,7 +113,7 @@ def test_ask_user_question_answers_go_in_updated_input(repo: Path) -> None:
     assert (question["kind"], question["title"]) == ("choice", "Which database?")
     assert [o["label"] for o in question["options"]] == ["postgres", "sqlite"]
     assert cli(repo, "answer", question["id"], "sqlite").returncode == 0
-    wait_state(repo, lane, "exited,stalled")
+    wait_state(repo, lane)
     assert status(repo, lane)["result"] == "OK"
     response = _received(repo, lane)[0]["response"]["response"]
     assert response["behavior"] == "allow"

@@ -107,3 +107,67 @@ async def test_kill_stops_the_lane_and_its_tree(repo: Path) -> None:
     assert leftovers == []  # the supervisor stopped everything itself
     assert lane["state"] == "exited" and lane["result"] == "LANE-FAILED"
     assert lane["providers_tried"][0]["reason"] == "stopped by the lead"
+
+
+async def test_inbox_changes_are_events_and_answers_are_written(repo: Path) -> None:
+    from lanes_tui.engine.events import QuestionsChanged
+    from lanes_tui.engine.inbox import InboxStore
+
+    write_config(repo)
+    engine = Engine(repo, poll_s=60)  # a tick far away: only the inotify wake-up can deliver in time
+    await engine.start()
+    try:
+        assert engine._inbox_watcher is not None and engine._inbox_watcher.active
+        seen: list[QuestionsChanged] = []
+
+        async def follow(until_state: str) -> None:
+            async for event in engine.events():
+                if isinstance(event, QuestionsChanged):
+                    seen.append(event)
+                    if event.questions and event.questions[-1]["state"] == until_state:
+                        return
+
+        waiter = asyncio.create_task(follow("open"))
+        await asyncio.sleep(0)
+        asker = InboxStore(repo / ".lanes/state/inbox")
+        question = await asyncio.to_thread(asker.ask, "some-lane-a1", kind="yesno", title="Proceed?")
+        await asyncio.wait_for(waiter, 5)
+        assert seen[-1].questions[0]["id"] == question.id and seen[-1].questions[0]["lane"] == "some-lane-a1"
+        assert engine.questions()[0]["state"] == "open"
+        waiter = asyncio.create_task(follow("answered"))
+        await asyncio.sleep(0)
+        assert await engine.answer(question.id, "y") == "yes"
+        await asyncio.wait_for(waiter, 5)
+        assert asker.get(question.id).answer == "yes"
+    finally:
+        await engine.aclose()
+
+
+async def test_engine_decision_commands(repo: Path) -> None:
+    from lanes_tui.engine.errors import LanesError
+
+    git_checkout = __import__("subprocess").run
+    git_checkout(["git", "checkout", "-q", "-b", "programme"], cwd=repo, check=True)
+    write_config(repo)
+    engine = Engine(repo, poll_s=0.05)
+    await engine.start()
+    try:
+        ready = asyncio.create_task(_collect_until_state(engine, "cmd-a1", {"ready"}))
+        await asyncio.sleep(0)
+        await engine.run_lane(LaunchRequest(prompt="write cmd.txt via the engine\n", slug="cmd"))
+        await ready
+        plan = await engine.plan_accept("cmd-a1")
+        assert plan.ok and plan.files == ["cmd.txt"] and plan.target == "programme"
+        assert any("fast-forward" in line for line in plan.describe())
+        outcome = await engine.accept("cmd-a1")
+        assert outcome.state == "accepted"
+        assert next(lane for lane in engine.lanes() if lane["id"] == "cmd-a1")["state"] == "accepted"
+        try:
+            await engine.accept("cmd-a1")
+        except LanesError as exc:
+            assert "already accepted" in str(exc)
+        else:
+            raise AssertionError("a second accept must be refused")
+    finally:
+        await engine.aclose()
+    assert (repo / "cmd.txt").read_text() == "via the engine\n"
