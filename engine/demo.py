@@ -37,14 +37,16 @@ budget_patterns = ["SIM-OUT-OF-BUDGET"]
 max = 20
 
 [gates]
-commands = ["python -m pytest -q"]
+# The demo project's tests use the standard library, so the demo needs nothing installed.
+commands = ["{{python}} -m unittest -q"]
 timeout_s = 120
 """
 
 PROJECT = {
     "calc.py": "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
-    "test_calc.py": "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
-                    "def test_mul():\n    assert mul(2, 3) == 6\n",
+    "test_calc.py": "import unittest\n\nfrom calc import add, mul\n\n\nclass CalcTest(unittest.TestCase):\n"
+                    "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n"
+                    "    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n",
     "README.md": "# demo project\n\nA tiny calculator the demo lanes work on.\n",
 }
 

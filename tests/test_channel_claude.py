@@ -118,4 +118,4 @@ def test_ask_user_question_answers_go_in_updated_input(repo: Path) -> None:
     response = _received(repo, lane)[0]["response"]["response"]
     assert response["behavior"] == "allow"
     assert response["updatedInput"]["answers"] == {"Which database?": "sqlite"}
-    assert 'answers: {"Which database?": "sqlite"}' in output(repo, lane)
+    assert 'answers: {\\"Which database?\\": \\"sqlite\\"}' in output(repo, lane)  # JSON-escaped

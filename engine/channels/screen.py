@@ -130,7 +130,7 @@ class Screen:
         return fingerprint(self._text)
 
     def still(self) -> bool:
-        return self.clock.monotonic() - self.last_change >= self.debounce_s
+        return self.clock.monotonic() - self.last_change >= self.debounce_s - 1e-9  # float-safe
 
     def detect(self) -> PromptMatch | None:
         """The prompt the agent is waiting at, or None (see the module docstring for the rules)."""

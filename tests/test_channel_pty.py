@@ -1,0 +1,67 @@
+"""The pty channel end to end: a fake interactive aider in a real pseudo-terminal.
+
+Its ordinary output contains a numbered list and diff lines with `(y/n)` and `(Y)es/(N)o`; only the
+real prompt at the bottom of the screen may become a question.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.fakes import FAKE_AIDER, provider_table
+from tests.helpers import cli, output, run_lane, status, wait_for, wait_state, write_config
+
+
+def _setup(repo: Path, *args: str) -> None:
+    # The aider preset stays `plain` for headless runs; `channel = "pty"` switches it to a terminal.
+    table = provider_table("aider", FAKE_AIDER, *args, "--message", "{prompt}", channel="pty", prompt="arg")
+    write_config(repo, chains='backend = ["aider"]', extra=table)
+
+
+def _questions(repo: Path, lane: str) -> list[dict[str, Any]]:
+    proc = cli(repo, "inbox", "--json", check=True)
+    return [q for q in json.loads(proc.stdout) if q["lane"] == lane]
+
+
+def _answer_file(repo: Path, lane: str) -> Path:
+    return Path(status(repo, lane)["worktree"]) / "fake_aider_answer.txt"
+
+
+def test_terminal_prompt_becomes_a_question_and_no_types_n_then_enter(repo: Path) -> None:
+    _setup(repo)
+    lane = run_lane(repo, "make calc safer", lane_id="aider-pty")
+    question = wait_for(lambda: _questions(repo, lane))[0]
+    assert question["source"] == "pty"
+    assert question["kind"] == "yesno"
+    assert question["title"] == "Apply edits to calc.py? (Y)es/(N)o [Yes]:"
+    assert len(question["correlation"]["screen_fingerprint"]) == 64
+    wait_state(repo, lane, "waiting", timeout=10)
+    assert cli(repo, "answer", question["id"], "n").returncode == 0
+    wait_state(repo, lane)
+    row = status(repo, lane)
+    assert row["result"] == "OK", row
+    # One key and Enter (the terminal turns the carriage return into a newline): exactly "n\n".
+    assert _answer_file(repo, lane).read_text() == repr("n\n")
+    assert "answered n" in output(repo, lane)
+    questions = _questions(repo, lane)
+    assert [q["state"] for q in questions] == ["delivered"], "the list and diff lines asked nothing"
+    assert row["tokens"] == {"total": 12345, "input": 12000, "cached_input": 0, "cache_write": 0, "output": 345}
+    assert row["cost_usd"] == 0.12 and row["cost_estimated"] is False
+
+
+def test_prompt_that_vanishes_cancels_the_question_and_types_nothing(repo: Path) -> None:
+    _setup(repo, "--vanish")
+    lane = run_lane(repo, "make calc safer", lane_id="aider-gone")
+    question = wait_for(lambda: _questions(repo, lane))[0]
+    assert question["source"] == "pty"
+    cancelled = wait_for(lambda: [q for q in _questions(repo, lane) if q["state"] == "cancelled"])[0]
+    assert "vanished" in cancelled["reason"]
+    refused = cli(repo, "answer", question["id"], "yes")
+    assert refused.returncode != 0
+    wait_state(repo, lane)
+    assert status(repo, lane)["result"] == "OK"
+    assert _answer_file(repo, lane).read_text() == ""
+    assert "typed while gone: b''" in output(repo, lane)
+    assert len(_questions(repo, lane)) == 1
