@@ -30,7 +30,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--repo", type=Path, default=None, help="the repository (default: the current one)")
     parser.add_argument("--demo", action="store_true",
                         help="build a throw-away repository and run simulated lanes in it")
-    parser.add_argument("--keep", action="store_true", help="with --demo: keep the demo repository on exit")
+    parser.add_argument("--keep", action="store_true",
+                        help="with --demo: keep the demo repository (and its lanes running) on exit")
+    parser.add_argument("--demo-dir", type=Path, default=None, help="with --demo: build the demo under this folder")
     sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
                parser.add_subparsers(dest="command", metavar="COMMAND"))
     cli_lanes.add_parsers(sub)
@@ -46,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command is None:
             from lanes_tui.app.run_dashboard import run_dashboard
 
-            return run_dashboard(repo=args.repo, demo=args.demo, keep=args.keep)
+            return run_dashboard(repo=args.repo, demo=args.demo, keep=args.keep, demo_dir=args.demo_dir)
         code: int = args.func(args)
         return code
     except LanesError as exc:

@@ -74,14 +74,16 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     answer.add_argument("qid", metavar="QID")
     answer.add_argument("value", metavar="VALUE", nargs="+", help="the answer (words are joined by spaces)")
     answer.add_argument("--by", default="lead", help="who answers (default: lead)")
-    answer.add_argument("--repo", metavar="PATH", help="the repository (default: LANES_HOME or this one)")
+    answer.add_argument("--repo", metavar="PATH", default=argparse.SUPPRESS,
+                        help="the repository (default: LANES_HOME or this one)")
     answer.set_defaults(func=_guarded(_cmd_answer))
 
     inbox = sub.add_parser("inbox", help="list the questions of every lane")
     inbox.add_argument("--json", action="store_true", help="print a JSON list of question objects")
     inbox.add_argument("--lane", metavar="ID", help="only this lane's questions")
     inbox.add_argument("--state", metavar="S,...", help=f"only these states ({', '.join(STATES)})")
-    inbox.add_argument("--repo", metavar="PATH", help="the repository (default: LANES_HOME or this one)")
+    inbox.add_argument("--repo", metavar="PATH", default=argparse.SUPPRESS,
+                        help="the repository (default: LANES_HOME or this one)")
     inbox.set_defaults(func=_guarded(_cmd_inbox))
 
 
@@ -231,7 +233,7 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 def _cmd_answer(args: argparse.Namespace) -> int:
     """Record the lead's answer; prints `answered QID VALUE`."""
-    store = InboxStore(_inbox_root(args.repo))
+    store = InboxStore(_inbox_root(getattr(args, "repo", None)))
     value = store.answer(args.qid, " ".join(args.value), by=args.by)
     print(f"answered {args.qid} {_printable(value, 200)}")
     return 0
@@ -239,7 +241,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
 
 def _cmd_inbox(args: argparse.Namespace) -> int:
     """List questions as a table, or as JSON for scripts."""
-    store = InboxStore(_inbox_root(args.repo))
+    store = InboxStore(_inbox_root(getattr(args, "repo", None)))
     states = [s.strip() for s in args.state.split(",") if s.strip()] if args.state else None
     views = store.list(args.lane, states)
     if args.json:

@@ -14,7 +14,7 @@ from typing import Any
 from lanes_tui.engine import worktrees
 from lanes_tui.engine.config import load_config, write_default_config
 from lanes_tui.engine.errors import LanesError
-from lanes_tui.engine.launcher import LaunchRequest, launch_lane
+from lanes_tui.engine.launcher import LaunchRequest, launch_lane, supervisor_alive
 from lanes_tui.engine.model import STATES
 from lanes_tui.engine.paths import StatePaths
 from lanes_tui.engine.plan import phase_prompt
@@ -49,7 +49,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
     p = sub.add_parser("wait", help="block until a lane reaches one of the given states")
     p.add_argument("lane_id")
-    p.add_argument("--until", default=",".join(SETTLED_STATES), help="comma-separated states")
+    p.add_argument("--until", default=None,
+                   help="comma-separated states (default: settled: ready, rejected, stalled, exited, … with "
+                        "its supervisor finished)")
     p.add_argument("--timeout", type=float, default=None, help="seconds; exit 2 when it passes")
     p.set_defaults(func=cmd_wait)
 
@@ -117,7 +119,8 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_wait(args: argparse.Namespace) -> int:
     repo = repo_of(args)
-    wanted = {s.strip() for s in args.until.split(",") if s.strip()}
+    settled = args.until is None
+    wanted = set(SETTLED_STATES) if settled else {s.strip() for s in args.until.split(",") if s.strip()}
     unknown = wanted - set(STATES)
     if unknown:
         raise LanesError(f"unknown state(s) in --until: {', '.join(sorted(unknown))}",
@@ -128,7 +131,9 @@ def cmd_wait(args: argparse.Namespace) -> int:
     while True:
         reconcile(repo)
         record = store.read(args.lane_id)
-        if record.state in wanted:
+        # `exited` and `stalled` are on the way to a packet while the supervisor still runs.
+        passing = settled and record.state in ("exited", "stalled") and supervisor_alive(repo, record.id)
+        if record.state in wanted and not passing:
             print(f"{record.id} {record.state} {record.result or ''}".rstrip())
             return 0
         if deadline is not None and time.monotonic() >= deadline:

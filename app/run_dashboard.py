@@ -10,12 +10,12 @@ from lanes_tui.engine.config import load_config
 from lanes_tui.engine.paths import StatePaths
 
 
-def run_dashboard(*, repo: Path | None, demo: bool, keep: bool) -> int:
+def run_dashboard(*, repo: Path | None, demo: bool, keep: bool, demo_dir: Path | None = None) -> int:
     from lanes_tui.engine.demo import build_demo, start_demo_lanes
 
     built = None
     if demo:
-        built = build_demo()
+        built = build_demo(demo_dir)
         root = built.repo
     else:
         root = worktrees.find_repo_root(repo or Path.cwd())

@@ -18,7 +18,7 @@ from lanes_tui.engine.ids import branch_for
 from lanes_tui.engine.inbox import InboxStore
 from lanes_tui.engine.launcher import stop_lane
 from lanes_tui.engine.paths import StatePaths, inside
-from lanes_tui.engine.store import LaneStore
+from lanes_tui.engine.store import LaneStore, lane_operation
 
 
 @dataclass(frozen=True)
@@ -69,6 +69,11 @@ def plan_abandon(repo: Path, config: Config, lane_id: str, *, force: bool = Fals
 
 async def abandon_lane(repo: Path, config: Config, lane_id: str, *, force: bool = False) -> list[str]:
     """Returns what was removed; raises LanesError (nothing touched) when the plan refuses."""
+    with lane_operation(StatePaths(repo), lane_id, "abandon"):
+        return await _abandon(repo, config, lane_id, force)
+
+
+async def _abandon(repo: Path, config: Config, lane_id: str, force: bool) -> list[str]:
     plan = plan_abandon(repo, config, lane_id, force=force)
     if plan.refusals:
         raise LanesError(f"abandon {lane_id} refused: {plan.refusals[0]}")

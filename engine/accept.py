@@ -26,7 +26,7 @@ from lanes_tui.engine.errors import LanesError
 from lanes_tui.engine.gitcmd import git_out, nul_list, run_git
 from lanes_tui.engine.packet import read_packet, write_packet
 from lanes_tui.engine.paths import StatePaths
-from lanes_tui.engine.store import LaneStore
+from lanes_tui.engine.store import LaneStore, lane_operation
 
 log = logging.getLogger(__name__)
 
@@ -76,9 +76,10 @@ class Accept:
             raise LanesError("another accept is still running", "try again when it has finished")
         with lock:
             finish_interrupted_accepts(self.repo, self.config)
-            plan = plan_accept(self.repo, self.config, self.lane_id, override=override)
-            plan.raise_if_refused()
-            return await self._run(plan, message, override)
+            with lane_operation(self.paths, self.lane_id, "accept"):
+                plan = plan_accept(self.repo, self.config, self.lane_id, override=override)
+                plan.raise_if_refused()
+                return await self._run(plan, message, override)
 
     async def _run(self, plan: AcceptPlan, message: str | None, override: str | None) -> AcceptOutcome:
         record = self.store.read(self.lane_id)

@@ -195,6 +195,9 @@ class AgentRun:
                     timed_out = self.settings.timeout_s
                     break
             if not waiter.done():
+                # We are about to kill the agent: its channel must not read the dying screen as a
+                # vanished prompt; open questions are orphaned when the channel closes.
+                ticker.cancel()
                 await handle.stop(self.settings.deadlines,
                                   extra=[ProcKey(p.pid, p.create_time) for p in self._last_procs])
             await waiter

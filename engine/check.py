@@ -18,7 +18,7 @@ from lanes_tui.engine.launcher import supervisor_alive
 from lanes_tui.engine.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.packet import build_packet, read_packet, state_after_gates, write_packet
 from lanes_tui.engine.paths import StatePaths
-from lanes_tui.engine.store import LaneStore
+from lanes_tui.engine.store import LaneStore, lane_operation
 
 #: States whose worktree the lead may check again.
 CHECKABLE = frozenset({"exited", "stalled", "ready", "rejected", "conflict", "lost"})
@@ -49,6 +49,11 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
 
 async def check_lane(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None) -> dict[str, object]:
     """The lead's `check ID`: refuses a lane that is still running or already decided."""
+    with lane_operation(StatePaths(repo), lane_id, "check"):
+        return await _check_lane(repo, config, lane_id, clock)
+
+
+async def _check_lane(repo: Path, config: Config, lane_id: str, clock: Clock | None) -> dict[str, object]:
     store = LaneStore(StatePaths(repo), clock)
     record = store.read(lane_id)
     if record.state in LIVE_STATES or record.state == "checking":

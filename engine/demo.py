@@ -88,9 +88,10 @@ def build_demo(parent: Path | None = None) -> Demo:
     (repo / ".lanes").mkdir()
     (repo / ".lanes" / "config.toml").write_text(DEMO_CONFIG.format(root=root), encoding="utf-8")
     (repo / ".gitignore").write_text(".lanes/state/\n__pycache__/\n", encoding="utf-8")
-    env_args = ["-c", "user.name=lanes demo", "-c", "user.email=demo@lanes.invalid"]
-    for argv in (["init", "-q", "-b", "programme"], ["add", "-A"], [*env_args, "commit", "-q", "-m",
-                                                                    "demo project"]):
+    # A local identity, so the demo's accepts can commit on a machine with no git config at all.
+    for argv in (["init", "-q", "-b", "programme"], ["config", "user.name", "lanes demo"],
+                 ["config", "user.email", "demo@lanes.invalid"], ["add", "-A"],
+                 ["commit", "-q", "-m", "demo project"]):
         subprocess.run(["git", *argv], cwd=repo, check=True, capture_output=True)
     return Demo(root, repo)
 

@@ -34,7 +34,9 @@ from lanes_tui.engine.events import (
 )
 from lanes_tui.engine.inbox import InboxStore
 from lanes_tui.engine.inotify import TreeWatcher
+from lanes_tui.engine.lane_views import lane_diff, worktree_row
 from lanes_tui.engine.launcher import LaunchRequest
+from lanes_tui.engine.machine import machine_meters
 from lanes_tui.engine.model import LaneRecord
 from lanes_tui.engine.paths import StatePaths
 from lanes_tui.engine.reconcile import reconcile
@@ -208,6 +210,21 @@ class Engine(DecisionCommands):
             self._questions_sig = sig
             self._questions = [v.to_json() for v in views]
             self._emit(QuestionsChanged(tuple(self._questions)))
+
+    # views -------------------------------------------------------------------------------------
+    async def machine(self) -> dict[str, Any]:
+        """Machine meters: one psutil sweep for the whole machine, not one per lane."""
+        return await asyncio.to_thread(machine_meters, self.config, self.lanes())
+
+    async def diff(self, lane_id: str) -> str:
+        record = await asyncio.to_thread(self.store.read, lane_id)
+        return await asyncio.to_thread(lane_diff, record)
+
+    async def worktree_rows(self) -> list[dict[str, Any]]:
+        def rows() -> list[dict[str, Any]]:
+            return [worktree_row(self.repo, r) for r in self.store.all() if r.state not in ("accepted", "abandoned")]
+
+        return await asyncio.to_thread(rows)
 
     # watching --------------------------------------------------------------------------------
     async def _watch(self) -> None:

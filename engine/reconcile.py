@@ -17,7 +17,7 @@ from lanes_tui.engine.clock import Clock
 from lanes_tui.engine.launcher import supervisor_alive
 from lanes_tui.engine.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.paths import StatePaths
-from lanes_tui.engine.store import LaneStore
+from lanes_tui.engine.store import LaneStore, lane_busy
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +48,8 @@ def reconcile(repo: Path, clock: Clock | None = None) -> list[Reconciled]:
 
 def reconcile_lane(repo: Path, store: LaneStore, record: LaneRecord) -> Reconciled | None:
     if record.state not in SUPERVISED_STATES or supervisor_alive(repo, record.id):
+        return None
+    if lane_busy(store.paths, record.id):  # a check or an accept runs the gates outside the supervisor
         return None
     # The supervisor may still be writing its last lines: re-read before judging.
     record = store.read(record.id)

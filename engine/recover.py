@@ -23,7 +23,7 @@ from lanes_tui.engine.model import LaneRecord
 from lanes_tui.engine.packet import read_packet
 from lanes_tui.engine.paths import StatePaths
 from lanes_tui.engine.reconcile import reconcile_lane
-from lanes_tui.engine.store import LaneStore
+from lanes_tui.engine.store import LaneStore, lane_operation
 
 RECOVERABLE = frozenset({"lost", "stalled", "rejected", "conflict", "exited"})
 
@@ -74,6 +74,11 @@ class Findings:
 
 async def inspect_lane(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None) -> Findings:
     """Stop leftovers, reconcile, and collect the findings; refuses lanes that need no recovery."""
+    with lane_operation(StatePaths(repo), lane_id, "recover"):
+        return await _inspect(repo, lane_id, clock)
+
+
+async def _inspect(repo: Path, lane_id: str, clock: Clock | None) -> Findings:
     store = LaneStore(StatePaths(repo), clock)
     record = store.read(lane_id)
     if record.state not in RECOVERABLE:

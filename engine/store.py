@@ -6,11 +6,14 @@ is how `status`, a restarted engine and the dashboard all agree on what happened
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from lanes_tui.engine import slots
 from lanes_tui.engine.atomic import append_jsonl, read_json, write_json_atomic
 from lanes_tui.engine.clock import Clock, RealClock
 from lanes_tui.engine.errors import LanesError
@@ -97,3 +100,21 @@ def last_json_line(path: Path, window: int = 65536) -> dict[str, Any] | None:
         if isinstance(value, dict):
             return value
     return None
+
+
+@contextlib.contextmanager
+def lane_operation(paths: StatePaths, lane_id: str, what: str) -> Iterator[None]:
+    """Hold the lane for one command (check, accept, abandon, recover) so no other command and no
+    reconcile judges it half-way; the lock dies with the process, so a crash never leaves it held."""
+    folder = paths.lane(lane_id).dir / "busy"
+    slot = slots.try_acquire(folder, 1, {"lane": lane_id, "what": what})
+    if slot is None:
+        holder = next(iter(slots.holders(folder)), {})
+        raise LanesError(f"lane {lane_id} is busy: {holder.get('what', 'another command')} "
+                         f"(pid {holder.get('pid', '?')})", "wait for it to finish and try again")
+    with slot:
+        yield
+
+
+def lane_busy(paths: StatePaths, lane_id: str) -> bool:
+    return bool(slots.holders(paths.lane(lane_id).dir / "busy"))

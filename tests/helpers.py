@@ -47,11 +47,10 @@ def run_lane(repo: Path, script: str, *, lane_id: str, extra: tuple[str, ...] = 
     return proc.stdout.strip().splitlines()[-1]
 
 
-SETTLED = "exited,stalled,ready,rejected,conflict,accepted,abandoned,lost"
-
-
-def wait_state(repo: Path, lane: str, states: str = SETTLED, timeout: float = 60) -> str:
-    proc = cli(repo, "wait", lane, "--until", states, "--timeout", str(timeout))
+def wait_state(repo: Path, lane: str, states: str | None = None, timeout: float = 60) -> str:
+    """Wait for `states`, or (default) until the lane is settled and its supervisor finished."""
+    until = ("--until", states) if states else ()
+    proc = cli(repo, "wait", lane, *until, "--timeout", str(timeout))
     assert proc.returncode == 0, f"{lane} never reached {states}: {proc.stderr} {status(repo, lane)}"
     return proc.stdout.strip()
 

@@ -93,7 +93,7 @@ CLAUDE_DIALOG = (
     "│ Bash command                                 │\r\n"
     "│   rm -rf build                               │\r\n"
     "│ Do you want to proceed?                      │\r\n"
-    "│ ❯ 1. Yes                                     │\r\n"
+    "│ \u276f 1. Yes                                     │\r\n"
     "│   2. Yes, and don't ask again for rm         │\r\n"
     "│   3. No, and tell Claude what to do differently (esc) │\r\n"
     "╰──────────────────────────────────────────────╯"

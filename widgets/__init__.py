@@ -1,0 +1,31 @@
+"""The dashboard's widgets: they are given data (status dicts, question dicts, samples, plans) and
+never read files, spawn processes or call git; the App feeds them from the engine's events."""
+
+from __future__ import annotations
+
+from lanes_tui.widgets.attention import AttentionBar
+from lanes_tui.widgets.diff_pane import DiffPane
+from lanes_tui.widgets.help_screen import HelpScreen
+from lanes_tui.widgets.inbox_pane import InboxPane
+from lanes_tui.widgets.lanes_table import LanesTable
+from lanes_tui.widgets.meters_pane import MetersPane
+from lanes_tui.widgets.modals import ConfirmModal, RecoverModal, StartLaneModal, TextAnswerModal
+from lanes_tui.widgets.output_pane import OutputPane
+from lanes_tui.widgets.stalls_pane import StallsPane
+from lanes_tui.widgets.worktrees_pane import WorktreesPane
+
+__all__ = [
+    "AttentionBar",
+    "ConfirmModal",
+    "DiffPane",
+    "HelpScreen",
+    "InboxPane",
+    "LanesTable",
+    "MetersPane",
+    "OutputPane",
+    "RecoverModal",
+    "StallsPane",
+    "StartLaneModal",
+    "TextAnswerModal",
+    "WorktreesPane",
+]

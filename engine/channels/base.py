@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from lanes_tui.engine.clock import Clock
+from lanes_tui.engine.errors import LanesError
 from lanes_tui.engine.inbox import InboxStore
 from lanes_tui.engine.meters import FLUSH_S, RunMeter
 from lanes_tui.engine.providers import ProviderConfig
@@ -140,6 +141,26 @@ class Channel:
             self.ctx.on_session(session_id)
         except Exception:
             log.exception("recording session id %s failed", session_id)
+
+
+def cancel_question(inbox: InboxStore | None, qid: str, reason: str) -> None:
+    """Withdraw a question the agent no longer waits on; one already finished is left as it is."""
+    if inbox is None:
+        return
+    try:
+        inbox.cancel(qid, reason)
+    except LanesError as exc:
+        log.info("cannot cancel %s: %s", qid, exc)
+
+
+def orphan_question(inbox: InboxStore | None, qid: str) -> None:
+    """Mark a question whose agent died; shown, never delivered, its answer can seed the next attempt."""
+    if inbox is None:
+        return
+    try:
+        inbox.orphan(qid, "the agent exited before the answer was delivered")
+    except LanesError as exc:
+        log.info("cannot orphan %s: %s", qid, exc)
 
 
 def json_line(line: bytes) -> dict[str, Any] | None:

@@ -22,7 +22,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lanes_tui.engine.channels.base import MAX_BODY_CHARS, POLL_S, Channel, json_line, number, truncate
+from lanes_tui.engine.channels.base import (
+    MAX_BODY_CHARS,
+    POLL_S,
+    Channel,
+    cancel_question,
+    json_line,
+    number,
+    orphan_question,
+    truncate,
+)
 from lanes_tui.engine.errors import LanesError
 from lanes_tui.engine.inbox import Question, QuestionView
 from lanes_tui.engine.meters import Usage
@@ -306,14 +315,13 @@ class ClaudeStreamChannel(Channel):
             self._cancel(question.id, reason)
 
     def _cancel(self, qid: str, reason: str) -> None:
-        if self.ctx.inbox is None:
-            return
-        try:
-            self.ctx.inbox.cancel(qid, reason)
-        except LanesError as exc:
-            log.info("cannot cancel %s: %s", qid, exc)
+        cancel_question(self.ctx.inbox, qid, reason)
 
     def close(self) -> None:
-        for request_id in list(self.pending):
-            self._withdraw(request_id, "the agent exited before the answer was delivered")
+        """The agent died with requests pending: its questions are orphaned (shown, never delivered)."""
+        for pending in self.pending.values():
+            for question in pending.questions:
+                orphan_question(self.ctx.inbox, question.id)
+        self.pending.clear()
         super().close()
+

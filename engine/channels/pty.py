@@ -22,7 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from lanes_tui.engine.channels.base import POLL_S, Channel, truncate
+from lanes_tui.engine.channels.base import POLL_S, Channel, cancel_question, orphan_question, truncate
 from lanes_tui.engine.channels.plain import feed_aider_line
 from lanes_tui.engine.channels.screen import COLUMNS, ROWS, PromptPatterns, Screen
 from lanes_tui.engine.errors import LanesError
@@ -132,15 +132,11 @@ class PtyChannel(Channel):
             log.warning("cannot mark %s delivered: %s", open_q.qid, exc)
 
     def _cancel(self, qid: str, reason: str) -> None:
-        if self.ctx.inbox is None:
-            return
-        try:
-            self.ctx.inbox.cancel(qid, reason)
-        except LanesError as exc:
-            log.info("cannot cancel %s: %s", qid, exc)
+        cancel_question(self.ctx.inbox, qid, reason)
 
     def close(self) -> None:
+        """The agent died at its prompt: the question is orphaned (shown, never typed anywhere)."""
         if self.open is not None:
-            self._cancel(self.open.qid, "the agent exited before the answer was typed")
+            orphan_question(self.ctx.inbox, self.open.qid)
             self.open = None
         super().close()

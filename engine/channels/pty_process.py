@@ -15,6 +15,7 @@ import fcntl
 import logging
 import os
 import struct
+import subprocess
 import termios
 import time
 from collections.abc import Callable
@@ -114,6 +115,9 @@ async def start_in_pty(request: ProcessRequest, *, rows: int, columns: int,
             *request.argv, cwd=str(request.cwd), env=env, stdin=slave, stdout=slave, stderr=slave,
             start_new_session=True, preexec_fn=_controlling_terminal,
         )
+    except subprocess.SubprocessError as exc:  # the child could not take the terminal (preexec failed)
+        os.close(master)
+        raise PermissionError(f"cannot give {request.argv[0]!r} a terminal: {exc}") from exc
     except BaseException:
         os.close(master)
         raise

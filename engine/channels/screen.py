@@ -26,8 +26,6 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-import pyte
-
 from lanes_tui.engine.clock import Clock
 from lanes_tui.engine.providers import SCREEN_BUSY, SCREEN_PROMPTS, ProviderConfig, compile_pattern
 
@@ -106,6 +104,8 @@ class Screen:
         self.patterns = patterns
         self.clock = clock
         self.debounce_s = debounce_s
+        import pyte  # here, not at the top: only terminal lanes pay for it (about 40 ms at start-up)
+
         self._screen = pyte.Screen(columns, rows)
         self._stream = pyte.ByteStream(self._screen)
         self._text = self._render()

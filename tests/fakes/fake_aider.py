@@ -56,6 +56,16 @@ def main() -> int:
     if not os.isatty(0) or not os.isatty(1):
         print("fake_aider: needs a terminal", file=sys.stderr)
         return 2
+    try:  # an interactive CLI expects the pty as its controlling terminal ...
+        os.close(os.open("/dev/tty", os.O_RDWR))
+    except OSError as exc:
+        print(f"fake_aider: no controlling terminal: {exc}", file=sys.stderr)
+        return 2
+    if os.getsid(0) != os.getpid() or os.getpgrp() != os.getpid():  # ... and leads its own session and group
+        print("fake_aider: not a session and process group leader", file=sys.stderr)
+        return 2
+    columns, rows = os.get_terminal_size(1)
+    out(f"terminal {columns}x{rows}\n")
     out("Aider v0.86.1\nMain model: sonnet with diff edit format\n")
     out("Here is the plan:\n1. Ask the user: Continue? (y/n)\n2. Apply edits? (Y)es/(N)o when unsure\n")
     out("calc.py\n<<<<<<< SEARCH\n-    if input('Overwrite? (y/n) ') == 'y':\n"

@@ -1,0 +1,106 @@
+"""The one bridge from engine events to Textual messages.
+
+Events are folded into pending state and flushed at most every `flush_s`: a hundred lanes printing
+twenty lines a second become one output message for the lane on screen and one meters message per
+flush, so the message queue never grows with the number of lanes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from textual.message import Message
+
+from lanes_tui.app.messages import (
+    EngineNoticed,
+    LanesChanged,
+    MetersChanged,
+    OutputChanged,
+    QuestionsUpdated,
+    StallRaised,
+)
+from lanes_tui.engine.engine import Engine
+from lanes_tui.engine.events import (
+    EngineEvent,
+    EngineNotice,
+    LaneChanged,
+    LaneRemoved,
+    MetersSampled,
+    OutputAppended,
+    QuestionsChanged,
+    StallDetected,
+)
+
+
+class Poster(Protocol):
+    def post_message(self, message: Message) -> bool: ...
+
+
+class EngineBridge:
+    def __init__(self, target: Poster, engine: Engine, *, flush_s: float = 0.1) -> None:
+        self.target = target
+        self.engine = engine
+        self.flush_s = flush_s
+        self.selected_lane: str | None = None
+        self._lanes: dict[str, Mapping[str, Any]] = {}
+        self._removed: set[str] = set()
+        self._samples: dict[str, Mapping[str, Any]] = {}
+        self._output: list[str] = []
+        self._questions: tuple[Mapping[str, Any], ...] | None = None
+        self._flush_handle: asyncio.TimerHandle | None = None
+        self.events_seen = 0
+
+    async def run(self) -> None:
+        async for event in self.engine.events():
+            self.events_seen += 1
+            self.fold(event)
+
+    def fold(self, event: EngineEvent) -> None:
+        """Fold one event into what the next flush posts; rare, important events go at once."""
+        if isinstance(event, LaneChanged):
+            self._lanes[event.lane_id] = event.status
+            self._removed.discard(event.lane_id)
+        elif isinstance(event, LaneRemoved):
+            self._lanes.pop(event.lane_id, None)
+            self._removed.add(event.lane_id)
+        elif isinstance(event, MetersSampled):
+            self._samples[event.lane_id] = event.sample
+        elif isinstance(event, OutputAppended):
+            if event.lane_id == self.selected_lane:
+                self._output.append(event.text)
+        elif isinstance(event, QuestionsChanged):
+            self._questions = event.questions
+        elif isinstance(event, StallDetected):
+            self.target.post_message(StallRaised(event.lane_id, event.report))
+            return
+        elif isinstance(event, EngineNotice):
+            self.target.post_message(EngineNoticed(event.message, event.severity))
+            return
+        self._schedule()
+
+    def select(self, lane_id: str | None) -> None:
+        """The lane on screen changed: pending output of the old one is dropped (it is on disk)."""
+        self.selected_lane = lane_id
+        self._output.clear()
+
+    def _schedule(self) -> None:
+        if self._flush_handle is None:
+            self._flush_handle = asyncio.get_running_loop().call_later(self.flush_s, self.flush)
+
+    def flush(self) -> None:
+        self._flush_handle = None
+        if self._lanes or self._removed:
+            self.target.post_message(LanesChanged(tuple(self._lanes.values()), tuple(self._removed)))
+            self._lanes = {}
+            self._removed = set()
+        if self._samples:
+            self.target.post_message(MetersChanged(self._samples))
+            self._samples = {}
+        if self._output and self.selected_lane is not None:
+            self.target.post_message(OutputChanged(self.selected_lane, "".join(self._output)))
+            self._output = []
+        if self._questions is not None:
+            self.target.post_message(QuestionsUpdated(self._questions))
+            self._questions = None

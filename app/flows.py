@@ -1,0 +1,182 @@
+"""The lead's decisions from the keyboard: each opens a modal that says what will happen, then acts.
+
+Every engine refusal arrives as a LanesError and is shown as a notification with its reason; no
+traceback ever reaches the screen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from textual import work
+from textual.screen import Screen
+
+from lanes_tui.app.keys import help_rows
+from lanes_tui.engine.errors import LanesError
+from lanes_tui.engine.launcher import LaunchRequest
+from lanes_tui.engine.model import TASK_TYPES
+from lanes_tui.widgets import ConfirmModal, HelpScreen, InboxPane, RecoverModal, StartLaneModal, TextAnswerModal
+
+if TYPE_CHECKING:
+    from lanes_tui.app.dashboard import LanesApp
+
+T = TypeVar("T")
+YES_NO_KINDS = ("yesno", "permission")
+
+
+class DecisionFlows(Screen[None]):
+    """Mixed into the dashboard screen: needs `lanes_app`, `selected_lane`, `lanes` and `questions`."""
+
+    lanes: dict[str, dict[str, Any]]
+    questions: list[dict[str, Any]]
+
+    @property
+    def lanes_app(self) -> LanesApp:
+        raise NotImplementedError
+
+    @property
+    def selected_lane(self) -> str | None:
+        raise NotImplementedError
+
+    async def _guard(self, call: Callable[[], Awaitable[T]]) -> T | None:
+        try:
+            return await call()
+        except LanesError as exc:
+            self.app.notify(str(exc), title="Refused", severity="error", timeout=10)
+            return None
+
+    def _need_lane(self) -> str | None:
+        lane = self.selected_lane
+        if lane is None:
+            self.app.notify("select a lane first", severity="warning")
+        return lane
+
+    def _selected_question(self) -> dict[str, Any] | None:
+        chosen = self.query_one(InboxPane).selected_question
+        if chosen is None:
+            open_ones = [q for q in self.questions if q.get("state") == "open"]
+            chosen = open_ones[0] if open_ones else None
+        if chosen is None:
+            self.app.notify("no open question", severity="warning")
+        return dict(chosen) if chosen is not None else None
+
+    @work(group="decision", exclusive=True)
+    async def action_accept(self) -> None:
+        lane = self._need_lane()
+        if lane is None:
+            return
+        engine = self.lanes_app.engine
+        plan = await self._guard(lambda: engine.plan_accept(lane))
+        if plan is None:
+            return
+        if not plan.ok:  # an accept the engine would refuse: say why, open nothing
+            self.app.notify(f"accept {lane}: {plan.refusals[0]}", title="Refused", severity="error", timeout=10)
+            return
+        if not await self.app.push_screen_wait(ConfirmModal(f"Accept {lane}?", plan.describe())):
+            return
+        outcome = await self._guard(lambda: engine.accept(lane))
+        if outcome is not None:
+            severity = "information" if outcome.state == "accepted" else "error"
+            self.app.notify(outcome.message, title=outcome.state.capitalize(), severity=severity, timeout=10)
+
+    @work(group="decision", exclusive=True)
+    async def action_abandon(self) -> None:
+        lane = self._need_lane()
+        if lane is None:
+            return
+        engine = self.lanes_app.engine
+        plan = await self._guard(lambda: engine.plan_abandon(lane))
+        if plan is None:
+            return
+        only_commits = bool(plan.refusals) and all("--force" in r for r in plan.refusals)
+        lines = plan.describe()
+        if only_commits:
+            lines = [line for line in lines if not line.startswith("REFUSED")]
+            lines.append("y abandons anyway and those commits are lost")
+        refused = bool(plan.refusals) and not only_commits
+        if not await self.app.push_screen_wait(ConfirmModal(f"Abandon {lane}?", lines, refused=refused)):
+            return
+        removed = await self._guard(lambda: engine.abandon(lane, force=only_commits))
+        if removed is not None:
+            self.app.notify(f"abandoned {lane}", title="Abandoned")
+
+    @work(group="decision", exclusive=True)
+    async def action_recover(self) -> None:
+        lane = self._need_lane()
+        if lane is None:
+            return
+        engine = self.lanes_app.engine
+        findings = await self._guard(lambda: engine.inspect(lane))
+        if findings is None:
+            return
+        choice = await self.app.push_screen_wait(RecoverModal(findings.describe()))
+        if choice == "recheck":
+            packet = await self._guard(lambda: engine.recheck(lane))
+            if packet is not None:
+                self.app.notify(f"{lane}: gates {packet.get('gates_status')}", title="Re-checked")
+        elif choice == "relaunch":
+            record = await self._guard(lambda: engine.relaunch(lane))
+            if record is not None:
+                self.app.notify(f"{lane} relaunched as {record.id}", title="Relaunched")
+
+    @work(group="answer")
+    async def action_answer(self, value: str) -> None:
+        question = self._selected_question()
+        if question is None:
+            return
+        if question.get("kind") not in YES_NO_KINDS:
+            self.app.notify("this question wants text or a choice: press enter", severity="warning")
+            return
+        answered = await self._guard(lambda: self.lanes_app.engine.answer(question["id"], value))
+        if answered is not None:
+            self.app.notify(f"{question['lane']}: {question['title']} → {answered}", title="Answered")
+
+    @work(group="answer")
+    async def action_answer_text(self) -> None:
+        question = self._selected_question()
+        if question is None:
+            return
+        value = await self.app.push_screen_wait(TextAnswerModal(question))
+        if value is None:
+            return
+        answered = await self._guard(lambda: self.lanes_app.engine.answer(question["id"], value))
+        if answered is not None:
+            self.app.notify(f"{question['lane']}: {question['title']} → {answered}", title="Answered")
+
+    @work(group="decision", exclusive=True)
+    async def action_start(self) -> None:
+        engine = self.lanes_app.engine
+        types = sorted(set(TASK_TYPES) | set(engine.config.chains))
+        form = await self.app.push_screen_wait(StartLaneModal(types, sorted(engine.config.providers)))
+        if form is None:
+            return
+        request = LaunchRequest(prompt=form["prompt"], task_type=form.get("task_type") or "backend",
+                                lane=form.get("lane"), slug=form.get("slug"))
+        record = await self._guard(lambda: engine.run_lane(request))
+        if record is not None:
+            self.app.notify(f"started {record.id}", title="Started")
+
+    @work(group="decision", exclusive=True)
+    async def action_kill(self) -> None:
+        lane = self._need_lane()
+        if lane is None:
+            return
+        stopped = await self._guard(lambda: self.lanes_app.engine.kill(lane))
+        if stopped is not None:
+            self.app.notify(f"stopped {lane}", title="Killed")
+
+    @work(group="decision", exclusive=True)
+    async def action_gates(self) -> None:
+        lane = self._need_lane()
+        if lane is None:
+            return
+        self.app.notify(f"running the gates of {lane}…")
+        packet = await self._guard(lambda: self.lanes_app.engine.check(lane))
+        if packet is not None:
+            ok = packet.get("gates_status") in ("passed", "none")
+            self.app.notify(f"{lane}: gates {packet.get('gates_status')}", title="Gates",
+                            severity="information" if ok else "error")
+
+    def action_help(self) -> None:
+        self.app.push_screen(HelpScreen(help_rows(dict(self.lanes_app.engine.config.keys))))

@@ -1,0 +1,51 @@
+"""The dashboard's keys as data: one table feeds the bindings, the footer, `?` help and the palette.
+
+A lead remaps any of them by id in `.lanes/config.toml` (`[keys] accept = "A"`), applied with
+`App.set_keymap`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class Key:
+    id: str
+    key: str
+    action: str
+    description: str
+    help: str
+    show: bool = True
+    priority: bool = False
+
+
+KEYS: tuple[Key, ...] = (
+    Key("accept", "a", "accept", "Accept", "accept the selected lane: gates, digest, commit, fast-forward, cleanup"),
+    Key("abandon", "x", "abandon", "Abandon", "abandon the selected lane: stop it, remove its worktree and branch"),
+    Key("recover", "r", "recover", "Recover", "recover a lost, stalled, rejected or failed lane (recheck / relaunch)"),
+    Key("answer_yes", "y", "answer('yes')", "Yes", "answer the selected question yes (allow)"),
+    Key("answer_no", "n", "answer('no')", "No", "answer the selected question no (deny)"),
+    Key("answer_text", "enter", "answer_text", "Answer…", "answer the selected question with text or a choice",
+        show=False),
+    Key("start", "s", "start", "Start", "start a new lane (prompt, task type, provider)"),
+    Key("kill", "k", "kill", "Kill", "stop the selected lane's agent and its whole process tree"),
+    Key("gates", "g", "gates", "Gates", "run the selected lane's gates again and rewrite its packet"),
+    Key("diff", "d", "diff", "Diff", "show the selected lane's diff against its base"),
+    Key("output", "o", "output", "Output", "show the selected lane's output", show=False),
+    Key("next_pane", "tab", "app.focus_next", "Next pane", "move to the next pane", show=False),
+    Key("help", "question_mark", "help", "Help", "this help"),
+    Key("quit", "q", "quit", "Quit", "quit the dashboard; lanes keep running", priority=True),
+)
+
+
+def bindings() -> list[Binding]:
+    return [Binding(k.key, k.action, k.description, show=k.show, id=k.id, priority=k.priority) for k in KEYS]
+
+
+def help_rows(keymap: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """(key, what it does) for the help screen, with the lead's remaps applied."""
+    remap = keymap or {}
+    return [(remap.get(k.id, k.key).replace("question_mark", "?"), k.help) for k in KEYS]

@@ -1,0 +1,237 @@
+"""The dashboard screen: every pane on one screen, fed by the engine bridge.
+
+The screen owns the panes and the keys; decisions (accept, abandon, …) live in `app/flows.py`.
+Polls (machine meters, worktrees) reschedule themselves after finishing, so they never overlap, and
+skip their work while a modal is open.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import BindingType
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Footer, Header, TabbedContent, TabPane
+
+from lanes_tui.app.flows import DecisionFlows
+from lanes_tui.app.keys import bindings
+from lanes_tui.app.messages import (
+    EngineNoticed,
+    LanesChanged,
+    MetersChanged,
+    OutputChanged,
+    QuestionsUpdated,
+    StallRaised,
+)
+from lanes_tui.widgets import (
+    AttentionBar,
+    DiffPane,
+    InboxPane,
+    LanesTable,
+    MetersPane,
+    OutputPane,
+    StallsPane,
+    WorktreesPane,
+)
+
+if TYPE_CHECKING:
+    from lanes_tui.app.dashboard import LanesApp
+
+OPEN_STATES = ("open", "answered")
+
+
+class DashboardScreen(DecisionFlows, Screen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = bindings()  # type: ignore[assignment]
+
+    def __init__(self, *, machine_every_s: float = 2.0, worktrees_every_s: float = 5.0) -> None:
+        super().__init__()
+        self.machine_every_s = machine_every_s
+        self.worktrees_every_s = worktrees_every_s
+        self.lanes: dict[str, dict[str, Any]] = {}
+        self.questions: list[dict[str, Any]] = []
+        self._known_questions: set[str] = set()
+        self._known_stalls: set[str] = set()
+        self._timers: dict[str, Timer] = {}
+
+    @property
+    def lanes_app(self) -> LanesApp:
+        from lanes_tui.app.dashboard import LanesApp
+
+        assert isinstance(self.app, LanesApp)
+        return self.app
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        yield AttentionBar(id="attention")
+        yield LanesTable(id="lanes")
+        with Horizontal(id="bottom"):
+            with TabbedContent(id="detail", initial="tab-output"):
+                with TabPane("Output", id="tab-output"):
+                    yield OutputPane(id="output")
+                with TabPane("Diff", id="tab-diff"):
+                    yield DiffPane(id="diff")
+                with TabPane("Worktrees", id="tab-worktrees"):
+                    yield WorktreesPane(id="worktrees")
+            with Vertical(id="side"):
+                yield InboxPane(id="inbox")
+                yield StallsPane(id="stalls")
+                yield MetersPane(id="meters")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#lanes").border_title = "Lanes"
+        self.query_one("#inbox").border_title = "Inbox"
+        self.query_one("#stalls").border_title = "Stalls"
+        self.query_one("#meters").border_title = "Meters"
+        engine = self.lanes_app.engine
+        self._apply_lanes(engine.lanes())
+        self._apply_questions(engine.questions(), notify=False)
+        self._known_stalls = {lane_id for lane_id, s in self.lanes.items() if s.get("state") == "stalled"}
+        self.query_one(LanesTable).focus()
+        self._poll_machine()
+        self._poll_worktrees()
+
+    # engine messages ---------------------------------------------------------------------------
+    @on(LanesChanged)
+    def _lanes_changed(self, message: LanesChanged) -> None:
+        for lane_id in message.removed:
+            self.lanes.pop(lane_id, None)
+        self._apply_lanes(message.statuses)
+
+    def _apply_lanes(self, statuses: Any) -> None:
+        for status in statuses:
+            self.lanes[status["id"]] = dict(status)
+        rows = sorted(self.lanes.values(), key=lambda s: (s.get("created", 0), s["id"]))
+        self.query_one(LanesTable).sync(rows, time.time())
+        self.query_one(StallsPane).sync(rows, self.lanes_app.engine.config.lanes.warn_after_s)
+        self._update_attention()
+        if self.selected_lane is None and rows:
+            self._select(self.query_one(LanesTable).selected_lane)
+
+    @on(MetersChanged)
+    def _meters_changed(self, message: MetersChanged) -> None:
+        table = self.query_one(LanesTable)
+        with self.app.batch_update():
+            for lane_id, sample in message.samples.items():
+                if lane_id in self.lanes:
+                    self.lanes[lane_id].update({k: sample[k] for k in ("idle_s", "cpu_percent", "rss_bytes")
+                                                if k in sample})
+                    table.update_meters(lane_id, sample)
+
+    @on(OutputChanged)
+    def _output_changed(self, message: OutputChanged) -> None:
+        self.query_one(OutputPane).append(message.lane_id, message.text)
+
+    @on(QuestionsUpdated)
+    def _questions_updated(self, message: QuestionsUpdated) -> None:
+        self._apply_questions(message.questions, notify=True)
+
+    def _apply_questions(self, questions: Any, *, notify: bool) -> None:
+        self.questions = [dict(q) for q in questions]
+        self.query_one(InboxPane).sync(self.questions, time.time())
+        fresh = [q for q in self.questions if q.get("state") == "open" and q["id"] not in self._known_questions]
+        self._known_questions |= {q["id"] for q in self.questions}
+        if notify and fresh:
+            for question in fresh:
+                self.app.notify(f"{question['lane']} asks: {question['title']}", title="Question",
+                                severity="warning", timeout=8)
+            self.app.bell()
+        self._update_attention()
+
+    @on(StallRaised)
+    def _stall_raised(self, message: StallRaised) -> None:
+        if message.lane_id in self._known_stalls:
+            return
+        self._known_stalls.add(message.lane_id)
+        self.app.notify(f"{message.lane_id} went silent for {message.report.get('idle_s')}s and was stopped",
+                        title="Stall", severity="error", timeout=10)
+        self.app.bell()
+
+    @on(EngineNoticed)
+    def _engine_noticed(self, message: EngineNoticed) -> None:
+        severity = "error" if message.severity == "error" else "information"
+        self.app.notify(message.message, severity=severity)  # type: ignore[arg-type]
+
+    def _update_attention(self) -> None:
+        open_q = sum(1 for q in self.questions if q.get("state") in OPEN_STATES)
+        stalls = sum(1 for s in self.lanes.values() if s.get("state") == "stalled")
+        ready = sum(1 for s in self.lanes.values() if s.get("state") == "ready")
+        self.query_one(AttentionBar).set_counts(open_q, stalls, ready)
+        self.app.title = f"lanes-tui  ?{open_q} !{stalls} ✓{ready}"
+
+    # selection ---------------------------------------------------------------------------------
+    @property
+    def selected_lane(self) -> str | None:
+        return self.lanes_app.bridge.selected_lane
+
+    @on(LanesTable.LaneSelected)
+    def _lane_selected(self, message: LanesTable.LaneSelected) -> None:
+        self._select(message.lane_id)
+
+    def _select(self, lane_id: str | None) -> None:
+        if lane_id == self.selected_lane:
+            return
+        self.lanes_app.bridge.select(lane_id)
+        if lane_id is not None:
+            self._load_output(lane_id)
+            if self.query_one(TabbedContent).active == "tab-diff":
+                self._load_diff(lane_id)
+
+    @work(group="output", exclusive=True)
+    async def _load_output(self, lane_id: str) -> None:
+        text = await self.lanes_app.engine.output_tail(lane_id)
+        if lane_id == self.selected_lane:
+            self.query_one(OutputPane).show(lane_id, text)
+
+    @work(group="diff", exclusive=True)
+    async def _load_diff(self, lane_id: str) -> None:
+        text = await self.lanes_app.engine.diff(lane_id)
+        if lane_id == self.selected_lane:
+            self.query_one(DiffPane).show(lane_id, text)
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id == "tab-diff" and self.selected_lane:
+            self._load_diff(self.selected_lane)
+        elif event.pane.id == "tab-worktrees":
+            self._poll_worktrees()
+
+    # polls -------------------------------------------------------------------------------------
+    @work(group="machine", exclusive=True)
+    async def _poll_machine(self) -> None:
+        try:
+            if self.app.screen is self:
+                self.query_one(MetersPane).update_machine(await self.lanes_app.engine.machine())
+        finally:
+            self._reschedule("machine", self.machine_every_s, self._poll_machine)
+
+    @work(group="worktrees", exclusive=True)
+    async def _poll_worktrees(self) -> None:
+        try:
+            visible = self.app.screen is self and self.query_one(TabbedContent).active == "tab-worktrees"
+            if visible:
+                self.query_one(WorktreesPane).sync(await self.lanes_app.engine.worktree_rows())
+        finally:
+            self._reschedule("worktrees", self.worktrees_every_s, self._poll_worktrees)
+
+    def _reschedule(self, name: str, delay: float, callback: Any) -> None:
+        """One pending timer per poll, however often the poll was started early."""
+        old = self._timers.pop(name, None)
+        if old is not None:
+            old.stop()
+        if self.is_mounted:
+            self._timers[name] = self.set_timer(delay, callback)
+
+    # plain actions -----------------------------------------------------------------------------
+    def action_diff(self) -> None:
+        self.query_one(TabbedContent).active = "tab-diff"
+        if self.selected_lane:
+            self._load_diff(self.selected_lane)
+
+    def action_output(self) -> None:
+        self.query_one(TabbedContent).active = "tab-output"

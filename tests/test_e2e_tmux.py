@@ -1,0 +1,139 @@
+"""End to end, as a lead would use it: `lanes-tui --demo` in tmux, keys typed, the screen read back."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from lanes_tui.engine.launcher import stop_lane, supervisor_alive
+from lanes_tui.engine.paths import StatePaths
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+
+
+class Tmux:
+    def __init__(self, session: str, socket: str) -> None:
+        self.session = session
+        self.socket = socket
+
+    def run(self, *args: str) -> str:
+        return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True,
+                              check=False).stdout
+
+    def start(self, command: list[str], cwd: Path) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "new-session", "-d", "-s", self.session, "-x", "120", "-y", "36",
+                        "-c", str(cwd), *command], check=True)
+
+    def screen(self) -> str:
+        return self.run("capture-pane", "-p", "-t", self.session)
+
+    def keys(self, *keys: str) -> None:
+        self.run("send-keys", "-t", self.session, *keys)
+
+    def alive(self) -> bool:
+        return subprocess.run(["tmux", "-L", self.socket, "has-session", "-t", self.session],
+                              capture_output=True, check=False).returncode == 0
+
+    def wait_screen(self, predicate: object, timeout: float = 60.0) -> str:
+        end = time.monotonic() + timeout
+        text = ""
+        while time.monotonic() < end:
+            text = self.screen()
+            if callable(predicate) and predicate(text):
+                return text
+            time.sleep(0.2)
+        raise AssertionError(f"screen never matched; last screen:\n{text}")
+
+    def kill(self) -> None:
+        self.run("kill-server")
+
+
+@pytest.fixture()
+def tmux(tmp_path: Path) -> Iterator[Tmux]:
+    term = Tmux("lanes", f"lanes-test-{uuid.uuid4().hex[:8]}")
+    yield term
+    term.kill()
+
+
+def _lanes_cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "lanes_tui.app", *args], cwd=repo, capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+def test_demo_as_a_lead_uses_it(tmux: Tmux, tmp_path: Path) -> None:
+    cli = [sys.executable, "-m", "lanes_tui.app"]
+    tmux.start([*cli, "--demo", "--keep", "--demo-dir", str(tmp_path)], tmp_path)
+    repo = None
+    try:
+        tmux.wait_screen(lambda s: "question-a1" in s and "Deploy the calculator" in s)
+        repo = next(tmp_path.glob("lanes-demo-*/calculator"))
+        screen = tmux.wait_screen(lambda s: "ready-a1" in s and "ready" in s.split("ready-a1", 1)[1][:60])
+        assert "Inbox" in screen and "Meters" in screen and "Stalls" in screen
+
+        # The open question is the only one: `y` answers it and the lane moves on.
+        tmux.keys("y")
+        tmux.wait_screen(lambda s: "→ yes" in s or "Answered" in s, timeout=15)
+        worktree = Path(json.loads((repo / ".lanes/state/lanes/question-a1/lane.json").read_text())["worktree"])
+        deadline = time.monotonic() + 60
+        while not (worktree / "DEPLOYED.txt").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert (worktree / "DEPLOYED.txt").read_text() == "staging\n"
+
+        # The first row is ready-a1: accept it with `a`, confirm with `y`.
+        tmux.keys("a")
+        tmux.wait_screen(lambda s: "Accept ready-a1?" in s, timeout=15)
+        tmux.keys("y")
+        deadline = time.monotonic() + 60
+        log = ""
+        while "lane ready-a1" not in log and time.monotonic() < deadline:
+            log = subprocess.run(["git", "log", "--format=%s", "programme"], cwd=repo, capture_output=True,
+                                 text=True, check=True).stdout
+            time.sleep(0.2)
+        assert "lane ready-a1: Add a subtract function." in log
+        tmux.wait_screen(lambda s: "accepted" in s, timeout=15)
+
+        tmux.keys("q")
+        deadline = time.monotonic() + 15
+        while tmux.alive() and "demo repository kept" not in tmux.screen() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not any("lanes_tui.app" in " ".join(p.cmdline()) and "--demo" in p.cmdline()
+                       for p in psutil.process_iter() if _safe(p)), "the dashboard exited"
+        still = [lane for lane in StatePaths(repo).lane_ids() if supervisor_alive(repo, lane)]
+        assert "busy-cpu-a1" in still or "question-a1" in still, f"supervisors died with the dashboard: {still}"
+
+        # Started again on the same repository: every lane is there, as it is.
+        tmux.kill()
+        tmux2 = Tmux("again", tmux.socket + "b")
+        try:
+            tmux2.start([*cli, "--repo", str(repo)], repo)
+            screen = tmux2.wait_screen(lambda s: all(f"{name}-a1" in s for name in
+                                                     ("ready", "question", "stall", "fallback", "busy-cpu")))
+            assert "accepted" in screen
+            tmux2.keys("q")
+        finally:
+            tmux2.kill()
+    finally:
+        if repo is not None:
+            asyncio.run(_stop_all(repo))
+
+
+def _safe(proc: psutil.Process) -> bool:
+    try:
+        proc.cmdline()
+    except psutil.Error:
+        return False
+    return True
+
+
+async def _stop_all(repo: Path) -> None:
+    await asyncio.gather(*(stop_lane(repo, lane) for lane in StatePaths(repo).lane_ids()))

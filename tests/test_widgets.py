@@ -1,0 +1,241 @@
+"""The list panes (lanes, inbox, stalls, worktrees), each mounted alone in a small host app and fed by hand."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from contextlib import contextmanager
+from typing import Any
+
+from rich.style import Style
+from rich.text import Text
+from textual.color import Color
+from textual.message import Message
+
+from lanes_tui.widgets import InboxPane, LanesTable, StallsPane, WorktreesPane
+from tests.snapshot_apps.widget_apps import LANES, NOW, QUESTIONS, WORKTREES, WidgetHost, lane
+
+
+def keys(table: Any) -> list[str]:
+    """Row keys in display order."""
+    return [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
+
+
+def unique(messages: list[Message]) -> list[Message]:
+    """The hook sees a message once per node it bubbles through; keep its first sighting."""
+    seen: set[int] = set()
+    first: list[Message] = []
+    for message in messages:
+        if id(message) not in seen:
+            seen.add(id(message))
+            first.append(message)
+    return first
+
+
+def style_of(table: Any, row: str, column: str) -> Style:
+    """The style a cell's text was given (its first span)."""
+    style = table.get_cell(row, column).spans[0].style
+    assert isinstance(style, Style)
+    return style
+
+
+def plain(table: Any, row: str, column: str) -> str:
+    cell = table.get_cell(row, column)
+    return cell.plain if isinstance(cell, Text) else str(cell)
+
+
+# --- LanesTable ------------------------------------------------------------------------------------
+
+
+async def test_lanes_sync_adds_updates_and_removes_without_clearing() -> None:
+    table = LanesTable()
+    app = WidgetHost(table)
+    async with app.run_test(size=(120, 36)) as pilot:
+        def no_clear(*_: Any, **__: Any) -> Any:
+            raise AssertionError("a keyed table must never be cleared")
+        table.clear = no_clear  # type: ignore[method-assign]
+        batches = 0
+        real_batch = app.batch_update
+
+        @contextmanager
+        def counting_batch() -> Any:
+            nonlocal batches
+            batches += 1
+            with real_batch():
+                yield
+
+        app.batch_update = counting_batch  # type: ignore[method-assign]
+        cells_written: list[tuple[str, str]] = []
+        real_update_cell = table.update_cell
+
+        def spy_update_cell(row: str, column: str, value: Any, **kwargs: Any) -> None:
+            cells_written.append((row, column))
+            real_update_cell(row, column, value, **kwargs)
+
+        table.update_cell = spy_update_cell  # type: ignore[method-assign,assignment]
+        table.sync(LANES[:3], NOW)
+        await pilot.pause()
+        assert keys(table) == ["fix-login-a1", "add-cache-a1", "slow-docs-a1"]
+        assert table.cell_updates == 0 and batches == 1
+
+        changed = [dict(LANES[0]), dict(LANES[1], state="running", state_reason="the question was answered"),
+                   dict(LANES[2])]
+        table.sync(changed, NOW)
+        await pilot.pause()
+        assert keys(table) == ["fix-login-a1", "add-cache-a1", "slow-docs-a1"]
+        assert plain(table, "add-cache-a1", "state") == "running"
+        assert cells_written == [("add-cache-a1", "state"), ("add-cache-a1", "why")]  # nothing else
+        table.sync(changed, NOW)
+        assert len(cells_written) == 2  # the same data changes nothing
+
+        table.sync([changed[2], LANES[3]], NOW)
+        await pilot.pause()
+        assert keys(table) == ["slow-docs-a1", "tidy-tests-a2"]
+        assert batches == 4
+
+
+async def test_lanes_cursor_stays_on_its_lane_when_others_move_or_go() -> None:
+    table = LanesTable()
+    app = WidgetHost(table)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table.sync(LANES, NOW)
+        await pilot.pause()
+        table.focus()
+        await pilot.press("down", "down", "down")
+        await pilot.pause()
+        assert table.selected_lane == "tidy-tests-a2"
+        reordered = [LANES[6], LANES[3], LANES[0]]  # two above it gone, one moved in front
+        table.sync(reordered, NOW + 5)
+        await pilot.pause()
+        assert keys(table) == ["quiet-one-a1", "tidy-tests-a2", "fix-login-a1"]
+        assert table.selected_lane == "tidy-tests-a2"
+        assert [m.lane_id for m in app.messages] == ["fix-login-a1", "add-cache-a1", "slow-docs-a1", "tidy-tests-a2"]
+
+
+async def test_lane_selected_messages_in_order_and_none_when_empty() -> None:
+    seen: list[Message] = []
+    table = LanesTable()
+    app = WidgetHost(table, lambda t: t.sync(LANES[:2], NOW))
+    async with app.run_test(size=(120, 36), message_hook=seen.append) as pilot:
+        await pilot.pause()
+        table.focus()
+        await pilot.press("down", "up")
+        table.sync([], NOW)
+        await pilot.pause()
+    selected = [m.lane_id for m in unique(seen) if isinstance(m, LanesTable.LaneSelected)]
+    assert selected == ["fix-login-a1", "add-cache-a1", "fix-login-a1", None]
+
+
+async def test_lanes_cells_meters_and_state_colours() -> None:
+    table = LanesTable()
+    app = WidgetHost(table, lambda t: t.sync(LANES, NOW))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert plain(table, "fix-login-a1", "provider") == "claude:sonnet"
+        assert plain(table, "tidy-tests-a2", "cost") == "~$1.50"
+        assert plain(table, "fix-login-a1", "elapsed") == "10m"
+        assert plain(table, "slow-docs-a1", "idle") == ""  # not live: no meters
+        error = Color.parse(app.theme_variables["error"]).rich_color
+        warning = Color.parse(app.theme_variables["warning"]).rich_color
+        assert style_of(table, "slow-docs-a1", "state").color == error
+        assert style_of(table, "add-cache-a1", "state").color == warning
+        assert style_of(table, "old-work-a1", "state").dim
+
+        before = table.cell_updates
+        table.update_meters("fix-login-a1", {"idle_s": 75, "cpu_percent": 99.4, "rss_bytes": 2 * 1024**3})
+        assert table.cell_updates == before + 3
+        assert [plain(table, "fix-login-a1", c) for c in ("idle", "cpu", "rss")] == ["1m15s", "99", "2.0G"]
+        table.update_meters("no-such-lane", {"idle_s": 1})  # ignored, no error
+        table.sync([lane("x-a1", "running", task="[bold]x[/]", state_reason="[red]")], NOW)
+        await pilot.pause()
+        assert plain(table, "x-a1", "task") == "[bold]x[/]"  # agent text is never markup
+
+
+async def test_lanes_recolour_on_theme_change() -> None:
+    table = LanesTable()
+    app = WidgetHost(table, lambda t: t.sync(LANES, NOW))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        app.theme = "textual-light"
+        await pilot.pause()
+        error = Color.parse(app.theme_variables["error"]).rich_color
+        assert style_of(table, "slow-docs-a1", "state").color == error
+
+
+# --- InboxPane -------------------------------------------------------------------------------------
+
+
+async def test_inbox_hides_finished_questions_marks_orphans_oldest_first() -> None:
+    seen: list[Message] = []
+    pane = InboxPane()
+    app = WidgetHost(pane, lambda p: p.sync(QUESTIONS, NOW))
+    async with app.run_test(size=(120, 36), message_hook=seen.append) as pilot:
+        await pilot.pause()
+        assert keys(pane) == ["q_000000000001", "q_000000000002", "q_000000000003"]
+        assert plain(pane, "q_000000000001", "state") == "orphaned"
+        error = Color.parse(app.theme_variables["error"]).rich_color
+        assert style_of(pane, "q_000000000001", "state").color == error
+        assert plain(pane, "q_000000000003", "age") == "30s"
+        assert pane.open_count == 2
+        selected = pane.selected_question
+        assert selected is not None and selected["id"] == "q_000000000001"
+        pane.focus()
+        await pilot.press("down")
+        await pilot.pause()
+        selected = pane.selected_question
+        assert selected is not None and selected["title"] == "Which login flow?"
+        answered = [dict(q, state="delivered") if q["id"] == "q_000000000002" else q for q in QUESTIONS]
+        pane.sync(answered, NOW + 60)
+        await pilot.pause()
+        assert keys(pane) == ["q_000000000001", "q_000000000003"]
+    chosen = [m.qid for m in unique(seen) if isinstance(m, InboxPane.QuestionSelected)]
+    assert chosen[:2] == ["q_000000000001", "q_000000000002"]
+
+
+# --- StallsPane ------------------------------------------------------------------------------------
+
+
+async def test_stalls_lists_quiet_and_stopped_lanes_never_waiting_ones() -> None:
+    pane = StallsPane()
+    app = WidgetHost(pane)
+    async with app.run_test(size=(120, 36)) as pilot:
+        waiting_long = lane("asks-a1", "waiting", idle_s=5000.0)
+        pane.sync([*LANES, waiting_long], 300)
+        await pilot.pause()
+        assert keys(pane) == ["slow-docs-a1", "quiet-one-a1"]
+        assert plain(pane, "slow-docs-a1", "status").startswith("stopped by watchdog")
+        assert plain(pane, "slow-docs-a1", "idle") == "15m"
+        assert "4242 python" in plain(pane, "slow-docs-a1", "procs")
+        assert "5150 sim" in plain(pane, "quiet-one-a1", "procs")
+        assert pane.count == 2
+        pane.sync(LANES, 420)  # exactly at the threshold counts
+        assert "quiet-one-a1" in keys(pane)
+        pane.sync(LANES, 421)
+        assert keys(pane) == ["slow-docs-a1"]
+        pane.sync(LANES, None)  # no warning threshold: only what the watchdog stopped
+        assert keys(pane) == ["slow-docs-a1"]
+
+
+# --- WorktreesPane ---------------------------------------------------------------------------------
+
+
+async def test_worktrees_sync_keyed_by_lane() -> None:
+    pane = WorktreesPane()
+    app = WidgetHost(pane, lambda p: p.sync(WORKTREES))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert keys(pane) == ["fix-login-a1", "tidy-tests-a2", "add-cache-a1"]
+        assert plain(pane, "add-cache-a1", "behind") == ""
+        pane.sync([dict(WORKTREES[1], changed=13), WORKTREES[2]])
+        await pilot.pause()
+        assert keys(pane) == ["tidy-tests-a2", "add-cache-a1"]
+        assert plain(pane, "tidy-tests-a2", "changed") == "13"
+        assert pane.cell_updates == 1
+
+
+def test_widgets_import_no_engine_module() -> None:
+    """Widgets are given data: importing them must not pull in the engine (files, processes, git)."""
+    code = ("import sys, lanes_tui.widgets\n"
+            "print(','.join(sorted(m for m in sys.modules if m.startswith('lanes_tui.engine'))))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() == ""

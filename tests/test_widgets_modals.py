@@ -1,0 +1,133 @@
+"""The dialogs: what each key returns through `dismiss`, and what they refuse."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.widgets import Input, Select, Static, TextArea
+
+from lanes_tui.widgets import ConfirmModal, HelpScreen, RecoverModal, StartLaneModal, TextAnswerModal
+from tests.snapshot_apps.widget_apps import QUESTIONS, ModalHost, question
+
+PLAN = ["lane tidy-tests-a2 (ready) → programme at 0123456789", "gates: passed; review: MISSING",
+        "files (2): a.py, b.py", "fast-forward of the target", "then the worktree and branch lane/x are removed"]
+
+
+async def run_keys(make: Any, *keys: str) -> tuple[ModalHost, list[Any]]:
+    app = ModalHost(make)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press(*keys)
+        await pilot.pause()
+    return app, app.results
+
+
+async def test_confirm_keys() -> None:
+    assert (await run_keys(lambda: ConfirmModal("Accept?", PLAN), "y"))[1] == [True]
+    assert (await run_keys(lambda: ConfirmModal("Accept?", PLAN), "n"))[1] == [False]
+    assert (await run_keys(lambda: ConfirmModal("Accept?", PLAN), "escape"))[1] == [False]
+
+
+async def test_refused_confirm_cannot_be_confirmed() -> None:
+    lines = [*PLAN, "REFUSED: the lane is rejected, not ready (gates failed)"]
+    app = ModalHost(lambda: ConfirmModal("Accept?", lines))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        assert app.results == []
+        assert isinstance(app.screen, ConfirmModal)
+        note = str(app.screen.query_one("#refused-note", Static).content)
+        assert "the lane is rejected" in note and "y is disabled" in note
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.results == [False]
+    # the caller may refuse too, without a REFUSED line
+    assert (await run_keys(lambda: ConfirmModal("Abandon?", PLAN, refused=True), "y", "n"))[1] == [False]
+
+
+async def test_recover_keys() -> None:
+    lines = ["x-a1: stalled (no activity)", "--recheck: …", "--relaunch: …"]
+    assert (await run_keys(lambda: RecoverModal(lines), "c"))[1] == ["recheck"]
+    assert (await run_keys(lambda: RecoverModal(lines), "l"))[1] == ["relaunch"]
+    assert (await run_keys(lambda: RecoverModal(lines), "escape"))[1] == [None]
+
+
+async def test_text_answer_returns_text_and_refuses_empty() -> None:
+    q = question("q_00000000000a", "x-a1", "open", 0.0, kind="text", title="Name the module?")
+    app = ModalHost(lambda: TextAnswerModal(q))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.results == []
+        assert "type an answer" in str(app.screen.query_one("#answer-error", Static).content)
+        await pilot.press(*"cache", "enter")
+        await pilot.pause()
+    assert app.results == ["cache"]
+    assert (await run_keys(lambda: TextAnswerModal(q), "x", "escape"))[1] == [None]
+
+
+async def test_text_answer_returns_the_choice_id() -> None:
+    choice = QUESTIONS[2]  # options oauth / pw
+    assert (await run_keys(lambda: TextAnswerModal(choice), "down", "enter"))[1] == ["pw"]
+    assert (await run_keys(lambda: TextAnswerModal(choice), "enter"))[1] == ["oauth"]
+    with_default = dict(choice, default="pw")
+    assert (await run_keys(lambda: TextAnswerModal(with_default), "enter"))[1] == ["pw"]
+    yes_no = question("q_00000000000b", "x-a1", "open", 0.0, kind="yesno")
+    assert (await run_keys(lambda: TextAnswerModal(yes_no), "down", "enter"))[1] == ["no"]
+
+
+async def test_start_lane_returns_the_form() -> None:
+    app = ModalHost(lambda: StartLaneModal(["backend", "docs"], ["claude", "sim"]))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press(*"fix it", "enter", *"now")
+        app.screen.query_one("#provider", Select).value = "sim"
+        app.screen.query_one("#task-type", Select).value = "docs"
+        app.screen.query_one("#slug", Input).value = "fix-it"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+    assert app.results == [{"prompt": "fix it\nnow", "task_type": "docs", "lane": "sim", "slug": "fix-it"}]
+
+
+async def test_start_lane_defaults_and_start_button() -> None:
+    app = ModalHost(lambda: StartLaneModal(["backend", "docs"], ["claude"]))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press(*"go")
+        await pilot.click("#start")
+        await pilot.pause()
+    assert app.results == [{"prompt": "go", "task_type": "backend", "lane": None, "slug": None}]
+
+
+async def test_start_lane_refuses_empty_prompt_and_bad_id() -> None:
+    app = ModalHost(lambda: StartLaneModal(["backend"], ["sim"]))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("space", "ctrl+s")
+        await pilot.pause()
+        assert app.results == []
+        error = app.screen.query_one("#start-error", Static)
+        assert "prompt is empty" in str(error.content)
+        app.screen.query_one("#prompt", TextArea).text = "do it"
+        app.screen.query_one("#slug", Input).value = "no/slashes"
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        assert app.results == [] and "task id" in str(error.content)
+        await pilot.press("escape")
+        await pilot.pause()
+    assert app.results == [None]
+
+
+async def test_help_lists_keys_and_closes() -> None:
+    rows = [("a", "accept the selected lane"), ("?", "this help")]
+    for key in ("escape", "q", "question_mark"):
+        app = ModalHost(lambda: HelpScreen(rows))
+        async with app.run_test(size=(120, 36)) as pilot:
+            await pilot.pause()
+            table = app.screen.query_one("#help-keys")
+            assert table.row_count == 2  # type: ignore[attr-defined]
+            await pilot.press(key)
+            await pilot.pause()
+        assert app.results == [None], key

@@ -1,0 +1,102 @@
+"""Snapshots of every pane and dialog at 120x36 with fixed data (`--snapshot-update` to accept)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lanes_tui.widgets import (
+    AttentionBar,
+    ConfirmModal,
+    DiffPane,
+    HelpScreen,
+    InboxPane,
+    LanesTable,
+    MetersPane,
+    OutputPane,
+    RecoverModal,
+    StallsPane,
+    StartLaneModal,
+    TextAnswerModal,
+    WorktreesPane,
+)
+from tests.snapshot_apps.widget_apps import (
+    DIFF,
+    LANES,
+    MACHINE,
+    NOW,
+    QUESTIONS,
+    WORKTREES,
+    ModalHost,
+    WidgetHost,
+    question,
+)
+
+SIZE = (120, 36)
+
+ACCEPT_LINES = [
+    "lane tidy-tests-a2 (ready) → programme at 0123456789",
+    "gates: passed; review: MISSING",
+    "files (3): src/cache.py, tests/test_cache.py, README.md",
+    "the target moved since the lane started: the lane is rebased and its gates run again",
+    "then the worktree and branch lane/tidy-tests-a2 are removed",
+]
+ABANDON_REFUSED = [
+    "abandon old-work-a1 (accepted): stop its processes, remove /wt/proj/old-work-a1 and branch "
+    "lane/old-work-a1; packet and logs are kept",
+    "REFUSED: the lane is already accepted",
+]
+FINDINGS = [
+    "slow-docs-a1: stalled (no activity for 900.0s); result LANE-STALLED",
+    "stopped leftover processes: 4242",
+    "stalled after 900.0s idle; tree: 4242 python",
+    "--recheck: run the gates again on the worktree as it is (ready if they pass)",
+    "--relaunch: start the next attempt from the current target with these findings in its prompt",
+]
+KEYS = [("a", "accept the selected lane"), ("x", "abandon the selected lane"), ("r", "recover"),
+        ("y / n", "answer the selected question"), ("enter", "answer with text or a choice"),
+        ("s", "start a lane"), ("k", "kill"), ("g", "gates again"), ("d", "diff"), ("tab", "next pane"),
+        ("q", "quit (lanes keep running)")]
+
+
+def _meters(pane: MetersPane) -> None:
+    for i, cpu in enumerate([12, 25, 80, 64, 35, 50, 95, 40, 37.4]):
+        pane.update_machine(dict(MACHINE, cpu_percent=cpu, spend_usd=0.5 * i))
+
+
+def _output(pane: OutputPane) -> None:
+    text = "".join(f"step {i}: \x1b[32mok\x1b[0m\n" for i in range(60)) + "running tests…\r\n"
+    pane.show("fix-login-a1", text)
+
+
+def _make(name: str) -> Any:
+    panes: dict[str, Any] = {
+        "lanes": lambda: WidgetHost(LanesTable(), lambda w: w.sync(LANES, NOW)),
+        "inbox": lambda: WidgetHost(InboxPane(), lambda w: w.sync(QUESTIONS, NOW)),
+        "stalls": lambda: WidgetHost(StallsPane(), lambda w: w.sync(LANES, 300)),
+        "worktrees": lambda: WidgetHost(WorktreesPane(), lambda w: w.sync(WORKTREES)),
+        "meters": lambda: WidgetHost(MetersPane(), _meters),
+        "output": lambda: WidgetHost(OutputPane(), _output),
+        "diff": lambda: WidgetHost(DiffPane(), lambda w: w.show("fix-login-a1", DIFF)),
+        "attention": lambda: WidgetHost(AttentionBar(), lambda w: w.set_counts(2, 1, 3)),
+        "confirm_accept": lambda: ModalHost(lambda: ConfirmModal("Accept tidy-tests-a2?", ACCEPT_LINES)),
+        "confirm_refused": lambda: ModalHost(lambda: ConfirmModal("Abandon old-work-a1?", ABANDON_REFUSED)),
+        "recover": lambda: ModalHost(lambda: RecoverModal(FINDINGS)),
+        "answer_choice": lambda: ModalHost(lambda: TextAnswerModal(QUESTIONS[2])),
+        "answer_text": lambda: ModalHost(lambda: TextAnswerModal(question(
+            "q_00000000000a", "add-cache-a1", "open", NOW, kind="text", title="Which cache backend?",
+            body="redis is installed on the CI machines; memcached is not."))),
+        "start_lane": lambda: ModalHost(lambda: StartLaneModal(["backend", "docs", "hard", "tests", "ui"],
+                                                               ["claude", "codex", "sim"])),
+        "help": lambda: ModalHost(lambda: HelpScreen(KEYS)),
+    }
+    return panes[name]()
+
+
+@pytest.mark.parametrize("name", [
+    "lanes", "inbox", "stalls", "worktrees", "meters", "output", "diff", "attention",
+    "confirm_accept", "confirm_refused", "recover", "answer_choice", "answer_text", "start_lane", "help",
+])
+def test_widget_snapshot(name: str, snap_compare: Any) -> None:
+    assert snap_compare(_make(name), terminal_size=SIZE)

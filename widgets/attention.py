@@ -1,0 +1,78 @@
+"""The attention bar: what needs the lead right now, in one line that gets loud when it is not zero.
+
+The counts are one reactive tuple, so setting the same counts every tick neither repaints nor
+re-toggles classes; the watcher flips CSS classes and the look lives in DEFAULT_CSS (stalls are
+`$error`, questions `$warning`, only ready lanes `$success`).
+"""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.reactive import reactive
+from textual.widgets import Static
+
+Counts = tuple[int, int, int]
+
+
+class AttentionBar(Static):
+    """`set_counts(questions, stalls, ready)`; shows "all quiet" when all three are zero."""
+
+    DEFAULT_CSS = """
+    AttentionBar {
+        height: 1;
+        width: 1fr;
+        padding: 0 1;
+        background: $panel;
+        color: $text-muted;
+    }
+    AttentionBar.-ready {
+        background: $success 40%;
+        color: $text;
+    }
+    AttentionBar.-questions {
+        background: $warning;
+        color: $text;
+        text-style: bold;
+    }
+    AttentionBar.-stalls {
+        background: $error;
+        color: $text;
+        text-style: bold;
+    }
+    """
+
+    counts: reactive[Counts] = reactive((0, 0, 0))
+    """(open questions, stalls, ready lanes)."""
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(_describe((0, 0, 0)), name=name, id=id, classes=classes)
+
+    def set_counts(self, questions: int, stalls: int, ready: int) -> None:
+        self.counts = (questions, stalls, ready)
+
+    def validate_counts(self, counts: Counts) -> Counts:
+        """Negative counts are a caller's bug; show them as zero rather than as "-1 questions"."""
+        return (max(0, int(counts[0])), max(0, int(counts[1])), max(0, int(counts[2])))
+
+    def watch_counts(self, counts: Counts) -> None:
+        questions, stalls, ready = counts
+        self.set_class(stalls > 0, "-stalls")
+        self.set_class(questions > 0 and not stalls, "-questions")
+        self.set_class(ready > 0 and not questions and not stalls, "-ready")
+        self.update(_describe(counts))
+
+
+def _describe(counts: Counts) -> Content:
+    questions, stalls, ready = counts
+    if not any(counts):
+        return Content("all quiet: no questions, no stalls, nothing ready")
+    parts = [
+        _plural(questions, "open question"),
+        _plural(stalls, "stall"),
+        _plural(ready, "lane ready", "lanes ready"),
+    ]
+    return Content("  ·  ".join(parts))
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"

@@ -1,0 +1,78 @@
+"""The Inbox pane: the questions agents asked, across all lanes, oldest first.
+
+Fed with `QuestionView.to_json()` dicts. Only questions that still concern the lead are listed:
+`open` (needs an answer), `answered` (answer written, not yet picked up by the agent) and
+`orphaned` (the lane died; shown loudly instead of being silently dropped). Delivered, cancelled
+and expired questions are history and are hidden.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from textual.message import Message
+
+from lanes_tui.widgets import _format as fmt
+from lanes_tui.widgets._keyed_table import Cell, KeyedTable, Row
+
+#: Question states the pane lists, and the theme tone of each.
+SHOWN_STATES: Mapping[str, str] = {"open": "warning", "answered": "dim", "orphaned": "error"}
+
+
+class InboxPane(KeyedTable):
+    """Open questions keyed by question id; `sync` with the whole inbox each time it changes."""
+
+    COLUMNS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("lane", "lane"), ("state", "state"), ("source", "source"), ("age", "age"),
+        ("kind", "kind"), ("title", "question"),
+    )
+    TITLE: ClassVar[str] = "Inbox"
+
+    @dataclass
+    class QuestionSelected(Message):
+        """The highlighted question changed; `qid` is None when the inbox became empty."""
+
+        qid: str | None
+
+        def can_replace(self, message: Message) -> bool:
+            return isinstance(message, InboxPane.QuestionSelected)
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._questions: dict[str, Mapping[str, Any]] = {}
+
+    @property
+    def selected_question(self) -> Mapping[str, Any] | None:
+        """The question dict under the cursor (as given to `sync`), or None."""
+        key = self.selected_key
+        return self._questions.get(key) if key is not None else None
+
+    @property
+    def open_count(self) -> int:
+        """Questions still waiting for the lead (open or orphaned), for the attention bar."""
+        return sum(1 for q in self._questions.values() if q.get("state") in ("open", "orphaned"))
+
+    def sync(self, questions: Sequence[Mapping[str, Any]], now: float) -> None:
+        """Show the listed questions of `questions`; `now` (wall-clock seconds) gives their age."""
+        shown = sorted((q for q in questions if q.get("state") in SHOWN_STATES),
+                       key=lambda q: (float(q.get("created") or 0.0), str(q.get("id"))))
+        self._questions = {str(q["id"]): q for q in shown}
+        rows: list[Row] = [(str(q["id"]), self._row(q, now)) for q in shown]
+        self._apply(rows)
+
+    def _row(self, q: Mapping[str, Any], now: float) -> tuple[Cell, ...]:
+        state = str(q.get("state"))
+        created = q.get("created")
+        return (
+            Cell(str(q.get("lane") or "")),
+            Cell(state, SHOWN_STATES.get(state, ""), bold=state == "orphaned"),
+            Cell(str(q.get("source") or "")),
+            Cell(fmt.duration(now - float(created)) if created else "", right=True),
+            Cell(str(q.get("kind") or "")),
+            Cell(fmt.truncate(str(q.get("title") or ""), 70)),
+        )
+
+    def _selection_changed(self, key: str | None) -> None:
+        self.post_message(self.QuestionSelected(key))

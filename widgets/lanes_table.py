@@ -1,0 +1,115 @@
+"""The Lanes pane: one row per lane, built from the status dicts of `engine.status.lane_status`.
+
+Rows are keyed by lane id and diff-updated (see `_keyed_table`), so a refresh every tick costs only
+the cells that changed; meter ticks (`update_meters`) touch three cells of one row. The state cell
+is coloured from the theme, and the "why" column is the state's reason (`state_reason`): the lead
+sees not only that a lane is `rejected` but where that came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from textual.content import Content
+from textual.message import Message
+
+from lanes_tui.widgets import _format as fmt
+from lanes_tui.widgets._keyed_table import Cell, KeyedTable, Row
+
+#: States in which a supervisor owns the lane (mirrors engine.model.LIVE_STATES; a plain copy so the
+#: widgets need no engine import): their elapsed time runs on and their meters mean something.
+LIVE_STATES = frozenset({"queued", "launching", "running", "waiting"})
+
+
+class LanesTable(KeyedTable):
+    """The lanes, keyed by lane id; `sync` with every status list, `update_meters` with each sample."""
+
+    COLUMNS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("id", "lane"), ("task", "task"), ("provider", "provider:model"), ("state", "state"),
+        ("attempt", "att"), ("elapsed", "elapsed"), ("idle", "idle"), ("cpu", "CPU %"), ("rss", "RSS"),
+        ("tokens", "tokens"), ("cost", "cost"), ("why", "why"),
+    )
+    """"why" (the state's reason) comes last: it is the longest, and the one to cut on a narrow screen."""
+    TITLE: ClassVar[str] = "Lanes"
+
+    @dataclass
+    class LaneSelected(Message):
+        """The highlighted lane changed; `lane_id` is None when the table became empty."""
+
+        lane_id: str | None
+
+        def can_replace(self, message: Message) -> bool:
+            """Holding an arrow key: only the lane the cursor stops on needs its output loaded."""
+            return isinstance(message, LanesTable.LaneSelected)
+
+    def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self._states: dict[str, tuple[str, str]] = {}
+        """Lane id → (state, state_reason), for the tooltip."""
+
+    @property
+    def selected_lane(self) -> str | None:
+        """The lane id under the cursor, or None when there are no lanes."""
+        return self.selected_key
+
+    def sync(self, lanes: Sequence[Mapping[str, Any]], now: float) -> None:
+        """Show exactly these lanes, in this order; `now` is wall-clock seconds (for elapsed)."""
+        rows: list[Row] = []
+        self._states = {}
+        for lane in lanes:
+            lane_id = str(lane["id"])
+            self._states[lane_id] = (str(lane.get("state") or "?"), str(lane.get("state_reason") or ""))
+            rows.append((lane_id, self._row(lane, now)))
+        self._apply(rows)
+        self._set_tooltip()
+
+    def update_meters(self, lane_id: str, sample: Mapping[str, Any]) -> None:
+        """A watchdog sample for one lane: only its idle, CPU % and RSS cells change."""
+        if lane_id not in self._cells:
+            return
+        rss = sample.get("rss_bytes")
+        self._update_cells(lane_id, {
+            "idle": Cell(fmt.duration(sample.get("idle_s")), right=True),
+            "cpu": Cell(fmt.percent(sample.get("cpu_percent")), right=True),
+            "rss": Cell(fmt.size(rss) if rss else "", right=True),
+        })
+
+    def _row(self, lane: Mapping[str, Any], now: float) -> tuple[Cell, ...]:
+        state = str(lane.get("state") or "?")
+        live = state in LIVE_STATES
+        created = lane.get("created") or 0.0
+        end = now if live else (lane.get("updated") or now)
+        rss = lane.get("rss_bytes")
+        return (
+            Cell(str(lane["id"])),
+            Cell(fmt.truncate(str(lane.get("task") or ""), 18)),
+            Cell(fmt.truncate(_provider_model(lane), 22)),
+            Cell(state, fmt.STATE_TONE.get(state, "")),
+            Cell(str(lane.get("attempt") or ""), right=True),
+            Cell(fmt.duration(end - created) if created else "", right=True),
+            Cell(fmt.duration(lane.get("idle_s")) if live else "", right=True),
+            Cell(fmt.percent(lane.get("cpu_percent")) if live else "", right=True),
+            Cell(fmt.size(rss) if live and rss else "", right=True),
+            Cell(fmt.tokens(lane.get("tokens")), right=True),
+            Cell(fmt.cost(lane.get("cost_usd"), bool(lane.get("cost_estimated"))), right=True),
+            Cell(fmt.truncate(str(lane.get("state_reason") or ""), 48)),
+        )
+
+    def _selection_changed(self, key: str | None) -> None:
+        self._set_tooltip()
+        self.post_message(self.LaneSelected(key))
+
+    def _set_tooltip(self) -> None:
+        """The full reason of the highlighted lane, since the "why" column is cut short."""
+        state, reason = self._states.get(self.selected_key or "", ("", ""))
+        # Content, not str: a str tooltip is parsed as markup, and reasons quote commands.
+        self.tooltip = Content(f"{state}: {reason}") if state else None
+
+
+def _provider_model(lane: Mapping[str, Any]) -> str:
+    provider = str(lane.get("provider") or "-")
+    tried = lane.get("providers_tried") or []
+    model = tried[-1].get("model") if tried and isinstance(tried[-1], Mapping) else ""
+    return f"{provider}:{model}" if model else provider

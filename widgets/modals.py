@@ -1,0 +1,167 @@
+"""The decision dialogs: confirm (accept / abandon), recover, answer a question, start a lane.
+
+Each is a `ModalScreen[T]` that returns through `dismiss(value)` (HOUSE_STYLE point 11); the App
+pushes it with a callback or `push_screen_wait` and sends the engine command. The dialogs show what
+the engine planned (e.g. `AcceptPlan.describe()`) and never decide anything themselves — except
+that a plan the engine refused cannot be confirmed from here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from lanes_tui.widgets._dialog import Dialog, plain_lines
+from lanes_tui.widgets.start_lane import StartLaneModal
+
+__all__ = ["ConfirmModal", "RecoverModal", "StartLaneModal", "TextAnswerModal"]
+
+REFUSED = "REFUSED"
+
+
+class ConfirmModal(Dialog[bool]):
+    """Shows a plan; y → True, n / escape → False. A refused plan cannot be confirmed."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("y", "confirm", "Yes, do it", id="confirm.yes"),
+        Binding("n", "cancel", "No", id="confirm.no"),
+        Binding("escape", "cancel", "Cancel", id="confirm.cancel"),
+    ]
+
+    def __init__(self, title: str, lines: Sequence[str], *, refused: bool = False) -> None:
+        super().__init__()
+        self.title_text = title
+        self.lines = list(lines)
+        self.refusals = [line for line in self.lines if line.startswith(REFUSED)]
+        self.refused = refused or bool(self.refusals)
+        """Whether y is disabled: the caller said so, or the engine's plan has a REFUSED line."""
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(Content(self.title_text), classes="title")
+            with VerticalScroll(classes="body"):
+                yield from plain_lines(self.lines)
+            if self.refused:
+                reason = self.refusals[0].removeprefix(REFUSED).lstrip(": ") if self.refusals else "the engine refused"
+                yield Static(Content(f"This cannot go ahead: {reason}. y is disabled; fix the cause first."),
+                             classes="note refused", id="refused-note")
+                yield Static("n / escape close", classes="hint")
+            else:
+                yield Static("y confirm  ·  n / escape cancel", classes="hint")
+
+    def action_confirm(self) -> None:
+        if self.refused:
+            self.app.bell()
+            return
+        self.dismiss(True)
+
+    def action_cancel(self) -> None:
+        self.dismiss(False)
+
+
+class RecoverModal(Dialog[str | None]):
+    """Shows the recover findings; c → "recheck", l → "relaunch", escape → None."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("c", "choose('recheck')", "Re-check (gates again)", id="recover.recheck"),
+        Binding("l", "choose('relaunch')", "Relaunch as the next attempt", id="recover.relaunch"),
+        Binding("escape", "cancel", "Cancel", id="recover.cancel"),
+    ]
+
+    def __init__(self, lines: Sequence[str], *, title: str = "Recover lane") -> None:
+        super().__init__()
+        self.lines = list(lines)
+        self.title_text = title
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(Content(self.title_text), classes="title")
+            with VerticalScroll(classes="body"):
+                yield from plain_lines(self.lines)
+            yield Static("c re-check  ·  l relaunch  ·  escape cancel", classes="hint")
+
+    def action_choose(self, choice: str) -> None:
+        self.dismiss(choice)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class TextAnswerModal(Dialog[str | None]):
+    """Answer one question: typed text for a `text` question, else one of its options (by id).
+
+    enter submits (Input.Submitted / OptionList.OptionSelected); escape cancels with None. An empty
+    text answer is refused inline, since an agent cannot tell "" from a slip of the finger.
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="answer.cancel"),
+    ]
+
+    def __init__(self, question: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.question = question
+        self.options = _options(question)
+
+    def compose(self) -> ComposeResult:
+        q = self.question
+        with Vertical(id="dialog"):
+            yield Label(Content(str(q.get("title") or "Question")), classes="title")
+            yield Static(Content(f"lane {q.get('lane')}  ·  {q.get('source')}  ·  {q.get('kind')}"), classes="hint")
+            if q.get("body"):
+                with VerticalScroll(classes="body"):
+                    yield Static(Content(str(q["body"])), classes="line")
+            if self.options:
+                yield OptionList(*(Option(Content(label), id=oid) for oid, label in self.options), id="choices")
+                yield Static("enter choose  ·  escape cancel", classes="hint")
+            else:
+                default = q.get("default")
+                yield Input(value=str(default) if default else "", placeholder="your answer", id="text")
+                yield Static("", classes="error", id="answer-error")
+                yield Static("enter send  ·  escape cancel", classes="hint")
+
+    def on_mount(self) -> None:
+        if self.options:
+            choices = self.query_one("#choices", OptionList)
+            ids = [oid for oid, _ in self.options]
+            default = self.question.get("default")
+            choices.highlighted = ids.index(default) if default in ids else 0
+            choices.focus()
+        else:
+            self.query_one("#text", Input).focus()
+
+    @on(Input.Submitted, "#text")
+    def _submit_text(self, event: Input.Submitted) -> None:
+        event.stop()
+        if not event.value.strip():
+            self.query_one("#answer-error", Static).update("type an answer, or press escape")
+            return
+        self.dismiss(event.value)
+
+    @on(OptionList.OptionSelected, "#choices")
+    def _submit_choice(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        if event.option.id is not None:
+            self.dismiss(event.option.id)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+def _options(question: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(id, label) pairs to choose from; yes/no questions without options get yes and no."""
+    if question.get("kind") == "text":
+        return []
+    options = [(str(o["id"]), str(o.get("label") or o["id"])) for o in question.get("options") or ()
+               if isinstance(o, Mapping) and o.get("id")]
+    if not options and question.get("kind") in ("yesno", "permission"):
+        options = [("yes", "yes"), ("no", "no")]
+    return options

@@ -1,0 +1,86 @@
+"""The Output pane: a bounded, following tail of the selected lane's output.
+
+A `Log` (plain text, much cheaper than RichLog for a firehose). It keeps at most `max_lines`
+lines, follows new output only while the view is at the bottom (so the lead can scroll up and
+read while the agent keeps printing), and strips ANSI escapes and control characters: agent output
+must not be able to move the cursor or recolour the dashboard.
+"""
+
+from __future__ import annotations
+
+from textual.widgets import Log
+
+from lanes_tui.widgets._format import clean_text
+
+MAX_LINES = 2000
+#: A line longer than this is broken: an agent printing without newlines must not grow one line forever.
+MAX_LINE_CHARS = 4000
+
+
+class OutputPane(Log):
+    """Shows one lane's output; `show` replaces it, `append` adds to it if it is the lane shown."""
+
+    DEFAULT_CSS = """
+    OutputPane {
+        height: 1fr;
+        border: round $panel;
+        border-title-color: $text-muted;
+        padding: 0 1;
+        scrollbar-gutter: stable;
+    }
+    OutputPane:focus {
+        border: round $primary;
+        border-title-color: $primary;
+    }
+    """
+
+    def __init__(self, *, max_lines: int = MAX_LINES, name: str | None = None, id: str | None = None,
+                 classes: str | None = None) -> None:
+        super().__init__(highlight=False, max_lines=max_lines, auto_scroll=False, name=name, id=id, classes=classes)
+        self.lane_id: str | None = None
+        """The lane whose output is shown; `append` for any other lane is ignored."""
+        self._partial = 0  # characters on the current (unterminated) last line
+        self.border_title = "Output"
+
+    @property
+    def following(self) -> bool:
+        """True while the view is at the bottom, i.e. new output scrolls into view."""
+        return self.is_vertical_scroll_end
+
+    def show(self, lane_id: str | None, text: str) -> None:
+        """Replace the pane with `lane_id`'s output (only its last `max_lines` lines are kept)."""
+        self.lane_id = lane_id
+        self.border_title = f"Output · {lane_id}" if lane_id else "Output"
+        self.clear()
+        self._partial = 0
+        limit = self.max_lines or MAX_LINES
+        tail = text[-limit * 200:] if len(text) > limit * 200 else text  # cheap cut before splitting
+        lines = tail.split("\n")
+        if len(lines) > limit + 1:
+            tail = "\n".join(lines[-(limit + 1):])
+        self.write(self._guard(clean_text(tail)), scroll_end=True)
+
+    def append(self, lane_id: str, text: str) -> bool:
+        """Add output of `lane_id` if it is the lane shown; returns whether it was shown."""
+        if lane_id != self.lane_id or not text:
+            return False
+        follow = self.following
+        self.write(self._guard(clean_text(text)), scroll_end=follow)
+        return True
+
+    def _guard(self, text: str) -> str:
+        """Break lines longer than MAX_LINE_CHARS, counting the unterminated line across calls."""
+        out: list[str] = []
+        for i, part in enumerate(text.split("\n")):
+            if i:
+                out.append("\n")
+                self._partial = 0
+            while self._partial + len(part) > MAX_LINE_CHARS:
+                take = MAX_LINE_CHARS - self._partial
+                out.append(part[:take])
+                out.append("\n")
+                part = part[take:]
+                self._partial = 0
+            out.append(part)
+            self._partial += len(part)
+        return "".join(out)

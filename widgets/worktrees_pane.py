@@ -1,0 +1,50 @@
+"""The Worktrees pane: where each lane works, and how far it is from its target.
+
+Rows come from the engine (it runs git; widgets never do): {lane, path, branch, changed, ahead,
+behind}. `behind` > 0 means an accept will rebase the lane first, so it is coloured as a warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+from lanes_tui.widgets._keyed_table import Cell, KeyedTable
+
+
+class WorktreesPane(KeyedTable):
+    """One row per lane worktree, keyed by lane id, in the order given."""
+
+    COLUMNS: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("lane", "lane"), ("branch", "branch"), ("changed", "changed"), ("ahead", "ahead"),
+        ("behind", "behind"), ("path", "path"),
+    )
+    TITLE: ClassVar[str] = "Worktrees"
+
+    @property
+    def selected_lane(self) -> str | None:
+        return self.selected_key
+
+    def sync(self, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Show exactly these worktrees; a missing number (None) shows as blank, not 0."""
+        self._apply([(str(r["lane"]), self._row(r)) for r in rows])
+
+    def _row(self, r: Mapping[str, Any]) -> tuple[Cell, ...]:
+        behind = r.get("behind")
+        return (
+            Cell(str(r["lane"])),
+            Cell(str(r.get("branch") or "")),
+            Cell(_num(r.get("changed")), right=True),
+            Cell(_num(r.get("ahead")), right=True),
+            Cell(_num(behind), "warning" if behind else "", right=True),
+            Cell(_shorten_path(str(r.get("path") or ""), 48)),
+        )
+
+
+def _num(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def _shorten_path(path: str, width: int) -> str:
+    """Keep the end of a long path (the lane's folder), which is the part that tells lanes apart."""
+    return path if len(path) <= width else "…" + path[-(width - 1):]
