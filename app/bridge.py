@@ -48,6 +48,8 @@ class EngineBridge:
         self._removed: set[str] = set()
         self._samples: dict[str, Mapping[str, Any]] = {}
         self._output: list[str] = []
+        self._shown_until = 0  # bytes of the selected lane's output already on screen
+        self._held: list[OutputAppended] | None = None  # output that came while the tail was loading
         self._questions: tuple[Mapping[str, Any], ...] | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
         self.events_seen = 0
@@ -68,8 +70,12 @@ class EngineBridge:
         elif isinstance(event, MetersSampled):
             self._samples[event.lane_id] = event.sample
         elif isinstance(event, OutputAppended):
-            if event.lane_id == self.selected_lane:
-                self._output.append(event.text)
+            if event.lane_id != self.selected_lane:
+                return
+            if self._held is not None:
+                self._held.append(event)
+                return
+            self._append(event)
         elif isinstance(event, QuestionsChanged):
             self._questions = event.questions
         elif isinstance(event, StallDetected):
@@ -84,6 +90,27 @@ class EngineBridge:
         """The lane on screen changed: pending output of the old one is dropped (it is on disk)."""
         self.selected_lane = lane_id
         self._output.clear()
+        self._held = []  # held until the tail is loaded (`shown`), then replayed past its end
+
+    def shown(self, lane_id: str, end: int) -> None:
+        """The tail up to byte `end` is on screen: append only what comes after it."""
+        if lane_id != self.selected_lane:
+            return
+        held, self._held = self._held or [], None
+        self._shown_until = end
+        for event in held:
+            self._append(event)
+        if self._output:
+            self._schedule()
+
+    def _append(self, event: OutputAppended) -> None:
+        if event.end <= self._shown_until:
+            return
+        text = event.text
+        if event.offset < self._shown_until:  # partly on screen already
+            text = text.encode()[self._shown_until - event.offset:].decode("utf-8", errors="replace")
+        self._shown_until = event.end
+        self._output.append(text)
 
     def _schedule(self) -> None:
         if self._flush_handle is None:

@@ -32,8 +32,10 @@ class LanesApp(App[None]):
         await self.engine.start()
         if self.engine.config.keys:
             self.set_keymap(dict(self.engine.config.keys))
+        screen = DashboardScreen()
+        await self.push_screen(screen)
+        self.bridge.target = screen  # the screen owns the panes: engine messages go straight to it
         self._follow_engine()
-        await self.push_screen(DashboardScreen())
 
     @work(group="engine-events", exclusive=True)
     async def _follow_engine(self) -> None:

@@ -77,8 +77,10 @@ class DecisionFlows(Screen[None]):
             return
         outcome = await self._guard(lambda: engine.accept(lane))
         if outcome is not None:
-            severity = "information" if outcome.state == "accepted" else "error"
-            self.app.notify(outcome.message, title=outcome.state.capitalize(), severity=severity, timeout=10)
+            if outcome.state == "accepted":
+                self.app.notify(outcome.message, title="Accepted", timeout=10)
+            else:
+                self.app.notify(outcome.message, title=outcome.state.capitalize(), severity="error", timeout=10)
 
     @work(group="decision", exclusive=True)
     async def action_abandon(self) -> None:

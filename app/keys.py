@@ -37,7 +37,7 @@ KEYS: tuple[Key, ...] = (
     Key("output", "o", "output", "Output", "show the selected lane's output", show=False),
     Key("next_pane", "tab", "app.focus_next", "Next pane", "move to the next pane", show=False),
     Key("help", "question_mark", "help", "Help", "this help"),
-    Key("quit", "q", "quit", "Quit", "quit the dashboard; lanes keep running", priority=True),
+    Key("quit", "q", "app.quit", "Quit", "quit the dashboard; lanes keep running", priority=True),
 )
 
 

@@ -56,7 +56,7 @@ class DashboardScreen(DecisionFlows, Screen[None]):
         self.questions: list[dict[str, Any]] = []
         self._known_questions: set[str] = set()
         self._known_stalls: set[str] = set()
-        self._timers: dict[str, Timer] = {}
+        self._poll_timers: dict[str, Timer] = {}
 
     @property
     def lanes_app(self) -> LanesApp:
@@ -184,9 +184,10 @@ class DashboardScreen(DecisionFlows, Screen[None]):
 
     @work(group="output", exclusive=True)
     async def _load_output(self, lane_id: str) -> None:
-        text = await self.lanes_app.engine.output_tail(lane_id)
+        text, end = await self.lanes_app.engine.output_tail_at(lane_id)
         if lane_id == self.selected_lane:
             self.query_one(OutputPane).show(lane_id, text)
+            self.lanes_app.bridge.shown(lane_id, end)
 
     @work(group="diff", exclusive=True)
     async def _load_diff(self, lane_id: str) -> None:
@@ -221,11 +222,11 @@ class DashboardScreen(DecisionFlows, Screen[None]):
 
     def _reschedule(self, name: str, delay: float, callback: Any) -> None:
         """One pending timer per poll, however often the poll was started early."""
-        old = self._timers.pop(name, None)
+        old = self._poll_timers.pop(name, None)
         if old is not None:
             old.stop()
         if self.is_mounted:
-            self._timers[name] = self.set_timer(delay, callback)
+            self._poll_timers[name] = self.set_timer(delay, callback)
 
     # plain actions -----------------------------------------------------------------------------
     def action_diff(self) -> None:

@@ -151,10 +151,14 @@ class Engine(DecisionCommands):
         return list(self._questions)
 
     async def output_tail(self, lane_id: str, max_bytes: int = 64 * 1024) -> str:
+        return (await self.output_tail_at(lane_id, max_bytes))[0]
+
+    async def output_tail_at(self, lane_id: str, max_bytes: int = 64 * 1024) -> tuple[str, int]:
+        """The last `max_bytes` of a lane's output and the byte offset where they end."""
         path = self.paths.lane(lane_id).output
         size = await asyncio.to_thread(lambda: path.stat().st_size if path.exists() else 0)
-        data, _ = await self.runner.output(lane_id, max(0, size - max_bytes), max_bytes)
-        return data.decode("utf-8", errors="replace")
+        data, end = await self.runner.output(lane_id, max(0, size - max_bytes), max_bytes)
+        return data.decode("utf-8", errors="replace"), end
 
     # commands --------------------------------------------------------------------------------
     async def run_lane(self, request: LaunchRequest) -> LaneRecord:
@@ -306,7 +310,7 @@ class Engine(DecisionCommands):
             watched.output_offset = end
             if data:
                 out.append(OutputAppended(lane_id, start + skipped, data.decode("utf-8", errors="replace"),
-                                          skipped))
+                                          skipped, end))
 
 
 def _sig(path: Path) -> tuple[int, int]:

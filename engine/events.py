@@ -29,6 +29,7 @@ class OutputAppended:
     offset: int
     text: str
     skipped: int = 0
+    end: int = 0  # the byte offset just past this chunk: lets a reader drop what it already showed
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable
 
 from lanes_tui.app.dashboard import LanesApp
 from lanes_tui.engine.engine import Engine
+from lanes_tui.widgets import LanesTable
 from tests.helpers import run_lane, wait_state, write_config
 
 
@@ -19,10 +19,10 @@ async def test_dashboard_shows_existing_lanes_and_quits(repo: Path) -> None:
     app = LanesApp(repo, engine=engine)
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
-        table = app.query_one("#lanes", DataTable)
+        table = app.screen.query_one(LanesTable)
         assert lane in table.rows
-        assert table.get_cell(lane, "state") == "ready"
-        assert table.get_cell(lane, "result") == "OK"
+        assert str(table.get_cell(lane, "state")) == "ready"
+        
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0

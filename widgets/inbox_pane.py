@@ -25,8 +25,8 @@ class InboxPane(KeyedTable):
     """Open questions keyed by question id; `sync` with the whole inbox each time it changes."""
 
     COLUMNS: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("lane", "lane"), ("state", "state"), ("source", "source"), ("age", "age"),
-        ("kind", "kind"), ("title", "question"),
+        ("lane", "lane"), ("title", "question"), ("age", "age"), ("state", "state"),
+        ("kind", "kind"), ("source", "source"),
     )
     TITLE: ClassVar[str] = "Inbox"
 
@@ -65,13 +65,14 @@ class InboxPane(KeyedTable):
     def _row(self, q: Mapping[str, Any], now: float) -> tuple[Cell, ...]:
         state = str(q.get("state"))
         created = q.get("created")
+        # The question comes right after its lane: the side pane is narrow and the text matters most.
         return (
             Cell(str(q.get("lane") or "")),
-            Cell(state, SHOWN_STATES.get(state, ""), bold=state == "orphaned"),
-            Cell(str(q.get("source") or "")),
-            Cell(fmt.duration(now - float(created)) if created else "", right=True),
-            Cell(str(q.get("kind") or "")),
             Cell(fmt.truncate(str(q.get("title") or ""), 70)),
+            Cell(fmt.duration(now - float(created)) if created else "", right=True),
+            Cell(state, SHOWN_STATES.get(state, ""), bold=state == "orphaned"),
+            Cell(str(q.get("kind") or "")),
+            Cell(str(q.get("source") or "")),
         )
 
     def _selection_changed(self, key: str | None) -> None:
