@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
 from lanes_tui.app.dashboard import LanesApp
 from lanes_tui.engine.engine import Engine
 from lanes_tui.widgets import LanesTable
@@ -22,7 +21,7 @@ async def test_dashboard_shows_existing_lanes_and_quits(repo: Path) -> None:
         table = app.screen.query_one(LanesTable)
         assert lane in table.rows
         assert str(table.get_cell(lane, "state")) == "ready"
-        
+
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0
