@@ -29,7 +29,7 @@ KEYS: tuple[Key, ...] = (
     Key("answer_yes", "y", "answer('yes')", "Yes", "answer the selected question yes (allow)"),
     Key("answer_no", "n", "answer('no')", "No", "answer the selected question no (deny)"),
     Key("answer_text", "enter", "answer_text", "Answer…", "answer the selected question with text or a choice",
-        show=False),
+        show=False, priority=True),  # before the tables' own enter; modals are other screens
     Key("start", "s", "start", "Start", "start a new lane (prompt, task type, provider)"),
     Key("kill", "k", "kill", "Kill", "stop the selected lane's agent and its whole process tree"),
     Key("gates", "g", "gates", "Gates", "run the selected lane's gates again and rewrite its packet"),

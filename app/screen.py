@@ -230,8 +230,10 @@ class DashboardScreen(DecisionFlows, Screen[None]):
 
     # plain actions -----------------------------------------------------------------------------
     def action_diff(self) -> None:
-        self.query_one(TabbedContent).active = "tab-diff"
-        if self.selected_lane:
+        tabs = self.query_one(TabbedContent)
+        if tabs.active != "tab-diff":
+            tabs.active = "tab-diff"  # TabActivated loads the diff
+        elif self.selected_lane:
             self._load_diff(self.selected_lane)
 
     def action_output(self) -> None:

@@ -1,0 +1,174 @@
+"""A fake engine for UI tests: the same surface as `Engine`, canned data, and a log of every call.
+
+The app never touches lane files itself, so a fake with the same methods is enough to drive every
+key. Answers go to a real InboxStore, so a test can check the answer file the key wrote.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from lanes_tui.engine.abandon import AbandonPlan
+from lanes_tui.engine.accept import AcceptOutcome
+from lanes_tui.engine.accept_plan import AcceptPlan
+from lanes_tui.engine.config import parse_config
+from lanes_tui.engine.errors import LanesError
+from lanes_tui.engine.events import EngineEvent, LaneChanged, QuestionsChanged
+from lanes_tui.engine.finish import FinishReport
+from lanes_tui.engine.inbox import InboxStore
+from lanes_tui.engine.launcher import LaunchRequest
+from lanes_tui.engine.model import LaneRecord
+from lanes_tui.engine.recover import Findings
+
+NOW = time.time()
+
+
+def lane(lane_id: str, state: str, **extra: Any) -> dict[str, Any]:
+    status: dict[str, Any] = {
+        "id": lane_id, "task": lane_id.rsplit("-a", 1)[0], "state": state, "state_reason": f"{state} for a test",
+        "result": "OK" if state in ("ready", "rejected") else None, "provider": "sim",
+        "providers_tried": [{"provider": "sim", "model": "sim"}], "attempt": 1, "created": NOW - 60,
+        "updated": NOW - 5, "idle_s": 1.0, "cpu_percent": 3.0, "rss_bytes": 20_000_000, "tokens": None,
+        "cost_usd": None, "cost_estimated": False, "worktree": f"/tmp/wt/{lane_id}", "branch": f"lane/{lane_id}",
+        "stall": None,
+    }
+    status.update(extra)
+    return status
+
+
+class FakeEngine:
+    def __init__(self, root: Path, lanes: list[dict[str, Any]] | None = None) -> None:
+        self.repo = root
+        self.config = parse_config("[chains]\nbackend = [\"sim\"]\n", path=None, repo=root)
+        self.inbox = InboxStore(root / "inbox")
+        self.calls: list[tuple[str, Any]] = []
+        self._lanes = {s["id"]: s for s in (lanes or [])}
+        self._queues: list[asyncio.Queue[EngineEvent | None]] = []
+        self.refusals: dict[str, list[str]] = {}
+        self.files = ["calc.py", "test_calc.py"]
+
+    # lifecycle and stream
+    async def start(self) -> None:
+        self.calls.append(("start", None))
+
+    async def aclose(self) -> None:
+        self.calls.append(("aclose", None))
+        for queue in self._queues:
+            queue.put_nowait(None)
+
+    async def events(self) -> AsyncIterator[EngineEvent]:
+        queue: asyncio.Queue[EngineEvent | None] = asyncio.Queue()
+        self._queues.append(queue)
+        while (event := await queue.get()) is not None:
+            yield event
+
+    def emit(self, event: EngineEvent) -> None:
+        for queue in self._queues:
+            queue.put_nowait(event)
+
+    def set_lane(self, status: dict[str, Any]) -> None:
+        previous = self._lanes.get(status["id"], {}).get("state")
+        self._lanes[status["id"]] = status
+        self.emit(LaneChanged(status["id"], status, previous))
+
+    def publish_questions(self) -> None:
+        self.emit(QuestionsChanged(tuple(self.questions())))
+
+    # views
+    def lanes(self) -> list[dict[str, Any]]:
+        return list(self._lanes.values())
+
+    def questions(self) -> list[dict[str, Any]]:
+        return [v.to_json() for v in self.inbox.list()]
+
+    async def output_tail_at(self, lane_id: str, max_bytes: int = 65536) -> tuple[str, int]:
+        self.calls.append(("output", lane_id))
+        text = f"output of {lane_id}\n"
+        return text, len(text)
+
+    async def diff(self, lane_id: str) -> str:
+        self.calls.append(("diff", lane_id))
+        return f"--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-old {lane_id}\n+new {lane_id}\n"
+
+    async def worktree_rows(self) -> list[dict[str, Any]]:
+        return [{"lane": s["id"], "path": s["worktree"], "branch": s["branch"], "changed": 2, "ahead": 0,
+                 "behind": 0} for s in self._lanes.values()]
+
+    async def machine(self) -> dict[str, Any]:
+        return {"cpu_percent": 12.0, "mem_percent": 40.0, "load1": 0.5, "disk_free_bytes": 10**11,
+                "slots_used": 0, "slots_total": 1, "slot_holders": [], "running": 1, "max_parallel": 6,
+                "spend_usd": 0.0, "tokens": 0}
+
+    # commands
+    async def plan_accept(self, lane_id: str, override: str | None = None) -> AcceptPlan:
+        self.calls.append(("plan_accept", lane_id))
+        status = self._lanes[lane_id]
+        refusals = list(self.refusals.get(lane_id, []))
+        if status["state"] != "ready" and not refusals:
+            refusals.append(f"the lane is {status['state']}, not ready (a gate failed); fix it, or accept with "
+                            "--override REASON")
+        return AcceptPlan(lane_id=lane_id, state=status["state"], target="programme", target_sha="a" * 40,
+                          base_sha="b" * 40, worktree=Path(status["worktree"]), branch=status["branch"],
+                          files=list(self.files), gates_status="passed", gates=[], review="MISSING",
+                          needs_rebase=False, target_checkout=None, refusals=refusals)
+
+    async def accept(self, lane_id: str, *, message: str | None = None, override: str | None = None) -> AcceptOutcome:
+        self.calls.append(("accept", lane_id))
+        self.set_lane({**self._lanes[lane_id], "state": "accepted"})
+        return AcceptOutcome(lane_id, "accepted", f"accepted {lane_id} into programme at cafe000000")
+
+    async def plan_abandon(self, lane_id: str, *, force: bool = False) -> AbandonPlan:
+        self.calls.append(("plan_abandon", lane_id))
+        status = self._lanes[lane_id]
+        return AbandonPlan(lane_id, status["state"], Path(status["worktree"]), status["branch"], 0,
+                           list(self.files), [])
+
+    async def abandon(self, lane_id: str, *, force: bool = False) -> list[str]:
+        self.calls.append(("abandon", lane_id))
+        self.set_lane({**self._lanes[lane_id], "state": "abandoned"})
+        return [f"worktree {lane_id}"]
+
+    async def inspect(self, lane_id: str) -> Findings:
+        self.calls.append(("inspect", lane_id))
+        status = self._lanes[lane_id]
+        return Findings(lane_id, status["state"], status["state_reason"], status.get("result"))
+
+    async def recheck(self, lane_id: str) -> dict[str, Any]:
+        self.calls.append(("recheck", lane_id))
+        return {"gates_status": "passed"}
+
+    async def relaunch(self, lane_id: str) -> LaneRecord:
+        self.calls.append(("relaunch", lane_id))
+        return LaneRecord(id=lane_id.replace("-a1", "-a2"), slug="x", attempt=2, task_type="backend", prompt="p",
+                          chain=["sim"], repo=str(self.repo), worktree="/tmp/wt", branch="lane/x-a2",
+                          base_sha="b" * 40, target_branch="programme")
+
+    async def check(self, lane_id: str) -> dict[str, object]:
+        self.calls.append(("check", lane_id))
+        return {"gates_status": "passed"}
+
+    async def finish(self) -> FinishReport:
+        return FinishReport([], [])
+
+    async def answer(self, qid: str, value: str) -> str:
+        self.calls.append(("answer", (qid, value)))
+        normalised = self.inbox.answer(qid, value, by="lead")
+        self.publish_questions()
+        return normalised
+
+    async def run_lane(self, request: LaunchRequest) -> LaneRecord:
+        self.calls.append(("run_lane", request))
+        return LaneRecord(id=f"{request.slug or 'task'}-a1", slug=request.slug or "task", attempt=1,
+                          task_type=request.task_type, prompt=request.prompt, chain=["sim"], repo=str(self.repo),
+                          worktree="/tmp/wt", branch="lane/task-a1", base_sha="b" * 40, target_branch="programme")
+
+    async def kill(self, lane_id: str) -> list[int]:
+        self.calls.append(("kill", lane_id))
+        if self._lanes[lane_id]["state"] in ("accepted", "abandoned"):
+            raise LanesError(f"lane {lane_id} is {self._lanes[lane_id]['state']}; nothing runs there")
+        self.set_lane({**self._lanes[lane_id], "state": "exited", "result": "LANE-FAILED"})
+        return []

@@ -1,0 +1,232 @@
+"""UI tests: the real App and screen, a fake engine, every key checked by the calls and messages it causes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from textual.message import Message
+from textual.pilot import Pilot
+
+from lanes_tui.app.dashboard import LanesApp
+from lanes_tui.app.messages import LanesChanged, QuestionsUpdated
+from lanes_tui.widgets import (
+    ConfirmModal,
+    DiffPane,
+    HelpScreen,
+    InboxPane,
+    LanesTable,
+    RecoverModal,
+    StartLaneModal,
+    TextAnswerModal,
+)
+from tests.fake_engine import FakeEngine, lane
+
+
+@pytest.fixture()
+def engine(tmp_path: Path) -> FakeEngine:
+    return FakeEngine(tmp_path, [lane("ready-a1", "ready"), lane("broken-a1", "rejected"),
+                                 lane("busy-a1", "running"), lane("stuck-a1", "stalled")])
+
+
+def make_app(engine: FakeEngine, messages: list[Message] | None = None) -> LanesApp:
+    return LanesApp(engine.repo, engine=engine, flush_s=0.01)  # type: ignore[arg-type]
+
+
+def notes(app: LanesApp) -> list[str]:
+    return [f"{n.title}: {n.message}" for n in app._notifications]
+
+
+def commands(engine: FakeEngine) -> list[tuple[str, Any]]:
+    return [c for c in engine.calls if c[0] not in ("start", "output", "aclose")]
+
+
+async def select(pilot: Pilot[None], lane_id: str) -> None:
+    table = pilot.app.screen.query_one(LanesTable)
+    table.focus()
+    table.move_cursor(row=table.get_row_index(lane_id))
+    await pilot.pause()
+    assert table.selected_lane == lane_id
+
+
+async def test_accept_shows_the_plan_then_accepts(engine: FakeEngine) -> None:
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(pilot, "ready-a1")
+        await pilot.press("a")
+        await pilot.pause()
+        modal = app.screen
+        assert isinstance(modal, ConfirmModal)
+        text = "\n".join(modal.lines)
+        assert "files (2): calc.py, test_calc.py" in text and "programme" in text and "gates: passed" in text
+        await pilot.press("y")
+        await pilot.pause()
+        await pilot.pause()
+    assert commands(engine) == [("plan_accept", "ready-a1"), ("accept", "ready-a1")]
+    assert any("accepted ready-a1" in n for n in notes(app))
+
+
+async def test_accept_on_a_rejected_lane_shows_the_refusal(engine: FakeEngine) -> None:
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(pilot, "broken-a1")
+        await pilot.press("a")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmModal)
+    assert commands(engine) == [("plan_accept", "broken-a1")]
+    assert any("Refused" in n and "not ready" in n and "--override" in n for n in notes(app))
+
+
+async def test_abandon_asks_then_abandons(engine: FakeEngine) -> None:
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(pilot, "busy-a1")
+        await pilot.press("x")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmModal)
+        assert any("2 changed file(s)" in line for line in app.screen.lines)
+        await pilot.press("n")
+        await pilot.pause()
+        await pilot.press("x")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+        await pilot.pause()
+    assert commands(engine) == [("plan_abandon", "busy-a1"), ("plan_abandon", "busy-a1"), ("abandon", "busy-a1")]
+
+
+@pytest.mark.parametrize(("key", "call"), [("c", "recheck"), ("l", "relaunch")])
+async def test_recover_offers_recheck_and_relaunch(engine: FakeEngine, key: str, call: str) -> None:
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(pilot, "stuck-a1")
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, RecoverModal)
+        await pilot.press(key)
+        await pilot.pause()
+        await pilot.pause()
+    assert commands(engine) == [("inspect", "stuck-a1"), (call, "stuck-a1")]
+
+
+@pytest.mark.parametrize(("key", "value"), [("y", "yes"), ("n", "no")])
+async def test_answering_from_the_inbox_writes_the_answer_file(engine: FakeEngine, key: str, value: str) -> None:
+    question = engine.inbox.ask("busy-a1", kind="yesno", title="Deploy to staging?")
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        inbox = app.screen.query_one(InboxPane)
+        assert inbox.selected_question is not None and inbox.selected_question["id"] == question.id
+        await pilot.press(key)
+        await pilot.pause()
+        await pilot.pause()
+    answer = json.loads((engine.repo / "inbox" / "busy-a1" / f"{question.id}.answer.json").read_text())
+    assert answer["value"] == value and answer["by"] == "lead"
+    assert commands(engine) == [("answer", (question.id, value))]
+
+
+async def test_enter_answers_a_text_question(engine: FakeEngine) -> None:
+    question = engine.inbox.ask("busy-a1", kind="text", title="Name for the flag?")
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("y")  # y/n do not fit a text question: a hint, nothing written
+        await pilot.pause()
+        assert commands(engine) == []
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, TextAnswerModal)
+        await pilot.press(*"use_fast_path")
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.pause()
+    assert commands(engine) == [("answer", (question.id, "use_fast_path"))]
+    assert any("press enter" in n for n in notes(app))
+
+
+async def test_start_form_starts_a_lane(engine: FakeEngine) -> None:
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, StartLaneModal)
+        await pilot.press(*"add a sub function")
+        await pilot.press("ctrl+s")
+        await pilot.pause()
+        await pilot.pause()
+    (name, request), = commands(engine)
+    assert name == "run_lane" and request.prompt == "add a sub function" and request.task_type == "backend"
+
+
+async def test_kill_gates_diff_help_and_quit(engine: FakeEngine) -> None:
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(pilot, "busy-a1")
+        await pilot.press("k")
+        await pilot.pause()
+        await pilot.press("g")
+        await pilot.pause()
+        await pilot.press("d")
+        await pilot.pause()
+        await pilot.pause()
+        diff = app.screen.query_one(DiffPane)
+        assert diff.lane_id == "busy-a1"
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("q")
+        await pilot.pause()
+    assert commands(engine) == [("kill", "busy-a1"), ("check", "busy-a1"), ("diff", "busy-a1")]
+    assert app.return_code == 0
+    assert engine.calls[-1] == ("aclose", None)
+
+
+async def test_engine_events_arrive_as_batched_messages_in_order(engine: FakeEngine) -> None:
+    seen: list[Message] = []
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36), message_hook=seen.append) as pilot:
+        await pilot.pause()
+        engine.set_lane(lane("busy-a1", "waiting"))
+        question = engine.inbox.ask("busy-a1", kind="yesno", title="Proceed?")
+        engine.publish_questions()
+        engine.set_lane(lane("busy-a1", "running"))
+        await pilot.pause(0.1)
+        table = app.screen.query_one(LanesTable)
+        assert str(table.get_cell("busy-a1", "state")) == "running"
+    # A message bubbles from the screen to the App, so the hook sees it twice: count each once.
+    ours = list({id(m): m for m in seen if isinstance(m, LanesChanged | QuestionsUpdated)}.values())
+    assert [type(m) for m in ours] == [LanesChanged, QuestionsUpdated]  # one flush, lanes first
+    assert [s["state"] for s in ours[0].statuses] == ["running"]  # the newer state replaced the older
+    assert ours[1].questions[0]["id"] == question.id
+    assert any("busy-a1 asks: Proceed?" in n for n in notes(app))
+
+
+async def test_a_new_question_and_a_stall_ring_the_bell(engine: FakeEngine, monkeypatch: pytest.MonkeyPatch) -> None:
+    from lanes_tui.engine.events import StallDetected
+
+    rings: list[int] = []
+    app = make_app(engine)
+    monkeypatch.setattr(app, "bell", lambda: rings.append(1))
+    async with app.run_test(size=(120, 36)) as pilot:
+        engine.inbox.ask("busy-a1", kind="yesno", title="Proceed?")
+        engine.publish_questions()
+        await pilot.pause(0.1)
+        engine.emit(StallDetected("busy-a1", {"idle_s": 901, "tree": []}))
+        await pilot.pause(0.1)
+    assert len(rings) == 2
+    assert any("went silent" in n for n in notes(app))
+
+
+async def test_keys_are_remappable_from_the_config(engine: FakeEngine) -> None:
+    engine.config = engine.config.__class__(**{**engine.config.__dict__, "keys": {"accept": "A"}})
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(pilot, "ready-a1")
+        await pilot.press("a")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmModal)
+        await pilot.press("A")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmModal)
