@@ -208,6 +208,7 @@ class DashboardScreen(DecisionFlows, Screen[None]):
         try:
             if self.app.screen is self:
                 self.query_one(MetersPane).update_machine(await self.lanes_app.engine.machine())
+                self._apply_lanes(())  # elapsed and idle keep counting between engine events
         finally:
             self._reschedule("machine", self.machine_every_s, self._poll_machine)
 

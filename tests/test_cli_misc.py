@@ -1,0 +1,55 @@
+"""`init`, `doctor` and `status` as a lead runs them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import psutil
+
+from tests.helpers import cli, run_lane, wait_for, wait_state, write_config
+
+
+def test_init_writes_a_commented_config_once(repo: Path) -> None:
+    first = cli(repo, "init")
+    assert first.returncode == 0, first.stderr
+    text = (repo / ".lanes/config.toml").read_text()
+    assert "[lanes]" in text and "max_parallel" in text and "#" in text
+    assert (repo / ".lanes/.gitignore").read_text().strip() == "state/"
+    again = cli(repo, "init")
+    assert again.returncode != 0 and "already" in again.stderr and "--force" in again.stderr
+    assert cli(repo, "init", "--force").returncode == 0
+    assert cli(repo, "status").returncode == 0  # the written default parses
+
+
+def test_doctor_reports_providers_and_lost_lanes(repo: Path) -> None:
+    write_config(repo, chains='backend = ["sim"]\nhard = ["codex", "sim"]')
+    lane = run_lane(repo, "say up\nsleep 600\n", lane_id="gone")
+    wait_state(repo, lane, "running")
+    wait_for(lambda: "up" in (repo / ".lanes/state/lanes/gone-a1/output.log").read_text())
+    sup = json.loads((repo / ".lanes/state/lanes/gone-a1/supervisor.json").read_text())
+    agent = json.loads((repo / ".lanes/state/lanes/gone-a1/lane.json").read_text())["agent_pid"]
+    os.kill(sup["pid"], signal.SIGKILL)
+    wait_for(lambda: not psutil.pid_exists(sup["pid"]) or psutil.Process(sup["pid"]).status() == "zombie")
+    report = cli(repo, "doctor")
+    os.killpg(agent, signal.SIGKILL)
+    assert "provider sim" in report.stdout and "ok" in report.stdout
+    assert "provider codex" in report.stdout and "missing" in report.stdout
+    assert "chain provider 'codex' is not installed" in report.stdout
+    assert "lost lane gone-a1" in report.stdout and "lanes-tui recover gone-a1" in report.stdout
+    assert report.returncode == 1
+
+
+def test_status_json_lists_every_lane(repo: Path) -> None:
+    write_config(repo)
+    assert json.loads(cli(repo, "status", "--json").stdout) == []
+    first = run_lane(repo, "say a\n", lane_id="one")
+    second = run_lane(repo, "say b\n", lane_id="two")
+    for lane in (first, second):
+        wait_state(repo, lane)
+    rows = json.loads(cli(repo, "status", "--json").stdout)
+    assert [r["id"] for r in rows] == ["one-a1", "two-a1"]
+    table = cli(repo, "status").stdout
+    assert "one-a1" in table and "ready" in table
