@@ -144,6 +144,8 @@ class ProcessHandle:
         for step in d.steps:
             if self.proc.returncode is not None and not _group_alive(self.pgid):
                 break
+            if step == "eof" and self.proc.stdin is None:
+                continue  # nothing to close (a terminal agent): no reason to wait for it
             self.stopped_by = self.stopped_by or step
             if step == "eof":
                 self._close_stdin()

@@ -9,7 +9,23 @@ from lanes_tui.app.dashboard import LanesApp
 from tests.fake_engine import FakeEngine, lane
 
 
-def test_dashboard_snapshot(snap_compare: Any, tmp_path: Path) -> None:
+def test_dashboard_snapshot(snap_compare: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    import time as real_time
+
+    from lanes_tui.app import screen as screen_module
+    from tests import fake_engine
+
+    class FrozenTime:
+        """Ages and elapsed times on screen are computed from now: freeze it for a stable picture."""
+
+        @staticmethod
+        def time() -> float:
+            return fake_engine.NOW
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real_time, name)
+
+    monkeypatch.setattr(screen_module, "time", FrozenTime())
     engine = FakeEngine(tmp_path / "x", [
         lane("ready-a1", "ready", state_reason="gates passed", idle_s=None, cpu_percent=0.0, rss_bytes=0),
         lane("question-a1", "waiting", state_reason="a question is open in the inbox"),

@@ -106,8 +106,13 @@ def size(n: float | None) -> str:
     return ""  # pragma: no cover - the loop always returns
 
 
-def tokens(n: int | float | None) -> str:
-    """`950`, `12.3k`, `1.2M`; empty when the provider prints no token counts."""
+def tokens(n: int | float | Mapping[str, Any] | None) -> str:
+    """`950`, `12.3k`, `1.2M`; empty when the provider prints no token counts.
+
+    The engine reports tokens as `{"total", "input", "output", …}`; the table shows the total.
+    """
+    if isinstance(n, Mapping):
+        n = n.get("total")
     if n is None:
         return ""
     v = float(n)

@@ -29,7 +29,7 @@ from lanes_tui.engine.store import LaneStore
 from tests.helpers import write_config
 
 #: What every benchmark lane runs: print for much longer than any benchmark lasts, 20 lines a second.
-DEFAULT_SCRIPT = "Benchmark lane: print steadily.\nprint 1000000 --rate {rate} --text benchmark output line\n"
+DEFAULT_SCRIPT = "Benchmark lane: print steadily.\nprint 1000000 --rate {rate} --text \"benchmark output line\"\n"
 #: The environment variables the world sets for itself (and its lanes) while it is open.
 _ENV_KEYS = ("XDG_DATA_HOME", "XDG_RUNTIME_DIR", "GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL",
              "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL")
@@ -111,7 +111,10 @@ class BenchRepo:
             time.sleep(0.2)
 
     def _printing(self, store: LaneStore, lane: str) -> bool:
-        if store.read(lane).state != "running":
+        state = store.read(lane).state
+        if state not in ("queued", "launching", "running"):
+            raise RuntimeError(f"lane {lane} ended up {state} instead of printing; see its output.log")
+        if state != "running":
             return False
         output = store.lane_paths(lane).output
         return output.exists() and output.stat().st_size > 0
