@@ -76,6 +76,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     answer.add_argument("--by", default="lead", help="who answers (default: lead)")
     answer.add_argument("--repo", metavar="PATH", default=argparse.SUPPRESS,
                         help="the repository (default: LANES_HOME or this one)")
+    answer.add_argument("--relaunch", action="store_true",
+                        help="if the question's lane is gone (orphaned), start its next attempt with the answer")
     answer.set_defaults(func=_guarded(_cmd_answer))
 
     inbox = sub.add_parser("inbox", help="list the questions of every lane")
@@ -233,9 +235,29 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 def _cmd_answer(args: argparse.Namespace) -> int:
     """Record the lead's answer; prints `answered QID VALUE`."""
-    store = InboxStore(_inbox_root(getattr(args, "repo", None)))
+    root = _inbox_root(getattr(args, "repo", None))
+    store = InboxStore(root)
     value = store.answer(args.qid, " ".join(args.value), by=args.by)
     print(f"answered {args.qid} {_printable(value, 200)}")
+    view = store.get(args.qid)
+    if view.state == "orphaned":
+        lane = view.question.lane
+        if not args.relaunch:
+            print(f"{lane} is gone, so no agent hears this answer: `lanes-tui recover {lane} --relaunch` "
+                  "(or `answer … --relaunch`) starts its next attempt with the answer in its prompt")
+            return 0
+        return _relaunch_with_answer(root.parent.parent.parent, lane)
+    return 0
+
+
+def _relaunch_with_answer(repo: Path, lane: str) -> int:
+    """The orphaned lane's next attempt; recover puts the lead's answers into its prompt."""
+    from lanes_tui.engine.config import load_config
+    from lanes_tui.engine.recover import relaunch
+
+    record = asyncio.run(relaunch(repo, load_config(repo), lane))
+    print(f"relaunched {lane} as {record.id} with the answer in its prompt")
+    print(record.id)
     return 0
 
 

@@ -132,6 +132,14 @@ class DecisionFlows(Screen[None]):
             return
         answered = await self._guard(lambda: self.lanes_app.engine.answer(question["id"], value))
         if answered is not None:
+            self._answered(question, answered)
+
+    def _answered(self, question: dict[str, Any], answered: str) -> None:
+        if question.get("state") == "orphaned":
+            self.app.notify(f"{question['lane']} is gone; select it and press r, then l, to relaunch it with "
+                            f"this answer ({answered}) in its prompt", title="Answer kept", severity="warning",
+                            timeout=12)
+        else:
             self.app.notify(f"{question['lane']}: {question['title']} → {answered}", title="Answered")
 
     @work(group="answer")
@@ -144,7 +152,7 @@ class DecisionFlows(Screen[None]):
             return
         answered = await self._guard(lambda: self.lanes_app.engine.answer(question["id"], value))
         if answered is not None:
-            self.app.notify(f"{question['lane']}: {question['title']} → {answered}", title="Answered")
+            self._answered(question, answered)
 
     @work(group="decision", exclusive=True)
     async def action_start(self) -> None:
