@@ -61,3 +61,49 @@ def test_answer_relaunch_puts_the_answer_in_the_next_prompt(repo: Path) -> None:
     prompt = json.loads((repo / ".lanes/state/lanes/resume-a2/lane.json").read_text())["prompt"]
     assert "The lead answered: 'Use the new schema?' → yes" in prompt
     assert cli(repo, "abandon", new).returncode == 0
+
+
+def _answer_and_finish(repo: Path, lane: str, value: str | None) -> dict[str, object]:
+    question = _open_question(repo)
+    assert question["lane"] == lane and question["source"] == "ask-cli"
+    if value is not None:
+        assert cli(repo, "answer", str(question["id"]), value).returncode == 0
+    wait_state(repo, lane)
+    return next(q for q in json.loads(cli(repo, "inbox", "--json").stdout) if q["id"] == question["id"])
+
+
+def test_sim_lane_takes_the_no_branch(repo: Path) -> None:
+    write_config(repo)
+    lane = run_lane(repo, "ask --yes-no --timeout 120 Deploy?\nif yes write yes.txt y\nif no write no.txt n\n",
+                    lane_id="branch-no")
+    final = _answer_and_finish(repo, lane, "no")
+    worktree = Path(status(repo, lane)["worktree"])
+    assert final["state"] == "delivered" and (worktree / "no.txt").exists() and not (worktree / "yes.txt").exists()
+
+
+def test_sim_lane_gets_a_choice(repo: Path) -> None:
+    write_config(repo)
+    lane = run_lane(repo, "ask --choice postgres,sqlite --timeout 120 Which database?\n"
+                          "if sqlite write db.txt sqlite\n", lane_id="choice")
+    final = _answer_and_finish(repo, lane, "sqlite")
+    assert final["kind"] == "choice" and final["state"] == "delivered"
+    assert (Path(status(repo, lane)["worktree"]) / "db.txt").read_text() == "sqlite\n"
+
+
+def test_sim_lane_gets_text(repo: Path) -> None:
+    write_config(repo)
+    lane = run_lane(repo, "ask --text --timeout 120 Name for the flag?\nif use_fast_path write flag.txt ok\n",
+                    lane_id="text")
+    final = _answer_and_finish(repo, lane, "use_fast_path")
+    assert final["kind"] == "text" and final["state"] == "delivered"
+    assert (Path(status(repo, lane)["worktree"]) / "flag.txt").exists()
+
+
+def test_sim_lane_question_expires_to_its_default(repo: Path) -> None:
+    write_config(repo)
+    lane = run_lane(repo, "ask --yes-no --default no --timeout 1 Proceed?\nif no write defaulted.txt no\n",
+                    lane_id="expire")
+    wait_state(repo, lane)
+    final = json.loads(cli(repo, "inbox", "--json").stdout)[0]
+    assert final["state"] == "expired"
+    assert (Path(status(repo, lane)["worktree"]) / "defaulted.txt").exists()
