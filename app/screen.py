@@ -120,7 +120,7 @@ class DashboardScreen(DecisionFlows, Screen[None]):
             for lane_id, sample in message.samples.items():
                 if lane_id in self.lanes:
                     self.lanes[lane_id].update({k: sample[k] for k in ("idle_s", "cpu_percent", "rss_bytes")
-                                                if k in sample})
+                                                if k in sample}, tree=sample.get("tree"))
                     table.update_meters(lane_id, sample)
 
     @on(OutputChanged)

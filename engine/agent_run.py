@@ -45,6 +45,7 @@ class RunSettings:
     idle_timeout_s: float
     sample_s: float
     deadlines: StopDeadlines = field(default_factory=StopDeadlines)
+    warn_after_s: float | None = None  # past this idle time a sample carries the process tree
 
 
 @dataclass
@@ -306,12 +307,17 @@ class AgentRun:
         sample = Sample(self.clock.monotonic(), self.output_bytes, self.files_changed(), procs,
                         waiting=self.is_waiting())
         verdict = watchdog.observe(sample)
-        append_jsonl(self.samples_path, {
+        record: dict[str, object] = {
             "t": self.clock.time(), "idle_s": round(verdict.idle_s, 2),
             "cpu_percent": round(verdict.cpu_percent, 1), "rss_bytes": sample.rss,
             "procs": len(procs), "output_bytes": self.output_bytes,
             "active": list(verdict.reasons), "waiting": sample.waiting,
-        })
+        }
+        warn = self.settings.warn_after_s
+        if warn and verdict.idle_s >= warn and not sample.waiting:
+            # The Stalls pane shows what a quiet lane is running before the watchdog has to act.
+            record["tree"] = [p.to_json() for p in procs[:12]]
+        append_jsonl(self.samples_path, record)
         return verdict
 
     async def _stop_descendants(self) -> None:

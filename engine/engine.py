@@ -274,9 +274,10 @@ class Engine(DecisionCommands):
             watched.samples_size = size
             sample = self.store.last_sample(lane_id)
             if sample is not None:
-                watched.status = {**watched.status, **{k: sample[k] for k in
-                                                       ("idle_s", "cpu_percent", "rss_bytes", "procs")
-                                                       if k in sample}}
+                fresh: dict[str, Any] = {k: sample[k] for k in ("idle_s", "cpu_percent", "rss_bytes", "procs")
+                                         if k in sample}
+                fresh["tree"] = sample.get("tree")
+                watched.status = {**watched.status, **fresh}
                 out.append(MetersSampled(lane_id, sample))
         size = _size(lane.events)
         if size != watched.events_size:

@@ -131,7 +131,7 @@ class Supervisor:
         request = ProcessRequest(channel.render_argv(record.prompt, worktree), worktree, env,
                                  stdin_pipe=channel.stdin_pipe, name=f"{record.id}:{provider.name}")
         settings = RunSettings(self.config.lanes.timeout_s, self.config.lanes.idle_timeout_s,
-                               self.config.lanes.sample_s)
+                               self.config.lanes.sample_s, warn_after_s=self.config.lanes.warn_after_s)
         watcher = _tree_watcher(worktree)
         with open(self.lane.output, "ab") as output:
             output.write(f"\n=== lanes-tui: {provider.name} ({provider.model}) starting ===\n".encode())

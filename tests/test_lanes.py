@@ -193,3 +193,14 @@ def test_provider_max_queues_extra_lanes(repo: Path) -> None:
     wait_for(lambda: "sim slot" in status(repo, second)["state_reason"])
     wait_state(repo, second)
     assert status(repo, first)["state"] == "ready"
+
+
+def test_quiet_lane_samples_carry_its_process_tree(repo: Path) -> None:
+    write_config(repo, idle_timeout_s=60, sample_s=0.2, lanes_extra="warn_idle_s = 0.5")
+    lane = run_lane(repo, "say going quiet\nsleep 3\n", lane_id="quiet")
+    samples = repo / ".lanes/state/lanes/quiet-a1/samples.jsonl"
+    tree = wait_for(lambda: next((json.loads(line)["tree"] for line in samples.read_text().splitlines()
+                                  if "tree" in json.loads(line)), None) if samples.exists() else None)
+    assert any("lanes_tui.engine.sim" in p["cmdline"] for p in tree)
+    wait_state(repo, lane)
+    assert status(repo, lane)["state"] == "ready"
