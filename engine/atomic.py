@@ -28,7 +28,7 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -73,7 +73,8 @@ def read_jsonl(path: Path) -> list[Any]:
     return records
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make a rename in `directory` durable (best effort on filesystems that refuse)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:

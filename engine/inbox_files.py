@@ -23,6 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from lanes_tui.engine.atomic import fsync_dir
 from lanes_tui.engine.errors import LanesError
 from lanes_tui.engine.ids import LANE_ID_RE
 
@@ -310,21 +311,8 @@ def create_json_exclusive(path: Path, value: Any) -> bool:
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return True
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 # --- building and normalising --------------------------------------------------------------------
