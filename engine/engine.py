@@ -79,6 +79,7 @@ class Engine(DecisionCommands):
         self.reconcile_every_s = reconcile_every_s
         self.output_chunk = output_chunk
         self._watched: dict[str, _Watched] = {}
+        self._scan_lock = asyncio.Lock()
         self._subscribers: list[asyncio.Queue[EngineEvent | None]] = []
         self._task: asyncio.Task[None] | None = None
         self._last_reconcile = 0.0
@@ -250,8 +251,9 @@ class Engine(DecisionCommands):
 
     async def _scan_and_emit(self, initial: bool = False) -> None:
         """Stat and read in a worker thread; queue the events on the loop thread (queues are not thread-safe)."""
-        for event in await asyncio.to_thread(self._scan, initial):
-            self._emit(event)
+        async with self._scan_lock:  # the watch loop and a command may both ask; one scan at a time
+            for event in await asyncio.to_thread(self._scan, initial):
+                self._emit(event)
 
     def _scan(self, initial: bool) -> list[EngineEvent]:
         out: list[EngineEvent] = []
