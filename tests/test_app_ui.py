@@ -230,3 +230,20 @@ async def test_keys_are_remappable_from_the_config(engine: FakeEngine) -> None:
         await pilot.press("A")
         await pilot.pause()
         assert isinstance(app.screen, ConfirmModal)
+
+
+async def test_every_action_is_in_the_command_palette(engine: FakeEngine) -> None:
+    from textual.command import CommandPalette
+
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(pilot, "ready-a1")
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)
+        await pilot.press(*"accept")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, ConfirmModal)
+    assert commands(engine) == [("plan_accept", "ready-a1")]
