@@ -80,7 +80,19 @@ class Supervisor:
         """After the agent: gates and packet, so the lane is `ready` or `rejected` with no lead around."""
         record = self.record
         if record.result == "OK" and not self.stop_requested.is_set():
-            await gate_lane(self.repo, self.config, self.store, record, by_lead=False, clock=self.clock)
+            gates = asyncio.create_task(
+                gate_lane(self.repo, self.config, self.store, record, by_lead=False, clock=self.clock))
+            stop = asyncio.create_task(self.stop_requested.wait())
+            await asyncio.wait({gates, stop}, return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+            if not gates.done():  # the lead stopped the lane mid-check: stop the gate processes too
+                gates.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await gates
+                self.store.transition(record, "exited", "the lead stopped the lane while its gates ran; "
+                                      f"`lanes-tui check {record.id}` runs them again")
+            else:
+                gates.result()
         else:
             lane = self.paths.lane(record.id)
             write_packet(lane, build_packet(record, [], clock=self.clock, previous=read_packet(lane)))

@@ -309,3 +309,19 @@ def test_finish_removes_merged_and_lists_leftovers(programme: Path) -> None:
     assert "lane/noop-a1" in report.stdout and "DIRTY" in report.stdout and "dirty-a1" in report.stdout
     assert not Path(status(repo, merged)["worktree"]).exists()
     assert Path(status(repo, dirty)["worktree"]).exists()
+
+
+def test_stopping_a_lane_during_its_gates_stops_the_gates(programme: Path, tmp_path: Path) -> None:
+    import asyncio
+
+    from lanes_tui.engine.launcher import stop_lane
+
+    repo = programme
+    write_config(repo, gates=gate_recorder(tmp_path / "g.log", sleep_s=120))
+    lane = run_lane(repo, "write f.txt x\n", lane_id="slowgate")
+    wait_state(repo, lane, "checking")
+    leftovers = asyncio.run(stop_lane(repo, lane))
+    assert leftovers == [], "the supervisor stopped its gate itself"
+    row = status(repo, lane)
+    assert row["state"] == "exited" and "gates ran" in row["state_reason"]
+    assert not (tmp_path / "g.log").exists(), "the gate never finished"
