@@ -7,6 +7,7 @@ is one line on stderr (`lanes-tui: …`) and a non-zero exit; nothing is half-do
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import NoReturn, cast
@@ -56,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `lanes-tui status | head`: the reader left, nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

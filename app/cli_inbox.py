@@ -240,7 +240,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     value = store.answer(args.qid, " ".join(args.value), by=args.by)
     print(f"answered {args.qid} {_printable(value, 200)}")
     view = store.get(args.qid)
-    if view.state == "orphaned":
+    if view.state == "orphaned" and _recoverable(root, view.question.lane):
         lane = view.question.lane
         if not args.relaunch:
             print(f"{lane} is gone, so no agent hears this answer: `lanes-tui recover {lane} --relaunch` "
@@ -248,6 +248,19 @@ def _cmd_answer(args: argparse.Namespace) -> int:
             return 0
         return _relaunch_with_answer(root.parent.parent.parent, lane)
     return 0
+
+
+def _recoverable(inbox_root: Path, lane: str) -> bool:
+    """Only a lane that recover can relaunch is offered the next attempt (not one that went on)."""
+    from lanes_tui.engine.paths import StatePaths
+    from lanes_tui.engine.recover import RECOVERABLE
+    from lanes_tui.engine.store import LaneStore
+
+    try:
+        state = LaneStore(StatePaths(inbox_root.parent.parent.parent)).read(lane).state
+    except LanesError:
+        return False
+    return state in RECOVERABLE
 
 
 def _relaunch_with_answer(repo: Path, lane: str) -> int:

@@ -8,6 +8,7 @@ from textual import work
 from textual.app import App
 
 from lanes_tui.app.bridge import EngineBridge
+from lanes_tui.app.keys import KNOWN_KEY_IDS
 from lanes_tui.app.palette import DashboardCommands
 from lanes_tui.app.screen import DashboardScreen
 from lanes_tui.engine.engine import Engine
@@ -31,6 +32,10 @@ class LanesApp(App[None]):
     async def on_mount(self) -> None:
         await self.engine.start()
         if self.engine.config.keys:
+            unknown = sorted(k for k in self.engine.config.keys if k not in KNOWN_KEY_IDS)
+            if unknown:
+                self.notify(f"[keys] in .lanes/config.toml names unknown key ids: {', '.join(unknown)}; "
+                            f"known: {', '.join(sorted(KNOWN_KEY_IDS))}", severity="warning", timeout=15)
             self.set_keymap(dict(self.engine.config.keys))
         screen = DashboardScreen()
         await self.push_screen(screen)

@@ -53,10 +53,20 @@ class DecisionFlows(Screen[None]):
         return lane
 
     def _selected_question(self) -> dict[str, Any] | None:
-        chosen = self.query_one(InboxPane).selected_question
-        if chosen is None:
-            open_ones = [q for q in self.questions if q.get("state") == "open"]
-            chosen = open_ones[0] if open_ones else None
+        """The highlighted question if it is still open, else the oldest open one.
+
+        An orphaned question is answered only when the lead highlighted it on purpose and no one
+        answered it yet: its answer goes into the lane's next attempt.
+        """
+        highlighted = self.query_one(InboxPane).selected_question
+        open_ones = [q for q in self.questions if q.get("state") == "open"]
+        chosen: Any = None
+        if highlighted is not None and highlighted.get("state") == "open":
+            chosen = highlighted
+        elif open_ones:
+            chosen = open_ones[0]
+        elif highlighted is not None and highlighted.get("state") == "orphaned" and "answer" not in highlighted:
+            chosen = highlighted
         if chosen is None:
             self.app.notify("no open question", severity="warning")
         return dict(chosen) if chosen is not None else None

@@ -41,6 +41,13 @@ KEYS: tuple[Key, ...] = (
 )
 
 
+#: Every binding id a lead may remap: the dashboard's and the dialogs'.
+KNOWN_KEY_IDS = frozenset({k.id for k in KEYS} | {
+    "confirm.yes", "confirm.no", "confirm.cancel", "recover.recheck", "recover.relaunch", "recover.cancel",
+    "answer.cancel", "start.submit", "start.cancel", "help.close",
+})
+
+
 def bindings() -> list[Binding]:
     return [Binding(k.key, k.action, k.description, show=k.show, id=k.id, priority=k.priority) for k in KEYS]
 

@@ -133,7 +133,7 @@ class DashboardScreen(DecisionFlows, Screen[None]):
 
     def _apply_questions(self, questions: Any, *, notify: bool) -> None:
         self.questions = [dict(q) for q in questions]
-        self.query_one(InboxPane).sync(self.questions, time.time())
+        self.query_one(InboxPane).sync([q for q in self.questions if self._worth_showing(q)], time.time())
         fresh = [q for q in self.questions if q.get("state") == "open" and q["id"] not in self._known_questions]
         self._known_questions |= {q["id"] for q in self.questions}
         if notify and fresh:
@@ -142,6 +142,14 @@ class DashboardScreen(DecisionFlows, Screen[None]):
                                 severity="warning", timeout=8)
             self.app.bell()
         self._update_attention()
+
+    def _worth_showing(self, question: dict[str, Any]) -> bool:
+        """An orphaned question stays until it is answered or its lane is closed or relaunched."""
+        if question.get("state") != "orphaned":
+            return True
+        lane = self.lanes.get(str(question.get("lane")), {})
+        closed = lane.get("state") in ("accepted", "abandoned") or bool(lane.get("superseded_by"))
+        return "answer" not in question and not closed
 
     @on(StallRaised)
     def _stall_raised(self, message: StallRaised) -> None:

@@ -173,6 +173,8 @@ class AgentRun:
         stop_wait = asyncio.create_task(self.stop_requested.wait())
         watchdog = Watchdog(self.settings.idle_timeout_s)
         begin = self.clock.monotonic()
+        last_tick = begin
+        waited = 0.0  # time spent waiting for the lead does not count against the wall-clock limit
         stalled: Verdict | None = None
         stall_report: dict[str, Any] | None = None
         timed_out: float | None = None
@@ -191,8 +193,12 @@ class AgentRun:
                     if self.on_stall is not None:
                         self.on_stall(stall_report)
                     break
+                now = self.clock.monotonic()
+                if "waiting" in verdict.reasons:
+                    waited += now - last_tick
+                last_tick = now
                 self._set_waiting("waiting" in verdict.reasons)
-                if self.settings.timeout_s > 0 and self.clock.monotonic() - begin >= self.settings.timeout_s:
+                if self.settings.timeout_s > 0 and now - begin - waited >= self.settings.timeout_s:
                     timed_out = self.settings.timeout_s
                     break
             if not waiter.done():

@@ -70,8 +70,9 @@ class DecisionCommands:
             await self._after_command()
 
     async def inspect(self, lane_id: str) -> Findings:
+        """Look without stopping anything: the lead may still cancel the recover dialog."""
         try:
-            return await _offload(lambda: inspect_lane(self.repo, self.config, lane_id))
+            return await _offload(lambda: inspect_lane(self.repo, self.config, lane_id, stop_leftovers=False))
         finally:
             await self._after_command()
 

@@ -1,6 +1,6 @@
 """Writing `.lanes/config.toml`: the commented default of `lanes-tui init` and one-key edits.
 
-Written with tomlkit so the lead's comments survive an edit from the dashboard; every edit is
+Written with tomlkit so the lead's comments survive an edit by lanes-tui; every edit is
 validated by `engine.config.parse_config` before it replaces the file. `engine.config` re-exports
 these functions, so import them from there. Because of that re-export, this module imports
 `engine.config` inside the functions that need it: a top-level import would be circular.
@@ -33,7 +33,7 @@ def default_config_text(repo: Path) -> str:
     lanes, gates = LanesSettings(default_worktree_root()), GatesConfig()
     doc = tomlkit.document()
     for line in ("lanes-tui configuration. Every key is optional: a missing key takes the default shown.",
-                 "Edit freely; changes made from the dashboard keep your comments."):
+                 "Edit freely; lanes-tui keeps your comments when it edits this file."):
         doc.add(tomlkit.comment(line))
     table = tomlkit.table()
     table.add(tomlkit.comment(f'worktree_root = "{lanes.worktree_root}"  # where lane worktrees go; '

@@ -18,7 +18,7 @@ from lanes_tui.engine.clock import Clock
 from lanes_tui.engine.config import Config
 from lanes_tui.engine.errors import LanesError
 from lanes_tui.engine.ids import lane_id_for
-from lanes_tui.engine.launcher import LaunchRequest, launch_lane, stop_lane, supervisor_alive
+from lanes_tui.engine.launcher import LaunchRequest, launch_lane, leftover_processes, stop_lane, supervisor_alive
 from lanes_tui.engine.model import LaneRecord
 from lanes_tui.engine.packet import read_packet
 from lanes_tui.engine.paths import StatePaths
@@ -37,6 +37,7 @@ class Findings:
     reason: str
     result: str | None
     stopped_pids: list[int] = field(default_factory=list)
+    leftover_pids: list[int] = field(default_factory=list)
     stall: dict[str, Any] | None = None
     failed_gates: list[dict[str, Any]] = field(default_factory=list)
     conflict_files: list[str] = field(default_factory=list)
@@ -46,6 +47,8 @@ class Findings:
         lines = [f"{self.lane_id}: {self.state} ({self.reason}); result {self.result or '-'}"]
         if self.stopped_pids:
             lines.append(f"stopped leftover processes: {' '.join(map(str, self.stopped_pids))}")
+        if self.leftover_pids:
+            lines.append(f"leftover processes (stopped when you choose): {' '.join(map(str, self.leftover_pids))}")
         if self.stall:
             lines.append(f"stalled after {self.stall.get('idle_s')}s idle; tree: "
                          + ", ".join(f"{p.get('pid')} {p.get('name')}" for p in self.stall.get("tree", [])))
@@ -53,8 +56,9 @@ class Findings:
             lines.append(f"gate {gate['command']!r} {gate['status']} (exit {gate.get('exit_code')})")
         if self.conflict_files:
             lines.append("conflicts in: " + ", ".join(self.conflict_files))
-        lines.append("--recheck: run the gates again on the worktree as it is (ready if they pass)")
-        lines.append("--relaunch: start the next attempt from the current target with these findings in its prompt")
+        lines.extend(f"your answer: {a}" for a in self.answers)
+        lines.append("recheck: run the gates again on the worktree as it is (ready if they pass)")
+        lines.append("relaunch: start the next attempt from the current target with these findings in its prompt")
         return lines
 
     def prompt_block(self, attempt: int) -> str:
@@ -72,30 +76,36 @@ class Findings:
         return f"\n\n## Findings from attempt {attempt}\n" + "\n".join("> " + line for line in body) + "\n"
 
 
-async def inspect_lane(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None) -> Findings:
-    """Stop leftovers, reconcile, and collect the findings; refuses lanes that need no recovery."""
+async def inspect_lane(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None,
+                       stop_leftovers: bool = True) -> Findings:
+    """Reconcile and collect the findings; refuses lanes that need no recovery or still run.
+
+    With `stop_leftovers` (the command line, and every choice) processes still carrying the lane's
+    environment are stopped first; the dashboard looks without stopping, then stops on the choice.
+    """
     with lane_operation(StatePaths(repo), lane_id, "recover"):
-        return await _inspect(repo, lane_id, clock)
+        return await _inspect(repo, lane_id, clock, stop_leftovers)
 
 
-async def _inspect(repo: Path, lane_id: str, clock: Clock | None) -> Findings:
+async def _inspect(repo: Path, lane_id: str, clock: Clock | None, stop_leftovers: bool) -> Findings:
     store = LaneStore(StatePaths(repo), clock)
     record = store.read(lane_id)
-    if record.state not in RECOVERABLE:
-        if supervisor_alive(repo, lane_id):
-            raise LanesError(f"lane {lane_id} is {record.state} and its supervisor is alive",
-                             f"stop it first (`k` in the dashboard), or wait: `lanes-tui wait {lane_id}`")
-        reconcile_lane(repo, store, record)
-        record = store.read(lane_id)
-        if record.state not in RECOVERABLE:
-            raise LanesError(f"lane {lane_id} is {record.state}; there is nothing to recover")
-    stopped = await stop_lane(repo, lane_id)
-    reconcile_lane(repo, store, store.read(lane_id))
+    if supervisor_alive(repo, lane_id):
+        raise LanesError(f"lane {lane_id} is {record.state} and its supervisor is still at work",
+                         f"stop it first (`k` in the dashboard), or wait: `lanes-tui wait {lane_id}`")
+    reconcile_lane(repo, store, record)
     record = store.read(lane_id)
+    if record.state not in RECOVERABLE:
+        raise LanesError(f"lane {lane_id} is {record.state}; there is nothing to recover")
+    if stop_leftovers:
+        stopped = await stop_lane(repo, lane_id)
+    else:
+        stopped = []
+    left = [] if stop_leftovers else [k.pid for k in leftover_processes(repo, lane_id)]
     packet = read_packet(store.lane_paths(lane_id)) or {}
     return Findings(
         lane_id=lane_id, state=record.state, reason=record.state_reason, result=record.result,
-        stopped_pids=stopped, stall=record.stall,
+        stopped_pids=stopped, leftover_pids=left, stall=record.stall,
         failed_gates=[g for g in packet.get("gates", []) if g.get("status") in ("failed", "timeout")],
         conflict_files=list(packet.get("conflict_files", [])),
         answers=_orphan_answers(repo, lane_id),

@@ -40,6 +40,7 @@ def lane_status(store: LaneStore, record: LaneRecord, now: float | None = None) 
         "cost_estimated": meters.get("cost_estimated", False),
         "session_id": record.session_id,
         "stall": record.stall,
+        "superseded_by": record.superseded_by,
     }
 
 

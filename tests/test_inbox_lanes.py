@@ -38,12 +38,13 @@ def test_killed_lane_orphans_its_question_and_the_answer_starts_the_next_attempt
     write_config(repo)
     lane = run_lane(repo, "ask --yes-no --timeout 120 Use the new schema?\n", lane_id="orphan")
     question = _open_question(repo)
-    killed = cli(repo, "abandon", lane)  # a lead might also press k; abandon stops it for good
-    assert killed.returncode == 0, killed.stderr
+    asyncio.run(stop_lane(repo, lane))  # what `k` in the dashboard does
+    wait_state(repo, lane)
     orphaned = json.loads(cli(repo, "inbox", "--json").stdout)[0]
     assert orphaned["state"] == "orphaned"
     offered = cli(repo, "answer", str(question["id"]), "yes")
     assert offered.returncode == 0 and "recover orphan-a1 --relaunch" in offered.stdout
+    assert cli(repo, "abandon", lane).returncode == 0
 
 
 def test_answer_relaunch_puts_the_answer_in_the_next_prompt(repo: Path) -> None:

@@ -1,0 +1,124 @@
+"""`python -m tests.screenshots` — SVG screenshots of the real dashboard on the embedded demo.
+
+Builds the demo repository (`engine.demo.build_demo`), shortens its idle timeout in the demo's own
+`.lanes/config.toml` (so the stalling lane stalls within seconds, not twenty), starts the demo
+lanes as `lanes-tui --demo` does, and opens the real `LanesApp` at 120×36 with `App.run_test`.
+Once the lanes show every interesting state (ready, waiting on a question, stalled, rejected), it
+saves into `screenshots/`:
+
+- `demo.svg`   the dashboard in that state,
+- `accept.svg` the accept modal of the ready lane (`a`),
+- `help.svg`   the help screen (`?`).
+
+Every lane is stopped and the demo removed afterwards, whatever happens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from lanes_tui.engine.demo import Demo, build_demo, start_demo_lanes
+from lanes_tui.engine.launcher import stop_lane
+from lanes_tui.engine.paths import StatePaths
+
+SIZE = (120, 36)
+OUT = Path(__file__).resolve().parent.parent / "screenshots"
+#: The states the demo screenshot waits for (lane -> states that count), so every pane has something.
+WANTED = {"ready-a1": {"ready"}, "question-a1": {"waiting"}, "stall-a1": {"stalled"},
+          "broken-gates-a1": {"rejected"}, "fallback-a1": {"ready"}, "busy-cpu-a1": {"running"}}
+IDLE_TIMEOUT_S = 8
+
+
+def shorten_idle_timeout(demo: Demo, seconds: int) -> None:
+    """Edit the demo repository's own config (committed there, so its checkout stays clean)."""
+    config = demo.repo / ".lanes" / "config.toml"
+    text, count = re.subn(r"(?m)^idle_timeout_s = \d+", f"idle_timeout_s = {seconds}", config.read_text())
+    if count != 1:
+        raise RuntimeError(f"no idle_timeout_s line in {config}")
+    config.write_text(text)
+    for argv in (["add", str(config)], ["commit", "-q", "-m", "demo: short idle timeout for screenshots"]):
+        subprocess.run(["git", *argv], cwd=demo.repo, check=True, capture_output=True)
+
+
+async def shoot(demo: Demo, out: Path, *, timeout_s: float = 120.0) -> list[Path]:
+    from lanes_tui.app.dashboard import LanesApp
+    from lanes_tui.app.screen import DashboardScreen
+    from lanes_tui.widgets import ConfirmModal, HelpScreen, LanesTable
+
+    app = LanesApp(demo.repo, demo=True)
+    saved = []
+    async with app.run_test(size=SIZE) as pilot:
+        screen = await _until(lambda: app.screen if isinstance(app.screen, DashboardScreen) else None, 30)
+        await _until(lambda: _states_reached(screen.lanes), timeout_s, what=lambda: _states(screen.lanes))
+        await asyncio.sleep(2.5)  # a couple of meter samples and a machine poll, so the meters show values
+        table = screen.query_one(LanesTable)
+        table.move_cursor(row=table.get_row_index("ready-a1"), animate=False)
+        await _until(lambda: screen.selected_lane == "ready-a1", 10)
+        await pilot.pause(1.0)
+        saved.append(Path(app.save_screenshot("demo.svg", str(out))))
+
+        await pilot.press("a")
+        modal = await _until(lambda: app.screen if isinstance(app.screen, ConfirmModal) else None, 30)
+        await pilot.pause(0.5)
+        saved.append(Path(app.save_screenshot("accept.svg", str(out))))
+        await pilot.press("escape")  # `n` / escape: nothing is accepted
+        await _until(lambda: app.screen is not modal, 10)
+
+        await pilot.press("question_mark")
+        await _until(lambda: app.screen if isinstance(app.screen, HelpScreen) else None, 10)
+        await pilot.pause(0.5)
+        saved.append(Path(app.save_screenshot("help.svg", str(out))))
+        await pilot.press("escape")
+    return saved
+
+
+def _states(lanes: dict[str, dict[str, Any]]) -> dict[str, str]:
+    return {lane_id: str(status.get("state")) for lane_id, status in lanes.items()}
+
+
+def _states_reached(lanes: dict[str, dict[str, Any]]) -> bool:
+    states = _states(lanes)
+    return all(states.get(lane) in wanted for lane, wanted in WANTED.items())
+
+
+async def _until(predicate: Any, timeout: float, what: Any = None) -> Any:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        await asyncio.sleep(0.1)
+    raise RuntimeError(f"timed out after {timeout:g}s" + (f": {what()}" if what else ""))
+
+
+async def _stop_all(repo: Path) -> None:
+    await asyncio.gather(*(stop_lane(repo, lane) for lane in StatePaths(repo).lane_ids()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.screenshots", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=OUT, help=f"folder for the SVGs (default {OUT})")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    demo = build_demo()
+    try:
+        shorten_idle_timeout(demo, IDLE_TIMEOUT_S)
+        start_demo_lanes(demo)
+        saved = asyncio.run(shoot(demo, args.out))
+    finally:
+        asyncio.run(_stop_all(demo.repo))
+        demo.remove()
+    for path in saved:
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
