@@ -21,10 +21,10 @@ BADCFG = ("[providers.badcfg]\n"
 
 def write_config(repo: Path, *, idle_timeout_s: float = 30, sample_s: float = 0.2, max_parallel: int = 6,
                  chains: str = 'backend = ["sim"]', extra: str = "", sim_max: int = 20,
-                 gates: str = "commands = []", lanes_extra: str = "") -> Path:
+                 gates: str = "commands = []", lanes_extra: str = "", timeout_s: float = 600) -> Path:
     root = repo.parent / "worktrees"
     text = (f"[lanes]\nworktree_root = \"{root}\"\nmax_parallel = {max_parallel}\n"
-            f"idle_timeout_s = {idle_timeout_s}\nsample_s = {sample_s}\ntimeout_s = 600\n{lanes_extra}\n"
+            f"idle_timeout_s = {idle_timeout_s}\nsample_s = {sample_s}\ntimeout_s = {timeout_s}\n{lanes_extra}\n"
             f"[chains]\n{chains}\n\n[providers.sim]\nmax = {sim_max}\n\n[gates]\n{gates}\n\n{extra}")
     path = repo / ".lanes" / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)

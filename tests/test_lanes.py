@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import time
 from pathlib import Path
 
 import psutil
@@ -204,3 +205,25 @@ def test_quiet_lane_samples_carry_its_process_tree(repo: Path) -> None:
     assert any("lanes_tui.engine.sim" in p["cmdline"] for p in tree)
     wait_state(repo, lane)
     assert status(repo, lane)["state"] == "ready"
+
+
+def test_waiting_for_the_lead_does_not_use_up_the_wall_clock_limit(repo: Path) -> None:
+    write_config(repo, timeout_s=1.5, sample_s=0.1)
+    lane = run_lane(repo, "ask --yes-no --timeout 60 Ready?\nsay thanks\n", lane_id="patient")
+    wait_state(repo, lane, "waiting")
+    qdir = repo / ".lanes/state/inbox" / lane
+    question = wait_for(lambda: [p for p in qdir.glob("q_*.json") if p.name.count(".") == 1])[0]
+    events = repo / ".lanes/state/lanes/patient-a1/events.jsonl"
+    wait_for(lambda: time.time() - json.loads(events.read_text().splitlines()[0])["t"] > 3.0, timeout=10)
+    assert status(repo, lane)["state"] == "waiting"  # twice the limit has passed, all of it waiting
+    assert cli(repo, "answer", question.name.removesuffix(".json"), "yes").returncode == 0
+    wait_state(repo, lane)
+    assert (status(repo, lane)["state"], status(repo, lane)["result"]) == ("ready", "OK")
+
+
+def test_wall_clock_limit_stops_a_busy_lane(repo: Path) -> None:
+    write_config(repo, timeout_s=1.0, sample_s=0.1)
+    lane = run_lane(repo, "print 1000 --rate 20\n", lane_id="toolong")
+    wait_state(repo, lane)
+    row = status(repo, lane)
+    assert row["result"] == "LANE-FAILED" and "wall-clock limit" in row["providers_tried"][0]["reason"]
