@@ -153,8 +153,6 @@ def test_agent_waiting_on_ask_is_not_stalled(repo: Path) -> None:
 def _elapsed(repo: Path, lane: str) -> float:
     events = [json.loads(x) for x in (repo / ".lanes/state/lanes" / lane / "events.jsonl").read_text().splitlines()]
     waiting = [e["t"] for e in events if e.get("state") == "waiting"]
-    import time
-
     return time.time() - waiting[0] if waiting else 0.0
 
 
