@@ -1,7 +1,8 @@
 """One sample of a lane's process tree: CPU seconds, RSS, the process set. Cheap by design.
 
 The supervisor is a child subreaper, so every descendant of the agent (even one that called setsid
-and lost its parent) stays below the supervisor and one `children(recursive=True)` finds the tree.
+and lost its parent) stays below the supervisor, and the kernel's per-task children lists give the
+tree without reading every process on the machine.
 """
 
 from __future__ import annotations
@@ -10,17 +11,15 @@ import os
 
 import psutil
 
+from lanes_tui.engine.procs import descendants
 from lanes_tui.engine.watchdog import ProcInfo
 
 
 def sample_tree(root_pid: int | None = None, *, exclude_self: bool = True) -> tuple[ProcInfo, ...]:
     """The living descendants of `root_pid` (default: this process)."""
     root = root_pid or os.getpid()
-    try:
-        children = psutil.Process(root).children(recursive=True)
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
-        return ()
     infos: list[ProcInfo] = []
+    children = descendants(root)
     for proc in children:
         if exclude_self and proc.pid == os.getpid():
             continue
