@@ -1,0 +1,101 @@
+"""B3: what one supervisor costs: CPU per minute and RSS, idle and printing, small and large worktree.
+
+Each lane's supervisor is measured with psutil over a window (CPU seconds / wall seconds), for an
+idle agent (`sleep`) and one printing 20 lines/s, in a worktree of 100 files and one of 20,000
+files: the watchdog's file signal is inotify, so the sample cost must not grow with the file count.
+
+    python -m tests.bench.b3 [--window 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from tests.bench.env import machine_info
+from tests.bench.report import command_line, markdown, table, write_json
+
+HEADERS = ("worktree files", "agent", "supervisor CPU % of a core", "CPU s per minute", "RSS MB", "USS MB")
+
+
+def _cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "lanes_tui.app", *args], cwd=repo, capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def _repo(root: Path, files: int) -> Path:
+    repo = root / f"project-{files}"
+    repo.mkdir()
+    for argv in (["init", "-q", "-b", "programme"], ["config", "user.name", "bench"],
+                 ["config", "user.email", "bench@lanes.invalid"]):
+        subprocess.run(["git", *argv], cwd=repo, check=True)
+    for index in range(files):
+        folder = repo / f"pkg{index // 100}"
+        folder.mkdir(exist_ok=True)
+        (folder / f"mod{index % 100}.py").write_text(f"VALUE = {index}\n")
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(["git", "commit", "-q", "-m", "init"], cwd=repo, check=True)
+    (repo / ".lanes").mkdir()
+    (repo / ".lanes/config.toml").write_text(
+        f'[lanes]\nworktree_root = "{root / "wt"}"\nsample_s = 5\n[chains]\nbackend = ["sim"]\n'
+        '[gates]\ncommands = []\n')
+    return repo
+
+
+def measure(window_s: float) -> list[dict[str, Any]]:
+    scripts = {"idle": "sleep {t}\n", "printing 20 lines/s": "print {n} --rate 20\n"}
+    results = []
+    with tempfile.TemporaryDirectory(prefix="lanes-bench-b3-") as tmp:
+        lanes: list[tuple[Path, str, int, str]] = []
+        for files in (100, 20_000):
+            repo = _repo(Path(tmp), files)
+            for name, script in scripts.items():
+                text = script.format(t=window_s + 60, n=int((window_s + 60) * 20))
+                proc = _cli(repo, "run", "--prompt", text, "--id", name.split()[0])
+                lanes.append((repo, proc.stdout.strip().splitlines()[-1], files, name))
+        try:
+            time.sleep(8)  # past start-up and the first samples
+            sups = {lane: psutil.Process(json.loads((repo / ".lanes/state/lanes" / lane / "supervisor.json")
+                                                    .read_text())["pid"]) for repo, lane, _, _ in lanes}
+            start = {key: sum(p.cpu_times()[:2]) for key, p in sups.items()}
+            time.sleep(window_s)
+            for _, lane, files, name in lanes:
+                proc = sups[lane]
+                cpu = sum(proc.cpu_times()[:2]) - start[lane]
+                mem = proc.memory_full_info()
+                results.append({"files": files, "agent": name, "cpu_percent": 100 * cpu / window_s,
+                                "cpu_s_per_min": 60 * cpu / window_s, "rss_mb": mem.rss / 1e6, "uss_mb": mem.uss / 1e6})
+        finally:
+            for repo, lane, _, _ in lanes:
+                _cli(repo, "abandon", lane, "--force")
+    return results
+
+
+def row(result: dict[str, Any]) -> list[Any]:
+    return [f"{result['files']:,}", result["agent"], f"{result['cpu_percent']:.3f}", f"{result['cpu_s_per_min']:.3f}",
+            f"{result['rss_mb']:.1f}", f"{result['uss_mb']:.1f}"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench.b3", description=__doc__.splitlines()[0])
+    parser.add_argument("--window", type=float, default=30.0)
+    args = parser.parse_args(argv)
+    results = measure(args.window)
+    rows = [row(r) for r in results]
+    print(table(HEADERS, rows))
+    record = {"bench": "b3", "command": command_line(), "machine": machine_info(), "params": vars(args),
+              "processes_on_machine": len(psutil.pids()), "results": results, "table": markdown(HEADERS, rows)}
+    print(f"wrote {write_json('b3', record)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
