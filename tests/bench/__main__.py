@@ -59,10 +59,12 @@ def run(args: argparse.Namespace, *, command: str | None = None) -> dict[str, di
             if "b1" in names:
                 result = b1.measure(world.repo, size, runs=args.runs, presses=args.presses,
                                     warmup_presses=args.warmup_presses, settle_s=args.settle)
+                world.check_printing()
                 records["b1"]["results"].append(result)
                 print(table(b1.HEADERS, [b1.row(result)]), file=sys.stderr, flush=True)
             if "b2" in names:
                 result = b2.measure(world, size, runs=args.runs, window_s=args.window, steady_s=args.steady)
+                world.check_printing()
                 records["b2"]["results"].append(result)
                 print(table(b2.HEADERS, [b2.row(result)]), file=sys.stderr, flush=True)
     for name, record in records.items():

@@ -26,7 +26,6 @@ from lanes_tui.engine.config import load_config
 from lanes_tui.engine.launcher import LaunchRequest, launch_lane, stop_lane, supervisor_key
 from lanes_tui.engine.paths import StatePaths
 from lanes_tui.engine.store import LaneStore
-from tests.helpers import write_config
 
 #: What every benchmark lane runs: print for much longer than any benchmark lasts, 20 lines a second.
 DEFAULT_SCRIPT = "Benchmark lane: print steadily.\nprint 1000000 --rate {rate} --text \"benchmark output line\"\n"
@@ -77,9 +76,7 @@ class BenchRepo:
         (self.repo / ".gitignore").write_text(".lanes/state/\n")
         _git(self.repo, "add", "-A")
         _git(self.repo, "commit", "-q", "-m", "initial")
-        # Large idle timeout: a benchmark lane must never be stopped by the watchdog half-way.
-        write_config(self.repo, idle_timeout_s=36000, sample_s=self.sample_s, max_parallel=self.capacity,
-                     sim_max=self.capacity)
+        write_bench_config(self.repo, self.capacity, self.sample_s)
 
     # lanes -------------------------------------------------------------------------------------
     def grow_to(self, count: int, *, timeout: float = 600.0) -> float:
@@ -109,6 +106,15 @@ class BenchRepo:
                 states = {lane: store.read(lane).state for lane in pending[:5]}
                 raise RuntimeError(f"{len(pending)} lanes never started printing, e.g. {states}")
             time.sleep(0.2)
+
+    def check_printing(self) -> None:
+        """Every lane is still running (none was stopped by a limit or died): else the figures lie."""
+        store = LaneStore(StatePaths(self.repo))
+        stopped = {lane: store.read(lane).state for lane in self.lanes}
+        stopped = {lane: state for lane, state in stopped.items() if state != "running"}
+        if stopped:
+            raise RuntimeError(f"{len(stopped)} of {len(self.lanes)} lanes stopped during the measurement: "
+                               f"{dict(list(stopped.items())[:5])}")
 
     def _printing(self, store: LaneStore, lane: str) -> bool:
         state = store.read(lane).state
@@ -161,6 +167,19 @@ class BenchRepo:
                 else:
                     os.environ[key] = value
             self._saved_env = {}
+
+
+def write_bench_config(repo: Path, capacity: int, sample_s: float) -> Path:
+    """Like `tests.helpers.write_config`, but no limit can stop a benchmark lane half-way: the
+    watchdog's idle timeout and the wall-clock limit are ten hours."""
+    root = repo.parent / "worktrees"
+    text = (f"[lanes]\nworktree_root = \"{root}\"\nmax_parallel = {capacity}\n"
+            f"idle_timeout_s = 36000\nsample_s = {sample_s:g}\ntimeout_s = 36000\n\n"
+            f"[chains]\nbackend = [\"sim\"]\n\n[providers.sim]\nmax = {capacity}\n\n[gates]\ncommands = []\n")
+    path = repo / ".lanes" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
 
 
 def _git(cwd: Path, *args: str) -> None:
