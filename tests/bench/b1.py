@@ -43,9 +43,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.console import RenderableType
 from textual import events
 from textual._compositor import CompositorUpdate
-from textual.app import RenderableType
 from textual.coordinate import Coordinate
 from textual.screen import Screen
 
@@ -122,6 +122,16 @@ class FrameProbe:
         self._waiters = []
 
 
+def _cursor_on(table: Any, row: int) -> Callable[[], bool]:
+    """The frame shows the cursor on `row`, and `row` inside the table's scrolled window."""
+    return lambda: bool(table.cursor_row == row and _row_visible(table, row))
+
+
+def _output_of(pane: Any, lane_id: object) -> Callable[[], bool]:
+    """The frame shows `lane_id`'s output, scrolled to its end."""
+    return lambda: bool(pane.lane_id == lane_id and pane.is_vertical_scroll_end)
+
+
 def _row_visible(table: Any, row: int) -> bool:
     region = table._get_row_region(row)
     top = int(table.scroll_y) + (table.header_height if table.show_header else 0)
@@ -158,8 +168,8 @@ async def run_once(repo: Path, lanes: int, presses: int, *, warmup_presses: int 
                 direction = -direction
             target = row + direction
             lane_id = table.coordinate_to_cell_key(Coordinate(target, 0)).row_key.value
-            cursor_seen = probe.when(lambda t=target: table.cursor_row == t and _row_visible(table, t))
-            output_seen = probe.when(lambda lane=lane_id: output.lane_id == lane and output.is_vertical_scroll_end)
+            cursor_seen = probe.when(_cursor_on(table, target))
+            output_seen = probe.when(_output_of(output, lane_id))
             start = time.perf_counter()
             driver.send_message(events.Key("down" if direction > 0 else "up", None))
             try:
