@@ -186,7 +186,8 @@ class DashboardScreen(DecisionFlows, Screen[None]):
             return
         self.lanes_app.bridge.select(lane_id)
         if lane_id is not None:
-            self._load_output(lane_id)
+            # After the frame that shows the cursor move: the key feels instant, the tail follows.
+            self.call_after_refresh(self._load_output, lane_id)
             if self.query_one(TabbedContent).active == "tab-diff":
                 self._load_diff(lane_id)
 
