@@ -89,6 +89,7 @@ class EngineBridge:
     def select(self, lane_id: str | None) -> None:
         """The lane on screen changed: pending output of the old one is dropped (it is on disk)."""
         self.selected_lane = lane_id
+        self.engine.output_lanes = {lane_id} if lane_id else set()
         self._output.clear()
         self._held = []  # held until the tail is loaded (`shown`), then replayed past its end
 

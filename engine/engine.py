@@ -80,6 +80,9 @@ class Engine(DecisionCommands):
         self.output_chunk = output_chunk
         self._watched: dict[str, _Watched] = {}
         self._scan_lock = asyncio.Lock()
+        #: Lanes whose new output is read and streamed; None streams every lane's. The dashboard
+        #: follows only the lane on screen, so a hundred printing lanes cost one read per tick.
+        self.output_lanes: set[str] | None = None
         self._subscribers: list[asyncio.Queue[EngineEvent | None]] = []
         self._task: asyncio.Task[None] | None = None
         self._last_reconcile = 0.0
@@ -304,8 +307,8 @@ class Engine(DecisionCommands):
     def _scan_output(self, lane_id: str, watched: _Watched, initial: bool, out: list[EngineEvent]) -> None:
         path = self.paths.lane(lane_id).output
         size = _size(path)
-        if initial:
-            watched.output_offset = size
+        if initial or (self.output_lanes is not None and lane_id not in self.output_lanes):
+            watched.output_offset = size  # nobody reads this lane's output now: it stays on disk
         elif size != watched.output_offset:
             start = watched.output_offset if size > watched.output_offset else 0
             skipped = max(0, size - start - self.output_chunk)
