@@ -21,8 +21,8 @@ from lanes_tui.app.messages import (
     QuestionsUpdated,
     StallRaised,
 )
-from lanes_tui.engine.engine import Engine
-from lanes_tui.engine.events import (
+from lanes_tui.engine import (
+    Engine,
     EngineEvent,
     EngineNotice,
     LaneChanged,

@@ -1,19 +1,32 @@
 """The `lanes-tui` command line: the dashboard by default, headless subcommands for scripts.
 
-Headless commands never import Textual, so `lanes-tui ask` inside a lane starts fast. Every refusal
-is one line on stderr (`lanes-tui: …`) and a non-zero exit; nothing is half-done.
+Headless commands never import Textual, and each subcommand loads only its own module: the command
+word is read before the parser is built, so `lanes-tui ask` inside a lane registers (and imports) the
+inbox commands alone. Every refusal is one line on stderr (`lanes-tui: …`) and a non-zero exit;
+nothing is half-done.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn, cast
 
-from lanes_tui.app import cli_decisions, cli_inbox, cli_lanes
-from lanes_tui.engine.errors import LanesError
+from lanes_tui.engine import LanesError, report_modules_at_exit
+
+#: subcommand -> the module under lanes_tui.app that defines it (and its `add_parsers`).
+COMMAND_MODULES: dict[str, str] = {
+    "init": "cli_lanes", "run": "cli_lanes", "status": "cli_lanes", "wait": "cli_lanes", "doctor": "cli_lanes",
+    "check": "cli_decisions", "accept": "cli_decisions", "abandon": "cli_decisions", "recover": "cli_decisions",
+    "finish": "cli_decisions",
+    "ask": "cli_inbox", "answer": "cli_inbox", "inbox": "cli_inbox",
+}
+#: Global options that take a value: their value is not the command word.
+_VALUE_OPTIONS = ("--repo", "--demo-dir")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -23,7 +36,21 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"lanes-tui: {message} — see `{self.prog} --help`\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_word(argv: Sequence[str]) -> str | None:
+    """The subcommand named in `argv` (skipping global options and their values), or None."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in _VALUE_OPTIONS:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with a known `command`, only that command's module is imported and registered."""
     parser = OneLineParser(
         prog="lanes-tui",
         description="A dashboard for a lead who runs several AI coding agents, each in its own worktree.",
@@ -36,15 +63,18 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--demo-dir", type=Path, default=None, help="with --demo: build the demo under this folder")
     sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
                parser.add_subparsers(dest="command", metavar="COMMAND"))
-    cli_lanes.add_parsers(sub)
-    cli_decisions.add_parsers(sub)
-    cli_inbox.add_parsers(sub)
+    wanted = COMMAND_MODULES.get(command or "")
+    for module in dict.fromkeys(COMMAND_MODULES.values()):  # in order, each once
+        if wanted is None or module == wanted:
+            importlib.import_module(f"lanes_tui.app.{module}").add_parsers(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    report_modules_at_exit("lanes-tui")
+    arguments = sys.argv[1:] if argv is None else argv
+    parser = build_parser(command_word(arguments))
+    args = parser.parse_args(arguments)
     try:
         if args.command is None:
             from lanes_tui.app.run_dashboard import run_dashboard

@@ -7,13 +7,17 @@ import asyncio
 import sys
 
 from lanes_tui.app.cli_lanes import repo_of
-from lanes_tui.engine.abandon import abandon_lane
-from lanes_tui.engine.accept import Accept
-from lanes_tui.engine.accept_plan import plan_accept
-from lanes_tui.engine.check import check_lane
-from lanes_tui.engine.config import load_config
-from lanes_tui.engine.finish import finish
-from lanes_tui.engine.recover import inspect_lane, recheck, relaunch
+from lanes_tui.engine import (
+    Accept,
+    abandon_lane,
+    check_lane,
+    finish,
+    inspect_lane,
+    load_config,
+    plan_accept,
+    recheck,
+    relaunch,
+)
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -29,12 +29,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
-from lanes_tui.engine.clock import RealClock
-from lanes_tui.engine.errors import LanesError
-from lanes_tui.engine.ids import split_lane_id, validate_lane_id
-from lanes_tui.engine.inbox import STATES, InboxStore, QuestionView, wait_for_answer
-from lanes_tui.engine.inbox_files import validate_qid
-from lanes_tui.engine.paths import StatePaths
+from lanes_tui.engine import (
+    QUESTION_STATES,
+    InboxStore,
+    LanesError,
+    QuestionView,
+    RealClock,
+    StatePaths,
+    split_lane_id,
+    validate_lane_id,
+    validate_qid,
+    wait_for_answer,
+)
 
 DEFAULT_TIMEOUT_S = 600.0
 POLL_S = 0.1
@@ -83,7 +89,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     inbox = sub.add_parser("inbox", help="list the questions of every lane")
     inbox.add_argument("--json", action="store_true", help="print a JSON list of question objects")
     inbox.add_argument("--lane", metavar="ID", help="only this lane's questions")
-    inbox.add_argument("--state", metavar="S,...", help=f"only these states ({', '.join(STATES)})")
+    inbox.add_argument("--state", metavar="S,...", help=f"only these states ({', '.join(QUESTION_STATES)})")
     inbox.add_argument("--repo", metavar="PATH", default=argparse.SUPPRESS,
                         help="the repository (default: LANES_HOME or this one)")
     inbox.set_defaults(func=_guarded(_cmd_inbox))
@@ -252,12 +258,10 @@ def _cmd_answer(args: argparse.Namespace) -> int:
 
 def _recoverable(inbox_root: Path, lane: str) -> bool:
     """Only a lane that recover can relaunch is offered the next attempt (not one that went on)."""
-    from lanes_tui.engine.paths import StatePaths
-    from lanes_tui.engine.recover import RECOVERABLE
-    from lanes_tui.engine.store import LaneStore
+    from lanes_tui.engine import RECOVERABLE, read_lane
 
     try:
-        state = LaneStore(StatePaths(inbox_root.parent.parent.parent)).read(lane).state
+        state = read_lane(inbox_root.parent.parent.parent, lane, reconciled=False).state
     except LanesError:
         return False
     return state in RECOVERABLE
@@ -265,8 +269,7 @@ def _recoverable(inbox_root: Path, lane: str) -> bool:
 
 def _relaunch_with_answer(repo: Path, lane: str) -> int:
     """The orphaned lane's next attempt; recover puts the lead's answers into its prompt."""
-    from lanes_tui.engine.config import load_config
-    from lanes_tui.engine.recover import relaunch
+    from lanes_tui.engine import load_config, relaunch
 
     record = asyncio.run(relaunch(repo, load_config(repo), lane))
     print(f"relaunched {lane} as {record.id} with the answer in its prompt")

@@ -11,19 +11,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lanes_tui.engine import worktrees
-from lanes_tui.engine.config import load_config, write_default_config
-from lanes_tui.engine.errors import LanesError
-from lanes_tui.engine.launcher import LaunchRequest, launch_lane, supervisor_alive
-from lanes_tui.engine.model import STATES
-from lanes_tui.engine.paths import StatePaths
-from lanes_tui.engine.plan import phase_prompt
-from lanes_tui.engine.reconcile import reconcile
-from lanes_tui.engine.status import lane_status
-from lanes_tui.engine.store import LaneStore
-
-#: States after which a lane does nothing more by itself.
-SETTLED_STATES = ("exited", "stalled", "ready", "rejected", "conflict", "accepted", "abandoned", "lost")
+from lanes_tui.engine import (
+    SETTLED_STATES,
+    STATES,
+    LanesError,
+    LaunchRequest,
+    StatePaths,
+    find_repo_root,
+    lane_settled,
+    lane_statuses,
+    launch_lane,
+    load_config,
+    phase_prompt,
+    read_lane,
+    reconcile,
+    write_default_config,
+)
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -63,7 +66,7 @@ def repo_of(args: argparse.Namespace) -> Path:
     start = args.repo if getattr(args, "repo", None) else Path.cwd()
     if not Path(start).is_dir():
         raise LanesError(f"--repo {start} is not a directory", "pass the path of a git repository")
-    return worktrees.find_repo_root(Path(start))
+    return find_repo_root(Path(start))
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -94,10 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def statuses(repo: Path, lane_id: str | None = None) -> list[dict[str, Any]]:
-    reconcile(repo)
-    store = LaneStore(StatePaths(repo))
-    records = [store.read(lane_id)] if lane_id else store.all()
-    return [lane_status(store, r) for r in records]
+    return lane_statuses(repo, lane_id)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -125,15 +125,12 @@ def cmd_wait(args: argparse.Namespace) -> int:
     if unknown:
         raise LanesError(f"unknown state(s) in --until: {', '.join(sorted(unknown))}",
                          f"use some of: {' '.join(STATES)}")
-    store = LaneStore(StatePaths(repo))
-    store.read(args.lane_id)
+    read_lane(repo, args.lane_id, reconciled=False)
     deadline = None if args.timeout is None else time.monotonic() + args.timeout
     while True:
-        reconcile(repo)
-        record = store.read(args.lane_id)
+        record = read_lane(repo, args.lane_id)
         # `exited` and `stalled` are on the way to a packet while the supervisor still runs.
-        passing = settled and record.state in ("exited", "stalled") and supervisor_alive(repo, record.id)
-        if record.state in wanted and not passing:
+        if (lane_settled(repo, record) if settled else record.state in wanted):
             print(f"{record.id} {record.state} {record.result or ''}".rstrip())
             return 0
         if deadline is not None and time.monotonic() >= deadline:
@@ -161,10 +158,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         if shutil.which(exe) is None and not os.access(exe, os.X_OK):
             problems += 1
             print(f"PROBLEM: chain provider {name!r} is not installed ({exe} not on PATH)")
-    paths = StatePaths(repo)
-    for lane_id in paths.lane_ids():
+    for lane_id in StatePaths(repo).lane_ids():
         try:
-            LaneStore(paths).read(lane_id)
+            read_lane(repo, lane_id, reconciled=False)
         except LanesError as exc:
             problems += 1
             print(f"PROBLEM: {exc}")

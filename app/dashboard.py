@@ -11,7 +11,7 @@ from lanes_tui.app.bridge import EngineBridge
 from lanes_tui.app.keys import KNOWN_KEY_IDS
 from lanes_tui.app.palette import DashboardCommands
 from lanes_tui.app.screen import DashboardScreen
-from lanes_tui.engine.engine import Engine
+from lanes_tui.engine import Engine
 
 
 class LanesApp(App[None]):

@@ -13,13 +13,11 @@ from textual import work
 from textual.screen import Screen
 
 from lanes_tui.app.keys import help_rows
-from lanes_tui.engine.errors import LanesError
-from lanes_tui.engine.launcher import LaunchRequest
-from lanes_tui.engine.model import TASK_TYPES
+from lanes_tui.engine import TASK_TYPES, LanesError, LaunchRequest
 from lanes_tui.widgets import ConfirmModal, HelpScreen, InboxPane, RecoverModal, StartLaneModal, TextAnswerModal
 
 if TYPE_CHECKING:
-    from lanes_tui.app.dashboard import LanesApp
+    from lanes_tui.app.host import DashboardHost
 
 T = TypeVar("T")
 YES_NO_KINDS = ("yesno", "permission")
@@ -32,7 +30,7 @@ class DecisionFlows(Screen[None]):
     questions: list[dict[str, Any]]
 
     @property
-    def lanes_app(self) -> LanesApp:
+    def lanes_app(self) -> DashboardHost:
         raise NotImplementedError
 
     @property

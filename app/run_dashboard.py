@@ -5,20 +5,18 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from lanes_tui.engine import worktrees
-from lanes_tui.engine.config import load_config
-from lanes_tui.engine.paths import StatePaths
+from lanes_tui.engine import StatePaths, find_repo_root, load_config
 
 
 def run_dashboard(*, repo: Path | None, demo: bool, keep: bool, demo_dir: Path | None = None) -> int:
-    from lanes_tui.engine.demo import build_demo, start_demo_lanes
+    from lanes_tui.engine import build_demo, start_demo_lanes
 
     built = None
     if demo:
         built = build_demo(demo_dir)
         root = built.repo
     else:
-        root = worktrees.find_repo_root(repo or Path.cwd())
+        root = find_repo_root(repo or Path.cwd())
     load_config(root)  # refuse a bad config before anything is drawn
     paths = StatePaths(root)
     paths.ensure()
@@ -43,7 +41,7 @@ def run_dashboard(*, repo: Path | None, demo: bool, keep: bool, demo_dir: Path |
 def _stop_all(repo: Path) -> None:
     import asyncio
 
-    from lanes_tui.engine.launcher import stop_lane
+    from lanes_tui.engine import stop_lane
 
     async def stop() -> None:
         await asyncio.gather(*(stop_lane(repo, lane_id) for lane_id in StatePaths(repo).lane_ids()))

@@ -8,7 +8,7 @@ skip their work while a modal is open.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -19,6 +19,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
 from lanes_tui.app.flows import DecisionFlows
+from lanes_tui.app.host import DashboardHost
 from lanes_tui.app.keys import bindings
 from lanes_tui.app.messages import (
     EngineNoticed,
@@ -39,9 +40,6 @@ from lanes_tui.widgets import (
     WorktreesPane,
 )
 
-if TYPE_CHECKING:
-    from lanes_tui.app.dashboard import LanesApp
-
 OPEN_STATES = ("open", "answered")
 
 
@@ -59,11 +57,10 @@ class DashboardScreen(DecisionFlows, Screen[None]):
         self._poll_timers: dict[str, Timer] = {}
 
     @property
-    def lanes_app(self) -> LanesApp:
-        from lanes_tui.app.dashboard import LanesApp
-
-        assert isinstance(self.app, LanesApp)
-        return self.app
+    def lanes_app(self) -> DashboardHost:
+        app = self.app
+        assert isinstance(app, DashboardHost), "the dashboard screen runs inside LanesApp"
+        return app
 
     def compose(self) -> ComposeResult:
         yield Header()

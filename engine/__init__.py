@@ -1,5 +1,194 @@
-"""The lanes-tui engine: plain asyncio, no Textual or Rich.
+"""The lanes-tui engine: plain asyncio, no Textual or Rich — and its one door for the app.
 
-Everything a lane needs to run headless lives here: config, worktrees, the detached supervisor, the
-watchdog, the state on disk and the `Engine` the dashboard subscribes to.
+The app (the dashboard and the command line) uses the engine only through the names listed in
+`__all__` below: the `Engine` the dashboard subscribes to, the command functions the CLI calls, and
+the typed models, events and errors they exchange. Everything else lives in subpackages that say
+what they own (each `__init__` docstring is its contract):
+
+| subpackage    | owns                                                                    |
+|---------------|-------------------------------------------------------------------------|
+| `core`        | errors, clocks, ids, atomic writes, file-lock slots (no lanes-tui deps) |
+| `state`       | the state folder: paths, lane records, events, status, meters files     |
+| `config`      | `.lanes/config.toml`: typed settings, provider presets, the writer      |
+| `git`         | git on the command line, worktrees, read-only repository views         |
+| `procs`       | child processes: request → handle → outcome, process trees, samples      |
+| `inbox`       | questions and answers as files                                          |
+| `channels`    | how a supervisor reads each provider's stream and talks back             |
+| `lanes`       | launching and running a lane: launcher, agent run, watchdog, runner     |
+| `decisions`   | gates, packets, check, accept, abandon, recover, finish, reconcile      |
+| `supervisor`  | the detached per-lane process (`python -m lanes_tui.engine.supervisor`) |
+| `sim`         | the simulated agent and the demo                                        |
+| `plans`       | tasks from plan files                                                   |
+| `live`        | the `Engine`: the watch loop and the event stream the dashboard reads   |
+
+Packages import only downwards in that table (a test checks there is no circle). Every name here is
+loaded lazily on first use, as Textual's `widgets/__init__.py` does: `lanes-tui ask` touches only
+the inbox, and a supervisor that imports `lanes_tui.engine.supervisor` pays nothing for this door.
 """
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not `from typing import …`: the sim agent, which loads this door, keeps to a tiny budget
+
+#: public name -> the module (under lanes_tui.engine) that defines it, or "module:name" for a rename.
+_EXPORTS: dict[str, str] = {
+    # errors and clocks
+    "LanesError": "core.errors", "ConfigError": "core.errors",
+    "Clock": "core.clock", "RealClock": "core.clock", "report_modules_at_exit": "core.debug",
+    "split_lane_id": "core.ids", "validate_lane_id": "core.ids",
+    # the state and its typed models
+    "StatePaths": "state.paths",
+    "LaneRecord": "state.model", "STATES": "state.model", "RESULTS": "state.model",
+    "TASK_TYPES": "state.model", "LIVE_STATES": "state.model", "SETTLED_STATES": "state.model",
+    "LaneStatus": "state.status",
+    "EngineEvent": "state.events", "EngineNotice": "state.events", "LaneChanged": "state.events",
+    "LaneRemoved": "state.events", "MetersSampled": "state.events", "OutputAppended": "state.events",
+    "QuestionsChanged": "state.events", "StallDetected": "state.events",
+    # config
+    "Config": "config.settings", "load_config": "config.settings",
+    "write_default_config": "config.write", "set_config_value": "config.write",
+    # git
+    "find_repo_root": "git.worktrees",
+    # lanes
+    "LaunchRequest": "lanes.launcher", "launch_lane": "lanes.launcher", "stop_lane": "lanes.launcher",
+    "supervisor_alive": "lanes.launcher",
+    "phase_prompt": "plans.phases",
+    # decisions
+    "Accept": "decisions.accept", "AcceptOutcome": "decisions.accept",
+    "AcceptPlan": "decisions.accept_plan", "plan_accept": "decisions.accept_plan",
+    "AbandonPlan": "decisions.abandon", "abandon_lane": "decisions.abandon", "plan_abandon": "decisions.abandon",
+    "check_lane": "decisions.check",
+    "FinishReport": "decisions.finish", "finish": "decisions.finish",
+    "Findings": "decisions.recover", "RECOVERABLE": "decisions.recover", "inspect_lane": "decisions.recover",
+    "recheck": "decisions.recover", "relaunch": "decisions.recover",
+    "reconcile": "decisions.reconcile",
+    # the inbox
+    "InboxStore": "inbox.store", "QuestionView": "inbox.view", "wait_for_answer": "inbox.store",
+    "QUESTION_STATES": "inbox.files:STATES", "validate_qid": "inbox.files",
+    # the live engine and its queries
+    "Engine": "live.engine",
+    "lane_statuses": "live.queries", "read_lane": "live.queries", "lane_settled": "live.queries",
+    # the demo
+    "Demo": "sim.demo", "build_demo": "sim.demo", "start_demo_lanes": "sim.demo",
+}
+
+if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal by a test)
+    from typing import Any
+
+    from lanes_tui.engine.config.settings import Config, load_config
+    from lanes_tui.engine.config.write import set_config_value, write_default_config
+    from lanes_tui.engine.core.clock import Clock, RealClock
+    from lanes_tui.engine.core.debug import report_modules_at_exit
+    from lanes_tui.engine.core.errors import ConfigError, LanesError
+    from lanes_tui.engine.core.ids import split_lane_id, validate_lane_id
+    from lanes_tui.engine.decisions.abandon import AbandonPlan, abandon_lane, plan_abandon
+    from lanes_tui.engine.decisions.accept import Accept, AcceptOutcome
+    from lanes_tui.engine.decisions.accept_plan import AcceptPlan, plan_accept
+    from lanes_tui.engine.decisions.check import check_lane
+    from lanes_tui.engine.decisions.finish import FinishReport, finish
+    from lanes_tui.engine.decisions.reconcile import reconcile
+    from lanes_tui.engine.decisions.recover import RECOVERABLE, Findings, inspect_lane, recheck, relaunch
+    from lanes_tui.engine.git.worktrees import find_repo_root
+    from lanes_tui.engine.inbox.files import STATES as QUESTION_STATES
+    from lanes_tui.engine.inbox.files import validate_qid
+    from lanes_tui.engine.inbox.store import InboxStore, wait_for_answer
+    from lanes_tui.engine.inbox.view import QuestionView
+    from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, stop_lane, supervisor_alive
+    from lanes_tui.engine.live.engine import Engine
+    from lanes_tui.engine.live.queries import lane_settled, lane_statuses, read_lane
+    from lanes_tui.engine.plans.phases import phase_prompt
+    from lanes_tui.engine.sim.demo import Demo, build_demo, start_demo_lanes
+    from lanes_tui.engine.state.events import (
+        EngineEvent,
+        EngineNotice,
+        LaneChanged,
+        LaneRemoved,
+        MetersSampled,
+        OutputAppended,
+        QuestionsChanged,
+        StallDetected,
+    )
+    from lanes_tui.engine.state.model import LIVE_STATES, RESULTS, SETTLED_STATES, STATES, TASK_TYPES, LaneRecord
+    from lanes_tui.engine.state.paths import StatePaths
+    from lanes_tui.engine.state.status import LaneStatus
+
+__all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
+    "LIVE_STATES",
+    "QUESTION_STATES",
+    "RECOVERABLE",
+    "RESULTS",
+    "SETTLED_STATES",
+    "STATES",
+    "TASK_TYPES",
+    "AbandonPlan",
+    "Accept",
+    "AcceptOutcome",
+    "AcceptPlan",
+    "Clock",
+    "Config",
+    "ConfigError",
+    "Demo",
+    "Engine",
+    "EngineEvent",
+    "EngineNotice",
+    "Findings",
+    "FinishReport",
+    "InboxStore",
+    "LaneChanged",
+    "LaneRecord",
+    "LaneRemoved",
+    "LaneStatus",
+    "LanesError",
+    "LaunchRequest",
+    "MetersSampled",
+    "OutputAppended",
+    "QuestionView",
+    "QuestionsChanged",
+    "RealClock",
+    "StallDetected",
+    "StatePaths",
+    "abandon_lane",
+    "build_demo",
+    "check_lane",
+    "find_repo_root",
+    "finish",
+    "inspect_lane",
+    "lane_settled",
+    "lane_statuses",
+    "launch_lane",
+    "load_config",
+    "phase_prompt",
+    "plan_abandon",
+    "plan_accept",
+    "read_lane",
+    "recheck",
+    "reconcile",
+    "relaunch",
+    "report_modules_at_exit",
+    "set_config_value",
+    "split_lane_id",
+    "start_demo_lanes",
+    "stop_lane",
+    "supervisor_alive",
+    "validate_lane_id",
+    "validate_qid",
+    "wait_for_answer",
+    "write_default_config",
+]
+
+
+def __getattr__(name: str) -> Any:
+    """Import the defining module on first use and cache the name here."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    module, _, attr = module.partition(":")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr or name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

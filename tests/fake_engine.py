@@ -12,17 +12,17 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from lanes_tui.engine.abandon import AbandonPlan
-from lanes_tui.engine.accept import AcceptOutcome
-from lanes_tui.engine.accept_plan import AcceptPlan
-from lanes_tui.engine.config import parse_config
-from lanes_tui.engine.errors import LanesError
-from lanes_tui.engine.events import EngineEvent, LaneChanged, QuestionsChanged
-from lanes_tui.engine.finish import FinishReport
-from lanes_tui.engine.inbox import InboxStore
-from lanes_tui.engine.launcher import LaunchRequest
-from lanes_tui.engine.model import LaneRecord
-from lanes_tui.engine.recover import Findings
+from lanes_tui.engine.config.settings import parse_config
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.decisions.abandon import AbandonPlan
+from lanes_tui.engine.decisions.accept import AcceptOutcome
+from lanes_tui.engine.decisions.accept_plan import AcceptPlan
+from lanes_tui.engine.decisions.finish import FinishReport
+from lanes_tui.engine.decisions.recover import Findings
+from lanes_tui.engine.inbox.store import InboxStore
+from lanes_tui.engine.lanes.launcher import LaunchRequest
+from lanes_tui.engine.state.events import EngineEvent, LaneChanged, QuestionsChanged
+from lanes_tui.engine.state.model import LaneRecord
 
 NOW = time.time()
 

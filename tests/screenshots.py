@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lanes_tui.engine.demo import Demo, build_demo, start_demo_lanes
-from lanes_tui.engine.launcher import stop_lane
-from lanes_tui.engine.paths import StatePaths
+from lanes_tui.engine.lanes.launcher import stop_lane
+from lanes_tui.engine.sim.demo import Demo, build_demo, start_demo_lanes
+from lanes_tui.engine.state.paths import StatePaths
 
 SIZE = (120, 36)
 OUT = Path(__file__).resolve().parent.parent / "screenshots"

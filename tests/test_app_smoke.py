@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lanes_tui.app.dashboard import LanesApp
-from lanes_tui.engine.engine import Engine
+from lanes_tui.engine.live.engine import Engine
 from lanes_tui.widgets import LanesTable
 from tests.helpers import run_lane, wait_state, write_config
 

@@ -204,7 +204,7 @@ async def test_engine_events_arrive_as_batched_messages_in_order(engine: FakeEng
 
 
 async def test_a_new_question_and_a_stall_ring_the_bell(engine: FakeEngine, monkeypatch: pytest.MonkeyPatch) -> None:
-    from lanes_tui.engine.events import StallDetected
+    from lanes_tui.engine.state.events import StallDetected
 
     rings: list[int] = []
     app = make_app(engine)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lanes_tui.engine.meters import PRICES, Usage
+from lanes_tui.engine.state.meters import PRICES, Usage
 from tests.fakes import CODEX_TABLE, CODEX_THREAD, FAKE_CODEX, provider_table
 from tests.helpers import run_lane, status, wait_state, write_config
 

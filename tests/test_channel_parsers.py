@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from lanes_tui.engine.channels import CHANNEL_TYPES, Channel, ChannelContext, make_channel
+from lanes_tui.engine.channels import CHANNEL_MODULES, Channel, ChannelContext, channel_class, make_channel
 from lanes_tui.engine.channels.claude import ClaudeStreamChannel, control_response, user_message
 from lanes_tui.engine.channels.plain import feed_aider_line, parse_count
-from lanes_tui.engine.clock import FakeClock
-from lanes_tui.engine.errors import LanesError
-from lanes_tui.engine.inbox import InboxStore
-from lanes_tui.engine.meters import PRICES, RunMeter, Usage, estimate_usd, price_for
-from lanes_tui.engine.providers import CHANNELS, PRESETS, ProviderConfig
+from lanes_tui.engine.config.providers import CHANNELS, PRESETS, ProviderConfig
+from lanes_tui.engine.core.clock import FakeClock
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.inbox.store import InboxStore
+from lanes_tui.engine.state.meters import PRICES, RunMeter, Usage, estimate_usd, price_for
 
 LANE = "unit-a1"
 
@@ -71,7 +71,10 @@ class Rig:
 
 
 def test_every_configurable_channel_has_a_class() -> None:
-    assert set(CHANNEL_TYPES) == set(CHANNELS)
+    assert set(CHANNEL_MODULES) == set(CHANNELS)
+    for name in CHANNELS:
+        cls = channel_class(name)
+        assert issubclass(cls, Channel) and cls is not Channel, name
 
 
 # --- claude-stream-json ----------------------------------------------------------------------------
@@ -336,7 +339,7 @@ def test_channels_import_no_ui_and_no_pyte_until_a_terminal_is_used() -> None:
     modules = sorted(p.stem for p in (Path(__file__).resolve().parent.parent / "engine" / "channels").glob("*.py"))
     assert {"claude", "pty", "screen", "base"} <= set(modules)
     code = ("import sys\n" + "".join(f"import lanes_tui.engine.channels.{m}\n" for m in modules if m != "__init__")
-            + "import lanes_tui.engine.supervisor\n"
+            + "import lanes_tui.engine.supervisor.main\n"
             "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'pyte'))))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == ""

@@ -14,10 +14,10 @@ import pytest
 from lanes_tui.engine.channels import ChannelContext, make_channel
 from lanes_tui.engine.channels.pty import PtyChannel
 from lanes_tui.engine.channels.screen import DEBOUNCE_S
-from lanes_tui.engine.clock import FakeClock
-from lanes_tui.engine.inbox import InboxStore
-from lanes_tui.engine.meters import RunMeter
-from lanes_tui.engine.providers import PRESETS
+from lanes_tui.engine.config.providers import PRESETS
+from lanes_tui.engine.core.clock import FakeClock
+from lanes_tui.engine.inbox.store import InboxStore
+from lanes_tui.engine.state.meters import RunMeter
 
 LANE = "pty-a1"
 PROMPT = b"Apply edits to calc.py? (Y)es/(N)o [Yes]: "

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from lanes_tui.engine.channels.screen import DEBOUNCE_S, PromptPatterns, Screen
-from lanes_tui.engine.clock import FakeClock
-from lanes_tui.engine.providers import PRESETS
+from lanes_tui.engine.config.providers import PRESETS
+from lanes_tui.engine.core.clock import FakeClock
 
 AIDER_PROMPT = b"Apply edits to calc.py? (Y)es/(N)o [Yes]: "
 #: aider's pattern plus a generic `(y/n)`, so the structural rules (not just the pattern) are tested.
@@ -159,7 +159,7 @@ def test_fingerprint_ignores_the_cursor_but_not_the_text() -> None:
 
 
 def test_unknown_agents_get_every_prompt_pattern() -> None:
-    from lanes_tui.engine.providers import ProviderConfig
+    from lanes_tui.engine.config.providers import ProviderConfig
 
     custom = ProviderConfig("my-agent", ("/opt/bin/aider-nightly",), "arg", "", "", 1, "pty", (), ())
     assert PromptPatterns.for_provider(custom) == PromptPatterns.for_provider(PRESETS["aider"])

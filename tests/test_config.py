@@ -9,22 +9,20 @@ from pathlib import Path
 
 import pytest
 
-from lanes_tui.engine.config import (
+from lanes_tui.engine.config.providers import CHANNELS, PRESETS
+from lanes_tui.engine.config.settings import (
     DEFAULT_CHAINS,
     Config,
     GatesConfig,
     LanesSettings,
     ProviderConfig,
-    default_config_text,
     load_config,
     parse_config,
-    set_config_value,
-    write_default_config,
 )
-from lanes_tui.engine.errors import ConfigError, LanesError
-from lanes_tui.engine.model import TASK_TYPES
-from lanes_tui.engine.paths import default_worktree_root
-from lanes_tui.engine.providers import CHANNELS, PRESETS
+from lanes_tui.engine.config.write import default_config_text, set_config_value, write_default_config
+from lanes_tui.engine.core.errors import ConfigError, LanesError
+from lanes_tui.engine.state.model import TASK_TYPES
+from lanes_tui.engine.state.paths import default_worktree_root
 
 PROMPT = "Fix the login bug; don't touch {model} or $HOME"
 
@@ -95,7 +93,7 @@ def test_config_objects_are_frozen(project: Path) -> None:
 
 
 def test_engine_config_does_not_import_textual() -> None:
-    code = ("import sys, lanes_tui.engine.config, lanes_tui.engine.providers; "
+    code = ("import sys, lanes_tui.engine.config.settings, lanes_tui.engine.config.providers; "
             "assert not {'textual', 'rich'} & set(sys.modules), sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
 

@@ -200,8 +200,8 @@ def test_heavy_slot_serialises_gates(programme: Path, tmp_path: Path) -> None:
 
 
 def test_gate_waiting_past_its_budget_is_not_run(programme: Path) -> None:
-    from lanes_tui.engine import slots
-    from lanes_tui.engine.gates import heavy_slot_dir
+    from lanes_tui.engine.core import slots
+    from lanes_tui.engine.decisions.gates import heavy_slot_dir
 
     repo = programme
     write_config(repo, gates='commands = ["true"]\nslot_wait_s = 0.5')
@@ -314,7 +314,7 @@ def test_finish_removes_merged_and_lists_leftovers(programme: Path) -> None:
 def test_stopping_a_lane_during_its_gates_stops_the_gates(programme: Path, tmp_path: Path) -> None:
     import asyncio
 
-    from lanes_tui.engine.launcher import stop_lane
+    from lanes_tui.engine.lanes.launcher import stop_lane
 
     repo = programme
     write_config(repo, gates=gate_recorder(tmp_path / "g.log", sleep_s=120))

@@ -15,8 +15,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from lanes_tui.engine.launcher import stop_lane, supervisor_alive
-from lanes_tui.engine.paths import StatePaths
+from lanes_tui.engine.lanes.launcher import stop_lane, supervisor_alive
+from lanes_tui.engine.state.paths import StatePaths
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
 

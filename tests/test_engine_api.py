@@ -10,9 +10,9 @@ from pathlib import Path
 
 import psutil
 
-from lanes_tui.engine.engine import Engine
-from lanes_tui.engine.events import LaneChanged, MetersSampled, OutputAppended
-from lanes_tui.engine.launcher import LaunchRequest
+from lanes_tui.engine.lanes.launcher import LaunchRequest
+from lanes_tui.engine.live.engine import Engine
+from lanes_tui.engine.state.events import LaneChanged, MetersSampled, OutputAppended
 from tests.helpers import wait_for, write_config
 
 
@@ -110,8 +110,8 @@ async def test_kill_stops_the_lane_and_its_tree(repo: Path) -> None:
 
 
 async def test_inbox_changes_are_events_and_answers_are_written(repo: Path) -> None:
-    from lanes_tui.engine.events import QuestionsChanged
-    from lanes_tui.engine.inbox import InboxStore
+    from lanes_tui.engine.inbox.store import InboxStore
+    from lanes_tui.engine.state.events import QuestionsChanged
 
     write_config(repo)
     engine = Engine(repo, poll_s=60)  # a tick far away: only the inotify wake-up can deliver in time
@@ -144,7 +144,7 @@ async def test_inbox_changes_are_events_and_answers_are_written(repo: Path) -> N
 
 
 async def test_engine_decision_commands(repo: Path) -> None:
-    from lanes_tui.engine.errors import LanesError
+    from lanes_tui.engine.core.errors import LanesError
 
     git_checkout = __import__("subprocess").run
     git_checkout(["git", "checkout", "-q", "-b", "programme"], cwd=repo, check=True)

@@ -1,34 +1,158 @@
-"""engine/ must never import textual or rich: each module is imported in a fresh interpreter."""
+"""Each process loads only what it runs.
+
+- engine/ never imports textual or rich: every module is imported in a fresh interpreter.
+- A real supervisor (started by `lanes-tui run`, running a sim lane through its gates) never loads
+  tomlkit, GitPython, textual, rich, or a channel its provider does not use.
+- Only engine/git/views.py imports GitPython (the dashboard's read-only views), and only when a view
+  runs; the write path stays on the git command line.
+- `lanes-tui ask`, `answer` and `inbox` load the inbox code and the state paths, nothing else of
+  the engine, and no third-party package at all.
+
+The processes report their `sys.modules` at exit through the `LANESTUI_DEBUG_MODULES` hook
+(`engine/core/debug.py`).
+"""
 
 from __future__ import annotations
 
+import ast
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ENGINE = Path(__file__).resolve().parent.parent / "engine"
-MODULES = sorted(p.stem for p in ENGINE.glob("*.py") if p.stem != "__init__")
+from tests.helpers import run_lane, wait_for, wait_state, write_config
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINE = ROOT / "engine"
+MODULES = sorted(
+    ".".join(p.relative_to(ENGINE).with_suffix("").parts).removesuffix(".__init__").removesuffix("__init__")
+    for p in ENGINE.rglob("*.py") if p.name != "__main__.py"
+)
+UI = ("textual", "rich")
+
+
+def _loaded(code: str) -> set[str]:
+    proc = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint('\\n'.join(sys.modules))"],
+                          capture_output=True, text=True, check=True)
+    return set(proc.stdout.split())
+
+
+def _top(modules: set[str], *names: str) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in names)
 
 
 @pytest.mark.parametrize("module", MODULES)
 def test_engine_module_imports_no_ui(module: str) -> None:
-    code = (f"import sys, lanes_tui.engine.{module}\n"
-            "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich'))\n"
-            "print(','.join(bad))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert proc.stdout.strip() == "", f"lanes_tui.engine.{module} pulled in {proc.stdout.strip()}"
+    name = "lanes_tui.engine" + (f".{module}" if module else "")
+    assert _top(_loaded(f"import {name}"), *UI) == [], f"{name} pulled in the UI"
+
+
+def test_engine_modules_are_all_found() -> None:
+    """Guards the parametrisation above against silently testing nothing."""
+    assert {"supervisor.main", "live.engine", "config.settings", "lanes.watchdog", "lanes.launcher",
+            "inbox.store", ""} <= set(MODULES)
+
+
+def test_the_door_costs_nothing_until_used() -> None:
+    """Importing `lanes_tui.engine` loads no subpackage: the names come on first use."""
+    loaded = _loaded("import lanes_tui.engine")
+    assert sorted(m for m in loaded if m.startswith("lanes_tui.engine.")) == []
+
+
+def _imports_gitpython(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        if any(n == "git" or n.startswith("git.") for n in names):
+            return True
+    return False
+
+
+def test_only_the_read_only_views_import_gitpython() -> None:
+    """Worktree add/remove, commit, rebase and merge stay on the git command line (timeouts, process
+    control); GitPython serves the dashboard's read-only views, from one module."""
+    importers = sorted(p.relative_to(ROOT).as_posix() for p in ENGINE.rglob("*.py") if _imports_gitpython(p))
+    assert importers == ["engine/git/views.py"]
+
+
+def test_the_views_load_gitpython_only_when_used() -> None:
+    """The live engine imports the views at start-up; GitPython comes with the first view asked for."""
+    assert _top(_loaded("import lanes_tui.engine.git.views"), "git") == []
+    assert _top(_loaded("import lanes_tui.engine.live.engine"), "git") == []
 
 
 def test_headless_cli_imports_no_ui() -> None:
     """`lanes-tui ask` runs inside agents' shells: it must not pay for Textual."""
-    code = ("import sys, lanes_tui.app.cli\n"
-            "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich'))))")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert proc.stdout.strip() == ""
+    assert _top(_loaded("import lanes_tui.app.cli"), *UI) == []
 
 
-def test_engine_has_at_least_the_core_modules() -> None:
-    """Guards the parametrisation above against silently testing nothing."""
-    assert {"supervisor", "engine", "config", "watchdog", "launcher"} <= set(MODULES)
+def _reports(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _engine_parts(modules: list[str]) -> set[str]:
+    return {".".join(m.split(".")[:3]) for m in modules if m.startswith("lanes_tui.engine.")}
+
+
+@pytest.mark.slow
+def test_supervisor_loads_no_writer_no_gitpython_no_ui(repo: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    report = tmp_path / "modules.jsonl"
+    monkeypatch.setenv("LANESTUI_DEBUG_MODULES", str(report))
+    write_config(repo, gates='commands = ["{python} -c pass"]')
+    lane = run_lane(repo, "print 3\nwrite note.txt hello", lane_id="lean")
+    assert wait_state(repo, lane, "ready").startswith(f"{lane} ready")
+    # The report is written when the supervisor exits, just after the lane turned ready.
+    supervisors = wait_for(lambda: [r for r in _reports(report) if r["program"] == "supervisor"])
+    assert len(supervisors) == 1, _reports(report)
+    modules = supervisors[0]["modules"]
+    assert isinstance(modules, list)
+    assert _top(set(modules), "tomlkit", "git", "textual", "rich", "pyte") == []
+    assert "lanes_tui.engine.config.write" not in modules
+    assert "lanes_tui.engine.git.views" not in modules
+    # A plain lane loads the plain channel only.
+    channels = sorted(m for m in modules if m.startswith("lanes_tui.engine.channels."))
+    assert channels == ["lanes_tui.engine.channels.base", "lanes_tui.engine.channels.plain"]
+    assert not _engine_parts(modules) & {"lanes_tui.engine.live", "lanes_tui.engine.sim"}
+
+
+def _inbox_only(modules: list[str]) -> None:
+    parts = _engine_parts(modules)
+    assert parts <= {"lanes_tui.engine.core", "lanes_tui.engine.inbox", "lanes_tui.engine.state"}, parts
+    state = sorted(m for m in modules if m.startswith("lanes_tui.engine.state."))
+    assert state == ["lanes_tui.engine.state.paths"], state
+    app = sorted(m for m in modules if m.startswith("lanes_tui.app."))
+    assert app == ["lanes_tui.app.cli", "lanes_tui.app.cli_inbox"], app
+    third_party = _top(set(modules), "tomlkit", "git", "textual", "rich", "psutil", "pyte")
+    assert third_party == [], third_party
+
+
+def test_ask_answer_inbox_load_only_the_inbox(repo: Path, tmp_path: Path) -> None:
+    report = tmp_path / "modules.jsonl"
+    home = repo / ".lanes" / "state"
+    home.mkdir(parents=True)
+    env = {**os.environ, "LANESTUI_DEBUG_MODULES": str(report), "LANES_HOME": str(home),
+           "LANES_LANE": "probe-a1"}
+
+    def run(*args: str, **extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "lanes_tui.app", *args], cwd=repo, capture_output=True,
+                              text=True, env={**env, **extra}, timeout=60, check=False)
+
+    asked = run("ask", "Deploy?", "--yes-no", "--timeout", "0", "--default", "no")
+    assert asked.returncode == 1, asked.stderr  # the default (no) applied at once
+    qid = json.loads(run("inbox", "--json").stdout)[0]["id"]
+    run("ask", "Again?", "--yes-no", "--timeout", "0")
+    open_qid = next(q["id"] for q in json.loads(run("inbox", "--json").stdout) if q["state"] == "open")
+    answered = run("answer", open_qid, "yes")
+    assert answered.returncode == 0, answered.stderr
+    assert qid != open_qid
+    reports = _reports(report)
+    commands = [r for r in reports if r["program"] == "lanes-tui"]
+    assert len(commands) == 5, reports
+    for entry in commands:
+        modules = entry["modules"]
+        assert isinstance(modules, list)
+        _inbox_only(modules)

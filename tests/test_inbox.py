@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from lanes_tui.engine.clock import FakeClock
-from lanes_tui.engine.errors import LanesError
-from lanes_tui.engine.inbox import InboxStore, Option, QuestionView, wait_for_answer
-from lanes_tui.engine.inbox_files import create_json_exclusive
-from lanes_tui.engine.paths import StatePaths
+from lanes_tui.engine.core.clock import FakeClock
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.inbox.files import create_json_exclusive
+from lanes_tui.engine.inbox.store import InboxStore, Option, QuestionView, wait_for_answer
+from lanes_tui.engine.state.paths import StatePaths
 
 LANE = "demo-a1"
 

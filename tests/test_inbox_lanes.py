@@ -6,8 +6,8 @@ import asyncio
 import json
 from pathlib import Path
 
-from lanes_tui.engine.engine import Engine
-from lanes_tui.engine.launcher import stop_lane
+from lanes_tui.engine.lanes.launcher import stop_lane
+from lanes_tui.engine.live.engine import Engine
 from tests.helpers import cli, run_lane, status, wait_for, wait_state, write_config
 
 

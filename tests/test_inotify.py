@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from lanes_tui.engine import inotify
-from lanes_tui.engine.inotify import TreeWatcher
+from lanes_tui.engine.lanes import inotify
+from lanes_tui.engine.lanes.inotify import TreeWatcher
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux-only")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from lanes_tui.engine.sim import CONFIG_ERROR, OUT_OF_BUDGET, parse_script
+from lanes_tui.engine.sim.agent import CONFIG_ERROR, OUT_OF_BUDGET, parse_script
 
 SIM = [sys.executable, "-m", "lanes_tui.engine.sim"]
 
@@ -302,7 +302,7 @@ def test_parse_is_strict_about_step_words() -> None:
 
 
 def test_import_is_light() -> None:
-    code = ("import sys, lanes_tui.engine.sim; "
+    code = ("import sys, lanes_tui.engine.sim.agent; "
             "print(' '.join(m for m in ('subprocess', 'json', 'shutil', 'asyncio', 'typing', 'argparse',"
             " 'textual', 'rich', 'dataclasses') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from lanes_tui.engine.clock import FakeClock
-from lanes_tui.engine.watchdog import ProcInfo, Sample, Watchdog
+from lanes_tui.engine.core.clock import FakeClock
+from lanes_tui.engine.lanes.watchdog import ProcInfo, Sample, Watchdog
 
 AGENT = ProcInfo(pid=100, create_time=1.0, name="agent", cmdline="agent", cpu_s=0.0, rss=10_000_000, ppid=1)
 

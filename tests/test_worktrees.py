@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import git
 
-from lanes_tui.engine.errors import LanesError
-from lanes_tui.engine.paths import default_worktree_root, repo_key
-from lanes_tui.engine.worktrees import (
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.git.worktrees import (
     WorktreeInfo,
     ahead_behind,
     changed_files,
@@ -26,6 +25,7 @@ from lanes_tui.engine.worktrees import (
     unique_commits,
     worktree_digest,
 )
+from lanes_tui.engine.state.paths import default_worktree_root, repo_key
 
 
 @pytest.fixture()

@@ -8,29 +8,40 @@
 | `gemini-stream-json` | Gemini's stream-json           | only through `lanes-tui ask`                |
 | `pty`                | a terminal screen (pyte)       | prompts on the screen ⇄ explicit keys       |
 
-Every channel also feeds the lane's meters (`engine.meters`) and reports the agent's session id.
+Every channel also feeds the lane's meters (`state.meters`) and reports the agent's session id.
+
+Owns: `base` (the Channel interface and the agent's I/O), one module per channel above, `screen`
+and `pty_process` (the terminal a `pty` channel reads).
+May import: `core`, `state`, `config`, `procs`, `inbox`. Never imports `lanes`, `decisions`, `live`,
+textual or rich; `pyte` only in the terminal modules, which only a `pty` lane loads.
 """
 
 from __future__ import annotations
 
+import importlib
+
 from lanes_tui.engine.channels.base import POLL_S, AgentIO, Channel, ChannelContext
-from lanes_tui.engine.channels.claude import ClaudeStreamChannel
-from lanes_tui.engine.channels.codex import CodexChannel
-from lanes_tui.engine.channels.gemini import GeminiChannel
-from lanes_tui.engine.channels.plain import PlainChannel
-from lanes_tui.engine.channels.pty import PtyChannel
 
-__all__ = ["CHANNEL_TYPES", "POLL_S", "AgentIO", "Channel", "ChannelContext", "make_channel"]
+__all__ = ["CHANNEL_MODULES", "POLL_S", "AgentIO", "Channel", "ChannelContext", "channel_class", "make_channel"]
 
-CHANNEL_TYPES: dict[str, type[Channel]] = {
-    "plain": PlainChannel,
-    "claude-stream-json": ClaudeStreamChannel,
-    "codex-json": CodexChannel,
-    "gemini-stream-json": GeminiChannel,
-    "pty": PtyChannel,
+#: channel key -> (module under this package, class). A supervisor imports only the module of the
+#: channel its provider uses: a plain lane never loads the Claude protocol or pyte's terminal.
+CHANNEL_MODULES: dict[str, tuple[str, str]] = {
+    "plain": ("plain", "PlainChannel"),
+    "claude-stream-json": ("claude", "ClaudeStreamChannel"),
+    "codex-json": ("codex", "CodexChannel"),
+    "gemini-stream-json": ("gemini", "GeminiChannel"),
+    "pty": ("pty", "PtyChannel"),
 }
+
+
+def channel_class(name: str) -> type[Channel]:
+    """The channel class for a `channel` key, imported on first use (plain for an unknown key)."""
+    module, cls = CHANNEL_MODULES.get(name, CHANNEL_MODULES["plain"])
+    found: type[Channel] = getattr(importlib.import_module(f"{__name__}.{module}"), cls)
+    return found
 
 
 def make_channel(ctx: ChannelContext) -> Channel:
     """The channel the provider's `channel` key names (the config loader has validated it)."""
-    return CHANNEL_TYPES.get(ctx.provider.channel, PlainChannel)(ctx)
+    return channel_class(ctx.provider.channel)(ctx)

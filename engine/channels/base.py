@@ -1,7 +1,7 @@
 """What every channel shares: its context, the way back to the agent, and the no-op defaults.
 
 A channel is the supervisor's reading of one provider run: it sees every output line (already
-framed by `agent_run`), and, for a pseudo-terminal, the raw bytes; it can write to the agent's stdin
+framed by `lanes.agent_run`), and, for a pseudo-terminal, the raw bytes; it can write to the agent's stdin
 (or terminal); it opens inbox questions and, on each tick, delivers their answers. The supervisor that
 owns the agent's pipes is the only one that talks to it, so a channel survives a dashboard restart.
 """
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from lanes_tui.engine.clock import Clock
-from lanes_tui.engine.errors import LanesError
-from lanes_tui.engine.inbox import InboxStore
-from lanes_tui.engine.meters import FLUSH_S, RunMeter
-from lanes_tui.engine.providers import ProviderConfig
+from lanes_tui.engine.config.providers import ProviderConfig
+from lanes_tui.engine.core.clock import Clock
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.inbox.store import InboxStore
+from lanes_tui.engine.state.meters import FLUSH_S, RunMeter
 
 log = logging.getLogger(__name__)
 

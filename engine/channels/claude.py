@@ -32,10 +32,10 @@ from lanes_tui.engine.channels.base import (
     orphan_question,
     truncate,
 )
-from lanes_tui.engine.errors import LanesError
-from lanes_tui.engine.inbox import Question, QuestionView
-from lanes_tui.engine.meters import Usage
-from lanes_tui.engine.providers import CLAUDE_PERMISSION_ARGS
+from lanes_tui.engine.config.providers import CLAUDE_PERMISSION_ARGS
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.inbox.store import Question, QuestionView
+from lanes_tui.engine.state.meters import Usage
 
 log = logging.getLogger(__name__)
 

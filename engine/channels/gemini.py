@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from lanes_tui.engine.channels.base import Channel, json_line, number
-from lanes_tui.engine.meters import Usage
+from lanes_tui.engine.state.meters import Usage
 
 
 def gemini_usage(stats: object) -> Usage:

@@ -12,7 +12,7 @@ import contextlib
 import re
 
 from lanes_tui.engine.channels.base import Channel
-from lanes_tui.engine.meters import RunMeter, Usage
+from lanes_tui.engine.state.meters import RunMeter, Usage
 
 _NUM = r"[0-9][0-9.,]*\s*[kKmM]?"
 TOKENS_RE = re.compile(

@@ -25,7 +25,7 @@ from typing import Any
 from lanes_tui.engine.channels.base import POLL_S, Channel, cancel_question, orphan_question, truncate
 from lanes_tui.engine.channels.plain import feed_aider_line
 from lanes_tui.engine.channels.screen import COLUMNS, ROWS, PromptPatterns, Screen
-from lanes_tui.engine.errors import LanesError
+from lanes_tui.engine.core.errors import LanesError
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ import termios
 import time
 from collections.abc import Callable
 
-from lanes_tui.engine.procs import ProcessHandle, ProcessRequest
+from lanes_tui.engine.procs.process import ProcessHandle, ProcessRequest
 
 log = logging.getLogger(__name__)
 

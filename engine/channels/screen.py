@@ -26,8 +26,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from lanes_tui.engine.clock import Clock
-from lanes_tui.engine.providers import SCREEN_BUSY, SCREEN_PROMPTS, ProviderConfig, compile_pattern
+from lanes_tui.engine.config.providers import SCREEN_BUSY, SCREEN_PROMPTS, ProviderConfig, compile_pattern
+from lanes_tui.engine.core.clock import Clock
 
 COLUMNS = 120
 ROWS = 40
@@ -47,7 +47,7 @@ _ORDINARY_RE = re.compile(rf"^(?:[+\-*•>]|@@|\d+[.)]\s|\d+\s+[+\-]\s|[{_POINTE
 
 @dataclass(frozen=True)
 class PromptPatterns:
-    """One provider's prompt and busy patterns, compiled (case-insensitive, as in providers.py)."""
+    """One provider's prompt and busy patterns, compiled (case-insensitive, as in `config.providers`)."""
 
     prompts: tuple[re.Pattern[str], ...]
     busy: tuple[re.Pattern[str], ...] = ()

@@ -22,10 +22,10 @@ from typing import Any
 
 import psutil
 
-from lanes_tui.engine.config import load_config
-from lanes_tui.engine.launcher import LaunchRequest, launch_lane, stop_lane, supervisor_key
-from lanes_tui.engine.paths import StatePaths
-from lanes_tui.engine.store import LaneStore
+from lanes_tui.engine.config.settings import load_config
+from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, stop_lane, supervisor_key
+from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.store import LaneStore
 
 #: What every benchmark lane runs: print for much longer than any benchmark lasts, 20 lines a second.
 DEFAULT_SCRIPT = "Benchmark lane: print steadily.\nprint 1000000 --rate {rate} --text \"benchmark output line\"\n"

@@ -14,9 +14,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from lanes_tui.engine.engine import Engine
-from lanes_tui.engine.events import QuestionsChanged
-from lanes_tui.engine.inbox import InboxStore
+from lanes_tui.engine.inbox.store import InboxStore
+from lanes_tui.engine.live.engine import Engine
+from lanes_tui.engine.state.events import QuestionsChanged
 from tests.bench.env import machine_info
 from tests.bench.report import command_line, markdown, percentile, table, write_json
 

@@ -28,7 +28,7 @@ COMMANDS: dict[str, list[str]] = {
     "lanes-tui ask --help": ["-m", "lanes_tui.app", "ask", "--help"],
     "lanes-tui inbox --help": ["-m", "lanes_tui.app", "inbox", "--help"],
     "lanes-tui status --help": ["-m", "lanes_tui.app", "status", "--help"],
-    "import supervisor": ["-c", "import lanes_tui.engine.supervisor"],
+    "import supervisor": ["-c", "import lanes_tui.engine.supervisor.main"],
 }
 
 _WRAPPER = """

@@ -1,0 +1,20 @@
+"""What the dashboard's screens need of the App that hosts them, as a protocol.
+
+The screen and its decision flows reach the engine and the bridge through `self.app`; naming that
+as a protocol (instead of importing `LanesApp`) keeps `dashboard → screen → flows` one-way.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+from lanes_tui.app.bridge import EngineBridge
+from lanes_tui.engine import Engine
+
+
+@runtime_checkable
+class DashboardHost(Protocol):
+    """The App a dashboard screen runs in (`LanesApp` is the one implementation)."""
+
+    engine: Engine
+    bridge: EngineBridge

@@ -1,0 +1,367 @@
+"""`.lanes/config.toml` → typed, frozen settings; every mistake a ConfigError naming key, line and fix.
+
+Read with tomllib (strict, standard); written with tomlkit so the lead's comments survive an edit
+from the dashboard. The dashboard must not start half-configured, so everything is checked up front.
+The writing side (`lanes-tui init`, edits from the dashboard) lives in `config.write`, which imports
+this module and never the other way round: a supervisor reads its config without loading tomlkit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, NoReturn
+
+from lanes_tui.engine.config import providers as pv
+from lanes_tui.engine.config.providers import PRESETS, ProviderConfig
+from lanes_tui.engine.core.errors import ConfigError, LanesError
+from lanes_tui.engine.state.model import TASK_TYPES
+from lanes_tui.engine.state.paths import StatePaths, default_worktree_root, inside
+
+__all__ = ["DEFAULT_CHAINS", "Config", "GatesConfig", "LanesSettings", "ProviderConfig", "load_config", "parse_config"]
+
+DEFAULT_CHAINS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "backend": ("codex", "claude"),
+    "hard": ("claude", "codex"),
+    "ui": ("claude", "gemini"),
+    "tests": ("codex", "claude"),
+    "docs": ("gemini", "claude"),
+})
+assert tuple(DEFAULT_CHAINS) == TASK_TYPES
+NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class LanesSettings:
+    """The `[lanes]` table: where worktrees go, how many lanes at once, when the watchdog fires."""
+
+    worktree_root: Path
+    max_parallel: int = 6
+    timeout_s: float = 3600
+    idle_timeout_s: float = 900  # 0 turns the watchdog off
+    sample_s: float = 5
+    protected_branches: tuple[str, ...] = ("main", "master")
+    target_branch: str | None = None  # None: the branch checked out when the lane starts
+    warn_idle_s: float | None = None  # None: half of idle_timeout_s (the dashboard's early warning)
+
+    @property
+    def warn_after_s(self) -> float | None:
+        """When the dashboard marks a lane as going quiet; None if neither warning nor watchdog is on."""
+        if self.warn_idle_s is not None:
+            return self.warn_idle_s
+        return self.idle_timeout_s / 2 if self.idle_timeout_s > 0 else None
+
+
+@dataclass(frozen=True)
+class GatesConfig:
+    """The `[gates]` table: checks run in the worktree after the agent, inside a heavy slot."""
+
+    commands: tuple[str, ...] = ("python -m pytest -q",)
+    timeout_s: float = 1800
+    slots: int = 1
+    slot_wait_s: float = 600
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole validated config. `path` is None when no file exists and defaults apply."""
+
+    lanes: LanesSettings
+    chains: Mapping[str, tuple[str, ...]]
+    providers: Mapping[str, ProviderConfig]
+    gates: GatesConfig
+    path: Path | None
+    keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+    def chain_for(self, task_type: str, lane: str | None = None) -> list[str]:
+        """Providers to try for a task, first first; `--lane PROVIDER` moves or inserts it in front."""
+        if task_type not in self.chains:
+            raise LanesError(f"unknown task type {task_type!r}",
+                             f"use one of {', '.join(self.chains)} (or add it under [chains])")
+        chain = list(self.chains[task_type])
+        if lane is not None:
+            self.provider(lane)
+            chain = [lane, *(name for name in chain if name != lane)]
+        return chain
+
+    def provider(self, name: str) -> ProviderConfig:
+        try:
+            return self.providers[name]
+        except KeyError:
+            raise LanesError(f"unknown provider {name!r}",
+                             f"use one of {', '.join(self.providers)} (or add [providers.{name}])") from None
+
+
+# --- Reading ---------------------------------------------------------------------------------------
+
+def load_config(repo: Path) -> Config:
+    """The config of `repo`; a missing `.lanes/config.toml` means all defaults."""
+    path = StatePaths(repo).config
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return parse_config("", path=None, repo=repo)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read the config: {exc}", "make it a readable UTF-8 text file",
+                          path=str(path)) from exc
+    return parse_config(text, path=path, repo=repo)
+
+
+def parse_config(text: str, *, path: Path | None, repo: Path) -> Config:
+    """Validate TOML text into a Config; raises ConfigError at the first problem found."""
+    return _Parser(text, path, repo).parse()
+
+
+def _field_names(cls: type[Any], *, skip: tuple[str, ...] = ()) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.name not in skip)
+
+
+_TABLES = ("lanes", "chains", "providers", "gates", "keys")
+
+
+def _did_you_mean(name: str, valid: tuple[str, ...] | list[str]) -> str:
+    close = difflib.get_close_matches(name, list(valid), n=1)
+    listing = f"valid: {', '.join(valid)}"
+    return f"did you mean {close[0]!r}? ({listing})" if close else listing
+
+
+def _shown(value: object) -> str:
+    """A value as the lead wrote it in TOML (`true`, `"6"`), with its type: `boolean true`."""
+    kind = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+            dict: "table"}.get(type(value), type(value).__name__)
+    return f"{kind} {json.dumps(value, default=str)}"
+
+
+class _Parser:
+    """One pass over the parsed TOML with the source text at hand, so errors can name a line."""
+
+    def __init__(self, text: str, path: Path | None, repo: Path) -> None:
+        self.text = text
+        self.path = path
+        self.repo = repo
+
+    def fail(self, key: str, what: str, fix: str) -> NoReturn:
+        raise ConfigError(what, fix, key=key, line=find_key_line(self.text, key),
+                          path=str(self.path) if self.path else None)
+
+    def parse(self) -> Config:
+        try:
+            data = tomllib.loads(self.text)
+        except tomllib.TOMLDecodeError as exc:
+            match = re.search(r"\(at line (\d+), column \d+\)", str(exc))
+            line = int(match.group(1)) if match else None
+            if "(at end of document)" in str(exc):
+                line = max(1, len(self.text.splitlines()))
+            what = re.sub(r"\s*\(at (?:line|end of).*\)$", "", str(exc)) or "syntax error"
+            raise ConfigError(f"malformed TOML: {what}",
+                              "fix the syntax on that line (strings need quotes, arrays [a, b], see toml.io)",
+                              line=line, path=str(self.path) if self.path else None) from exc
+        for name in data:
+            if name not in _TABLES:
+                self.fail(name, f"unknown table or key {name!r}", _did_you_mean(name, _TABLES))
+        for name in _TABLES:
+            if name in data and not isinstance(data[name], dict):
+                self.fail(name, f"{name} must be a table, got {_shown(data[name])}",
+                          f"write it as a [{name}] section")
+        providers = self.providers(data.get("providers", {}))
+        return Config(
+            lanes=self.lanes(data.get("lanes", {})),
+            chains=self.chains(data.get("chains", {}), providers),
+            providers=providers,
+            gates=self.gates(data.get("gates", {})),
+            path=self.path,
+            keys=self.keys(data.get("keys", {})),
+        )
+
+    # typed getters ------------------------------------------------------------------------------
+    def unknown_keys(self, table: str, values: dict[str, Any], valid: tuple[str, ...]) -> None:
+        for key in values:
+            if key not in valid:
+                self.fail(f"{table}.{key}", f"unknown key {key!r} in [{table}]", _did_you_mean(key, valid))
+
+    def string(self, key: str, value: object, *, empty: bool = False) -> str:
+        if not isinstance(value, str):
+            self.fail(key, f"must be a string, got {_shown(value)}",
+                      f'put it in quotes: {key.rsplit(".", 1)[-1]} = "{value}"')
+        if not empty and not value.strip():
+            self.fail(key, "must not be empty", "give a value or delete the line for the default")
+        return value
+
+    def strings(self, key: str, value: object, *, empty_list: bool = True) -> tuple[str, ...]:
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            self.fail(key, f"must be an array of strings, got {_shown(value)}", 'write it as ["a", "b"]')
+        if not empty_list and not value:
+            self.fail(key, "must not be empty", "list at least one entry")
+        if any(not item.strip() for item in value):
+            self.fail(key, "contains an empty string", "remove the empty entry")
+        return tuple(value)
+
+    def integer(self, key: str, value: object, *, minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(key, f"must be a whole number, got {_shown(value)}",
+                      f"write a number without quotes, at least {minimum}")
+        if value < minimum:
+            self.fail(key, f"must be at least {minimum}, got {value}", f"use a number >= {minimum}")
+        return value
+
+    def number(self, key: str, value: object, *, positive: bool) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            self.fail(key, f"must be a number of seconds, got {_shown(value)}",
+                      "write a number without quotes")
+        if value < 0 or (positive and value == 0):
+            bound = "greater than 0" if positive else "0 or more"
+            self.fail(key, f"must be {bound}, got {value}", f"use a number {bound}")
+        return float(value)
+
+    # tables ---------------------------------------------------------------------------------------
+    def lanes(self, raw: dict[str, Any]) -> LanesSettings:
+        self.unknown_keys("lanes", raw, _field_names(LanesSettings))
+        root = default_worktree_root()
+        if "worktree_root" in raw:
+            root = Path(self.string("lanes.worktree_root", raw["worktree_root"])).expanduser()
+            if not root.is_absolute():
+                root = self.repo / root
+        root = root.resolve()
+        if inside(root, self.repo):
+            self.fail("lanes.worktree_root", f"worktree_root {root} is inside the repository {self.repo}",
+                      f"choose a folder outside it, e.g. {default_worktree_root()}")
+        warn = raw.get("warn_idle_s")
+        target = raw.get("target_branch")
+        return LanesSettings(
+            worktree_root=root,
+            max_parallel=self.integer("lanes.max_parallel", raw.get("max_parallel", 6), minimum=1),
+            timeout_s=self.number("lanes.timeout_s", raw.get("timeout_s", 3600), positive=True),
+            idle_timeout_s=self.number("lanes.idle_timeout_s", raw.get("idle_timeout_s", 900),
+                                       positive=False),
+            sample_s=self.number("lanes.sample_s", raw.get("sample_s", 5), positive=True),
+            protected_branches=self.strings("lanes.protected_branches",
+                                            raw.get("protected_branches", ["main", "master"])),
+            target_branch=None if target is None else self.string("lanes.target_branch", target),
+            warn_idle_s=None if warn is None else self.number("lanes.warn_idle_s", warn, positive=True),
+        )
+
+    def providers(self, raw: dict[str, Any]) -> Mapping[str, ProviderConfig]:
+        result = dict(PRESETS)
+        for name, table in raw.items():
+            key = f"providers.{name}"
+            if not NAME_RE.match(name):
+                self.fail(key, f"invalid provider name {name!r}", "use letters, digits, '-' or '_'")
+            if not isinstance(table, dict):
+                self.fail(key, f"must be a table, got {_shown(table)}", f"write it as [providers.{name}]")
+            self.unknown_keys(key, table, _field_names(ProviderConfig, skip=("name",)))
+            if name not in PRESETS and "argv" not in table:
+                self.fail(key, f"provider {name!r} is not a preset and has no argv",
+                          f'add argv = ["my-agent", "--model", "{{model}}"] (presets: {", ".join(PRESETS)})')
+            base = PRESETS.get(name) or ProviderConfig(name, (), "stdin", "", "", 2, "plain", (), ())
+            result[name] = dataclasses.replace(base, **self.provider_values(key, table))
+        return MappingProxyType(result)
+
+    def provider_values(self, key: str, table: dict[str, Any]) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        if "argv" in table:
+            argv = self.strings(f"{key}.argv", table["argv"], empty_list=False)
+            for part in argv:
+                unknown = [p for p in pv.placeholders_in(part) if p not in pv.PLACEHOLDERS]
+                if unknown:
+                    self.fail(f"{key}.argv", f"unknown placeholder {{{unknown[0]}}} in {part!r}",
+                              _did_you_mean(unknown[0], pv.PLACEHOLDERS))
+                if problem := pv.forbidden_arg(part):
+                    self.fail(f"{key}.argv", *problem)
+            values["argv"] = argv
+        for name, choices in (("prompt", pv.PROMPT_MODES), ("channel", pv.CHANNELS)):
+            if name in table:
+                value = self.string(f"{key}.{name}", table[name])
+                if value not in choices:
+                    self.fail(f"{key}.{name}", f"{value!r} is not a valid {name}",
+                              _did_you_mean(value, choices))
+                values[name] = value
+        for name in ("model", "effort"):
+            if name in table:
+                values[name] = self.string(f"{key}.{name}", table[name], empty=True)
+        if "max" in table:
+            values["max"] = self.integer(f"{key}.max", table["max"], minimum=1)
+        for name in ("budget_patterns", "config_patterns"):
+            if name in table:
+                patterns = self.strings(f"{key}.{name}", table[name])
+                for pattern in patterns:
+                    try:
+                        pv.compile_pattern(pattern)
+                    except re.error as exc:
+                        self.fail(f"{key}.{name}", f"pattern {pattern!r} is not a valid regex: {exc}",
+                                  r"fix the regex (escape literal ( [ . with a backslash)")
+                values[name] = patterns
+        return values
+
+    def chains(self, raw: dict[str, Any],
+               providers: Mapping[str, ProviderConfig]) -> Mapping[str, tuple[str, ...]]:
+        result = dict(DEFAULT_CHAINS)
+        for task_type, value in raw.items():
+            key = f"chains.{task_type}"
+            if not NAME_RE.match(task_type):
+                self.fail(key, f"invalid task type {task_type!r}", "use letters, digits, '-' or '_'")
+            chain = self.strings(key, value, empty_list=False)
+            for name in chain:
+                if name not in providers:
+                    self.fail(key, f"chain {task_type!r} names unknown provider {name!r}",
+                              _did_you_mean(name, list(providers)) + f" (or add [providers.{name}])")
+            if len(set(chain)) != len(chain):
+                self.fail(key, f"chain {task_type!r} lists a provider twice", "name each provider once")
+            result[task_type] = chain
+        return MappingProxyType(result)
+
+    def gates(self, raw: dict[str, Any]) -> GatesConfig:
+        self.unknown_keys("gates", raw, _field_names(GatesConfig))
+        return GatesConfig(
+            commands=self.strings("gates.commands", raw.get("commands", ["python -m pytest -q"])),
+            timeout_s=self.number("gates.timeout_s", raw.get("timeout_s", 1800), positive=True),
+            slots=self.integer("gates.slots", raw.get("slots", 1), minimum=1),
+            slot_wait_s=self.number("gates.slot_wait_s", raw.get("slot_wait_s", 600), positive=False),
+        )
+
+    def keys(self, raw: dict[str, Any]) -> Mapping[str, str]:
+        return MappingProxyType({name: self.string(f"keys.{name}", value) for name, value in raw.items()})
+
+
+# --- Finding the line of a key ----------------------------------------------------------------------
+
+_HEADER_RE = re.compile(r"^\s*\[\[?\s*(?P<path>[^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_KEY_PART = r"""(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')"""
+_ASSIGN_RE = re.compile(rf"^\s*(?P<key>{_KEY_PART}(?:\s*\.\s*{_KEY_PART})*)\s*=")
+
+
+def _split_key(dotted: str) -> tuple[str, ...]:
+    parts = re.findall(r"""\s*("[^"]*"|'[^']*'|[^.\s]+)\s*(?:\.|$)""", dotted)
+    return tuple(part[1:-1] if part[:1] in "\"'" else part for part in parts)
+
+
+def find_key_line(text: str, dotted_key: str) -> int | None:
+    """1-based line where `dotted_key` is set, else where its nearest enclosing table is; None if neither.
+
+    A light scan (headers and `key =` lines, no multi-line strings): enough to point the lead at the
+    right place, which is all a line number in an error is for.
+    """
+    target = tuple(dotted_key.split("."))
+    best: tuple[int, int] | None = None  # (matched parts, line)
+    table: tuple[str, ...] = ()
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _HEADER_RE.match(line)
+        if header:
+            table = _split_key(header.group("path"))
+            full = table
+        else:
+            assign = _ASSIGN_RE.match(line)
+            if not assign:
+                continue
+            full = table + _split_key(assign.group("key"))
+        if full == target[:len(full)] and (best is None or len(full) > best[0]):
+            best = (len(full), number)
+            if len(full) == len(target):
+                return number
+    return best[1] if best else None

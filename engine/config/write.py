@@ -1,0 +1,118 @@
+"""Writing `.lanes/config.toml`: the commented default of `lanes-tui init` and one-key edits.
+
+Written with tomlkit so the lead's comments survive an edit by lanes-tui; every edit is
+validated by `settings.parse_config` before it replaces the file. Only this module of the engine
+imports tomlkit, and nothing a lane runs imports this module.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+
+from lanes_tui.engine.config import providers as pv
+from lanes_tui.engine.config.settings import DEFAULT_CHAINS, GatesConfig, LanesSettings, parse_config
+from lanes_tui.engine.core.atomic import write_text_atomic
+from lanes_tui.engine.core.errors import ConfigError, LanesError
+from lanes_tui.engine.state.paths import StatePaths, default_worktree_root
+
+__all__ = ["default_config_text", "set_config_value", "write_default_config"]
+
+
+def default_config_text(repo: Path) -> str:
+    """The commented default config `lanes-tui init` writes: every key, its default and what it does.
+
+    Keys whose default depends on the machine or the moment (worktree_root, target_branch) stay
+    commented out, so a tracked config works for every lead; provider presets are described, not
+    copied, so a preset fix reaches the lead without an edit.
+    """
+    lanes, gates = LanesSettings(default_worktree_root()), GatesConfig()
+    doc = tomlkit.document()
+    for line in ("lanes-tui configuration. Every key is optional: a missing key takes the default shown.",
+                 "Edit freely; lanes-tui keeps your comments when it edits this file."):
+        doc.add(tomlkit.comment(line))
+    table = tomlkit.table()
+    table.add(tomlkit.comment(f'worktree_root = "{lanes.worktree_root}"  # where lane worktrees go; '
+                              f"must be outside the repository ({repo.name}); relative = to the repository"))
+    _add(table, "max_parallel", lanes.max_parallel, "lanes running at once")
+    _add(table, "timeout_s", int(lanes.timeout_s), "wall-clock limit of one provider run, seconds")
+    _add(table, "idle_timeout_s", int(lanes.idle_timeout_s),
+         "watchdog: no output, file change or CPU for this long = stalled; 0 turns it off")
+    _add(table, "sample_s", int(lanes.sample_s), "how often the watchdog samples a lane, seconds")
+    _add(table, "protected_branches", list(lanes.protected_branches), "accept never merges into these")
+    table.add(tomlkit.comment('target_branch = "main"  # where accept merges; default: the branch checked '
+                              "out when the lane starts"))
+    table.add(tomlkit.comment("warn_idle_s = 450  # the dashboard marks a quiet lane after this long; "
+                              "default: half of idle_timeout_s"))
+    doc.add("lanes", table)
+    table = tomlkit.table()
+    table.add(tomlkit.comment("task type -> providers, first tried first; OUT-OF-BUDGET moves on to the "
+                              "next in the same worktree."))
+    table.add(tomlkit.comment("Add a line to create a task type (`lanes-tui run --type NAME`)."))
+    for task_type, chain in DEFAULT_CHAINS.items():
+        table.add(task_type, list(chain))
+    doc.add("chains", table)
+    table = tomlkit.table()
+    _add(table, "commands", list(gates.commands), "run in the worktree after the agent; pytest exit 5 passes")
+    _add(table, "timeout_s", int(gates.timeout_s), "per command, seconds")
+    _add(table, "slots", gates.slots, "heavy-run slots: gate runs at once on this machine")
+    _add(table, "slot_wait_s", int(gates.slot_wait_s), "how long a gate run waits for a free slot, seconds")
+    doc.add("gates", table)
+    doc.add(tomlkit.nl())
+    for line in pv.PROVIDERS_HELP:
+        doc.add(tomlkit.comment(line) if line else tomlkit.nl())
+    return tomlkit.dumps(doc)
+
+
+def _add(table: Any, key: str, value: object, comment: str) -> None:
+    table.add(key, value)
+    table[key].comment(comment)
+
+
+def write_default_config(repo: Path, *, force: bool = False) -> Path:
+    """Write `.lanes/config.toml` (refusing to clobber one) and make sure `.lanes/state/` is ignored."""
+    paths = StatePaths(repo)
+    if paths.config.exists() and not force:
+        raise LanesError(f"{paths.config} already exists",
+                         "edit it, or run `lanes-tui init --force` to overwrite")
+    write_text_atomic(paths.config, default_config_text(repo))
+    ignore = paths.lanes_dir / ".gitignore"
+    current = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
+    if "state/" not in current.split():
+        separator = "" if not current or current.endswith("\n") else "\n"
+        write_text_atomic(ignore, f"{current}{separator}state/\n")
+    return paths.config
+
+
+def set_config_value(path: Path, dotted_key: str, value: object, *, repo: Path | None = None) -> None:
+    """Set one key (e.g. `lanes.max_parallel`, `keys.accept`) keeping every comment of the file.
+
+    The edited text is validated before it replaces the file, so an edit can never leave a config the
+    dashboard would refuse to start with. `repo` defaults to the folder holding `.lanes/`.
+    """
+    parts = dotted_key.split(".")
+    if len(parts) < 2 or not all(parts):
+        raise LanesError(f"invalid config key {dotted_key!r}", "use table.key, e.g. lanes.max_parallel")
+    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    try:
+        doc = tomlkit.parse(text)
+    except tomlkit.exceptions.ParseError as exc:
+        raise ConfigError(f"malformed TOML: {exc}", "fix the file by hand first", path=str(path)) from exc
+    container: Any = doc
+    for part in parts[:-1]:
+        if part not in container:
+            container[part] = tomlkit.table(is_super_table=container is doc and part == "providers")
+        container = container[part]
+        if not isinstance(container, dict):
+            raise ConfigError(f"{part} is not a table", "edit the file by hand", key=dotted_key,
+                              path=str(path))
+    if isinstance(value, Path):
+        value = str(value)
+    elif isinstance(value, tuple):
+        value = list(value)
+    container[parts[-1]] = value
+    new_text = tomlkit.dumps(doc)
+    parse_config(new_text, path=path, repo=repo if repo is not None else path.parent.parent)
+    write_text_atomic(path, new_text)

@@ -1,0 +1,8 @@
+"""Foundations every other part uses: errors, clocks, lane ids, atomic writes, file-lock slots.
+
+Owns: `errors` (LanesError / ConfigError: one line with its fix), `clock` (real and fake clocks, so
+timing is proved without sleeping), `ids` (lane ids, slugs, `lane/` branches), `atomic` (temp file,
+fsync, `os.replace`; JSON lines), `slots` (counted slots held by `flock`).
+May import: the standard library only. Never imports another lanes-tui package, psutil, tomlkit,
+textual or rich: everything imports it, so it must cost nothing.
+"""

@@ -1,0 +1,98 @@
+"""Counted slots through OS file locks: the lane queue (max_parallel, per-provider max) and heavy runs.
+
+A slot is `slot-N.lock` in a folder, held with `flock` for as long as the holder lives. The kernel
+drops the lock when the holder dies, so a crashed supervisor never leaks a slot and no central
+scheduler has to be running. The holder writes who it is into the file so meters can show it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lanes_tui.engine.core.clock import Clock, RealClock
+
+
+@dataclass
+class Slot:
+    """A held slot; `release()` (or process death) frees it."""
+
+    path: Path
+    fd: int
+    index: int
+
+    def release(self) -> None:
+        if self.fd < 0:
+            return
+        with contextlib.suppress(OSError):
+            os.ftruncate(self.fd, 0)
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+        self.fd = -1
+
+    def __enter__(self) -> Slot:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+def try_acquire(folder: Path, count: int, holder: dict[str, Any]) -> Slot | None:
+    """Take the first free slot of `count` in `folder` without waiting, or return None."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for index in range(max(1, count)):
+        path = folder / f"slot-{index}.lock"
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        info = dict(holder, pid=os.getpid(), since=time.time())
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(info).encode(), 0)
+        return Slot(path, fd, index)
+    return None
+
+
+async def acquire(folder: Path, count: int, holder: dict[str, Any], *, budget_s: float | None,
+                  clock: Clock | None = None, poll_s: float = 0.2) -> Slot | None:
+    """Wait for a slot; None when `budget_s` passes first (None budget = wait for ever)."""
+    clk = clock or RealClock()
+    start = clk.monotonic()
+    while True:
+        slot = try_acquire(folder, count, holder)
+        if slot is not None:
+            return slot
+        if budget_s is not None and clk.monotonic() - start >= budget_s:
+            return None
+        await clk.sleep(poll_s)
+
+
+def holders(folder: Path) -> list[dict[str, Any]]:
+    """Who holds which slot now: only files whose lock is really held count."""
+    found: list[dict[str, Any]] = []
+    if not folder.is_dir():
+        return found
+    for path in sorted(folder.glob("slot-*.lock")):
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raw = os.pread(fd, 4096, 0)
+                try:
+                    found.append(dict(json.loads(raw or b"{}"), slot=path.name))
+                except ValueError:
+                    found.append({"slot": path.name})
+            else:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+    return found

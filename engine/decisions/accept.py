@@ -1,0 +1,240 @@
+"""The guarded accept: commit → (rebase + gates again) → fast-forward → cleanup, journalled.
+
+Accepts are serialised by a lock. Each step is written to `accept.json` in the lane folder before it
+runs, so a process killed anywhere leaves enough behind for `finish_interrupted_accepts` (run on
+every engine start and by `status`) to finish the accept or roll it back: the target branch only
+ever moves by one fast-forward, and nothing is deleted before the target holds the lane's commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lanes_tui.engine.config.settings import Config, load_config
+from lanes_tui.engine.core import slots
+from lanes_tui.engine.core.atomic import read_json, write_json_atomic
+from lanes_tui.engine.core.clock import Clock, RealClock
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.decisions.accept_plan import AcceptPlan, checkout_of, is_ancestor, plan_accept
+from lanes_tui.engine.decisions.check import gate_lane
+from lanes_tui.engine.decisions.packet import read_packet, write_packet
+from lanes_tui.engine.git import worktrees
+from lanes_tui.engine.git.commands import git_out, nul_list, run_git
+from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.store import LaneStore, lane_operation
+
+log = logging.getLogger(__name__)
+
+#: A test hook: `LANES_TUI_CRASH_AT=merge:before` SIGKILLs this process at that point of the accept.
+CRASH_ENV = "LANES_TUI_CRASH_AT"
+LOCK_WAIT_S = 300.0
+
+
+@dataclass(frozen=True)
+class AcceptOutcome:
+    lane_id: str
+    state: str  # accepted | conflict | rejected
+    message: str
+    merged_sha: str | None = None
+    conflict_files: tuple[str, ...] = ()
+
+
+class Accept:
+    def __init__(self, repo: Path, config: Config, lane_id: str, clock: Clock | None = None) -> None:
+        self.repo = repo
+        self.config = config
+        self.lane_id = lane_id
+        self.clock = clock or RealClock()
+        self.paths = StatePaths(repo)
+        self.store = LaneStore(self.paths, self.clock)
+        self.lane = self.paths.lane(lane_id)
+        self.journal_path = self.lane.dir / "accept.json"
+
+    def journal(self, step: str, **data: Any) -> dict[str, Any]:
+        current = self.read_journal() or {}
+        current.update(data, step=step, lane=self.lane_id, t=self.clock.time())
+        write_json_atomic(self.journal_path, current)
+        self.store.event(self.lane_id, "accept-step", step=step)
+        crash_point(f"{step}:before")
+        return current
+
+    def read_journal(self) -> dict[str, Any] | None:
+        try:
+            data = read_json(self.journal_path)
+        except (FileNotFoundError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    async def run(self, *, message: str | None, override: str | None) -> AcceptOutcome:
+        lock = await slots.acquire(self.paths.locks / "accept", 1, {"lane": self.lane_id}, budget_s=LOCK_WAIT_S)
+        if lock is None:
+            raise LanesError("another accept is still running", "try again when it has finished")
+        with lock:
+            finish_interrupted_accepts(self.repo, self.config)
+            with lane_operation(self.paths, self.lane_id, "accept"):
+                plan = plan_accept(self.repo, self.config, self.lane_id, override=override)
+                plan.raise_if_refused()
+                return await self._run(plan, message, override)
+
+    async def _run(self, plan: AcceptPlan, message: str | None, override: str | None) -> AcceptOutcome:
+        record = self.store.read(self.lane_id)
+        msg = message or f"lane {self.lane_id}: {_first_line(record.prompt)}"
+        self.journal("commit", target=plan.target, target_sha=plan.target_sha, state_before=record.state,
+                     base_sha_before=record.base_sha,
+                     lane_head_before=git_out(plan.worktree, "rev-parse", "HEAD"), override=override)
+        lane_head = commit_worktree(plan.worktree, plan.files, msg)
+        crash_point("commit:after")
+        if plan.needs_rebase:
+            self.journal("rebase", lane_head=lane_head)
+            conflict = rebase(plan.worktree, plan.target_sha)
+            if conflict is not None:
+                return self._conflict(conflict)
+            crash_point("rebase:after")
+            lane_head = git_out(plan.worktree, "rev-parse", "HEAD")
+            record = self.store.read(self.lane_id)
+            record.base_sha = plan.target_sha
+            self.store.write(record)
+            packet = await gate_lane(self.repo, self.config, self.store, record, by_lead=True, clock=self.clock)
+            if packet.get("gates_status") not in ("passed", "none") and override is None:
+                self.journal_path.unlink()
+                return AcceptOutcome(self.lane_id, "rejected", f"accept {self.lane_id} stopped: gates failed after "
+                                     f"rebasing onto {plan.target}; nothing was merged")
+        self.journal("merge", lane_head=lane_head)
+        fast_forward(self.repo, plan.target, plan.target_sha, lane_head)
+        crash_point("merge:after")
+        self.journal("cleanup", merged_sha=lane_head)
+        self._cleanup(lane_head, override)
+        text = f"accepted {self.lane_id} into {plan.target} at {lane_head[:10]}"
+        return AcceptOutcome(self.lane_id, "accepted", text, merged_sha=lane_head)
+
+    def _conflict(self, files: list[str]) -> AcceptOutcome:
+        record = self.store.read(self.lane_id)
+        packet = read_packet(self.lane) or {}
+        packet["conflict_files"] = files
+        write_packet(self.lane, packet)
+        self.store.transition(record, "conflict", "rebase onto the target conflicts in " + ", ".join(files),
+                              files=files)
+        self.journal_path.unlink()
+        return AcceptOutcome(self.lane_id, "conflict", f"accept {self.lane_id} stopped: rebase conflicts in "
+                             + ", ".join(files) + "; nothing was merged", conflict_files=tuple(files))
+
+    def _cleanup(self, merged_sha: str, override: str | None) -> None:
+        record = self.store.read(self.lane_id)
+        worktrees.remove_worktree(self.repo, self.config.lanes.worktree_root, Path(record.worktree), record.branch)
+        crash_point("cleanup:after")
+        packet = read_packet(self.lane) or {}
+        packet["accepted_sha"] = merged_sha
+        packet["accepted_at"] = self.clock.time()
+        if override:
+            packet["override"] = override
+        write_packet(self.lane, packet)
+        self.store.transition(record, "accepted", f"merged into {record.target_branch} at {merged_sha[:10]}",
+                              sha=merged_sha)
+        with contextlib.suppress(FileNotFoundError):
+            self.journal_path.unlink()
+
+
+def commit_worktree(worktree: Path, files: list[str], message: str) -> str:
+    """Stage exactly the changed files and commit them (if anything is staged); return HEAD."""
+    if files:
+        run_git(worktree, "add", "-A", "--", *files)
+    staged = run_git(worktree, "diff", "--cached", "--quiet", check=False).returncode != 0
+    if staged:
+        run_git(worktree, "commit", "-q", "--no-verify", "-m", message)
+    return git_out(worktree, "rev-parse", "HEAD")
+
+
+def rebase(worktree: Path, onto: str) -> list[str] | None:
+    """Rebase the lane onto `onto`; on conflict abort and return the conflicting files."""
+    if run_git(worktree, "rebase", "-q", onto, check=False).returncode == 0:
+        return None
+    files = nul_list(run_git(worktree, "diff", "--name-only", "-z", "--diff-filter=U", check=False).stdout)
+    run_git(worktree, "rebase", "--abort", check=False)
+    return files or ["(git reported a failure without conflicting files)"]
+
+
+def fast_forward(repo: Path, target: str, expected: str, new: str) -> None:
+    """Move `target` from `expected` to `new`, only as a fast-forward, wherever it is checked out."""
+    checkout = checkout_of(repo, target)
+    if checkout is not None:
+        run_git(checkout, "merge", "--ff-only", "-q", new,
+                fix="the target changed under the accept; run the accept again")
+    else:
+        run_git(repo, "update-ref", "-m", f"lanes-tui accept {new[:10]}", f"refs/heads/{target}", new, expected,
+                fix="the target changed under the accept; run the accept again")
+
+
+def crash_point(name: str) -> None:
+    if os.environ.get(CRASH_ENV) == name:
+        log.warning("test hook: crashing at %s", name)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()[:72]
+    return "work of the lane"
+
+
+def recover_interrupted_accepts(repo: Path) -> list[str]:
+    """Finish or roll back half-done accepts, unless an accept is running right now (it holds the lock)."""
+    paths = StatePaths(repo)
+    if not any(paths.lanes.glob("*/accept.json")):
+        return []
+    lock = slots.try_acquire(paths.locks / "accept", 1, {"lane": "(recovery)"})
+    if lock is None:
+        return []
+    with lock:
+        return finish_interrupted_accepts(repo, load_config(repo))
+
+
+def finish_interrupted_accepts(repo: Path, config: Config) -> list[str]:
+    """Finish or roll back every accept a killed process left half-done; returns what it did."""
+    paths = StatePaths(repo)
+    done = []
+    for lane_id in paths.lane_ids():
+        accept = Accept(repo, config, lane_id)
+        journal = accept.read_journal()
+        if journal is not None:
+            done.append(f"{lane_id}: {_resolve(accept, journal)}")
+    return done
+
+
+def _resolve(accept: Accept, journal: dict[str, Any]) -> str:
+    store, lane_id = accept.store, accept.lane_id
+    record = store.read(lane_id)
+    target = str(journal.get("target", record.target_branch))
+    target_sha = git_out(accept.repo, "rev-parse", f"refs/heads/{target}")
+    worktree = Path(record.worktree)
+    merged = journal.get("merged_sha") or journal.get("lane_head")
+    if journal["step"] in ("merge", "cleanup") and merged and is_ancestor(accept.repo, str(merged), target_sha):
+        accept._cleanup(str(merged), journal.get("override"))
+        return "the merge had happened: accept finished"
+    if worktree.is_dir():
+        if (worktree / ".git").exists() and _rebase_in_progress(worktree):
+            run_git(worktree, "rebase", "--abort", check=False)
+        before = journal.get("lane_head")
+        if journal["step"] == "rebase" and before and git_out(worktree, "rev-parse", "HEAD") != before:
+            run_git(worktree, "reset", "-q", "--hard", str(before))
+            record.base_sha = str(journal.get("base_sha_before", record.base_sha))
+    state_before = str(journal.get("state_before", "ready"))
+    store.transition(record, state_before, "an interrupted accept was rolled back; nothing was merged")
+    accept.journal_path.unlink()
+    return f"rolled back to {state_before}"
+
+
+def _rebase_in_progress(worktree: Path) -> bool:
+    for name in ("rebase-merge", "rebase-apply"):
+        path = Path(git_out(worktree, "rev-parse", "--git-path", name))
+        if not path.is_absolute():
+            path = worktree / path
+        if path.exists():
+            return True
+    return False

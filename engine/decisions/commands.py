@@ -1,0 +1,108 @@
+"""The engine's decision and inbox commands, for the dashboard: each a thin async wrapper.
+
+Decisions do blocking git work and may wait on locks, so each runs on its own event loop in a
+worker thread: the dashboard's loop never stalls behind an accept. Refusals arrive as LanesError,
+which the app shows as a notification with its reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from lanes_tui.engine.config.settings import Config
+from lanes_tui.engine.core.clock import Clock
+from lanes_tui.engine.decisions.abandon import AbandonPlan, abandon_lane, plan_abandon
+from lanes_tui.engine.decisions.accept import Accept, AcceptOutcome
+from lanes_tui.engine.decisions.accept_plan import AcceptPlan, plan_accept
+from lanes_tui.engine.decisions.check import check_lane
+from lanes_tui.engine.decisions.finish import FinishReport, finish
+from lanes_tui.engine.decisions.recover import Findings, inspect_lane, recheck, relaunch
+from lanes_tui.engine.inbox.store import InboxStore
+from lanes_tui.engine.state.model import LaneRecord
+
+T = TypeVar("T")
+
+
+async def _offload(factory: Callable[[], Awaitable[T]]) -> T:
+    """Run a coroutine on a fresh loop in a worker thread."""
+
+    def runner() -> T:
+        async def main() -> T:
+            return await factory()
+
+        return asyncio.run(main())
+
+    return await asyncio.to_thread(runner)
+
+
+class DecisionCommands:
+    """Mixed into `Engine`: needs `repo`, `config`, `clock`, `inbox` and `_after_command()`."""
+
+    repo: Path
+    config: Config
+    clock: Clock
+    inbox: InboxStore
+
+    async def _after_command(self) -> None:
+        raise NotImplementedError
+
+    async def plan_accept(self, lane_id: str, override: str | None = None) -> AcceptPlan:
+        return await asyncio.to_thread(plan_accept, self.repo, self.config, lane_id, override=override)
+
+    async def accept(self, lane_id: str, *, message: str | None = None,
+                     override: str | None = None) -> AcceptOutcome:
+        try:
+            return await _offload(lambda: Accept(self.repo, self.config, lane_id).run(message=message,
+                                                                                       override=override))
+        finally:
+            await self._after_command()
+
+    async def plan_abandon(self, lane_id: str, *, force: bool = False) -> AbandonPlan:
+        return await asyncio.to_thread(plan_abandon, self.repo, self.config, lane_id, force=force)
+
+    async def abandon(self, lane_id: str, *, force: bool = False) -> list[str]:
+        try:
+            return await _offload(lambda: abandon_lane(self.repo, self.config, lane_id, force=force))
+        finally:
+            await self._after_command()
+
+    async def inspect(self, lane_id: str) -> Findings:
+        """Look without stopping anything: the lead may still cancel the recover dialog."""
+        try:
+            return await _offload(lambda: inspect_lane(self.repo, self.config, lane_id, stop_leftovers=False))
+        finally:
+            await self._after_command()
+
+    async def recheck(self, lane_id: str) -> dict[str, Any]:
+        try:
+            return await _offload(lambda: recheck(self.repo, self.config, lane_id))
+        finally:
+            await self._after_command()
+
+    async def relaunch(self, lane_id: str) -> LaneRecord:
+        try:
+            return await _offload(lambda: relaunch(self.repo, self.config, lane_id))
+        finally:
+            await self._after_command()
+
+    async def check(self, lane_id: str) -> dict[str, object]:
+        try:
+            return await _offload(lambda: check_lane(self.repo, self.config, lane_id))
+        finally:
+            await self._after_command()
+
+    async def finish(self) -> FinishReport:
+        try:
+            return await asyncio.to_thread(finish, self.repo, self.config)
+        finally:
+            await self._after_command()
+
+    async def answer(self, qid: str, value: str) -> str:
+        """Write the lead's answer; the asking side (helper or supervisor channel) delivers it."""
+        try:
+            return await asyncio.to_thread(self.inbox.answer, qid, value, by="lead")
+        finally:
+            await self._after_command()

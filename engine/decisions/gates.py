@@ -1,0 +1,156 @@
+"""Gates: the checks a lane's work must pass before it can be accepted.
+
+Each configured command runs in the lane's worktree as an argv list (no shell), in its own process
+group with its own timeout, inside a machine-wide heavy slot so parallel lanes do not run five test
+suites at once on two cores. A gate that could not get a slot is `not-run`, never `failed`: a busy
+machine says nothing about the lane's work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shlex
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from lanes_tui.engine.config.settings import GatesConfig
+from lanes_tui.engine.core import slots
+from lanes_tui.engine.core.clock import Clock, RealClock
+from lanes_tui.engine.procs.process import ProcessHandle, ProcessRequest, StopDeadlines
+from lanes_tui.engine.state.paths import runtime_dir
+
+log = logging.getLogger(__name__)
+
+TAIL_BYTES = 4000
+PYTEST_NO_TESTS = 5
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """One gate's outcome as it goes into the packet."""
+
+    command: str
+    status: str  # passed | failed | timeout | not-run
+    exit_code: int | None
+    output_tail: str
+    duration_s: float
+    started: float
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(asdict(self), passed=self.passed)
+
+
+def heavy_slot_dir() -> Path:
+    return runtime_dir() / "heavy-slots"
+
+
+def gate_argv(command: str) -> list[str]:
+    """Split a configured gate into argv; `{python}` is the interpreter lanes-tui runs on."""
+    argv = shlex.split(command)
+    return [sys.executable if part == "{python}" else part for part in argv]
+
+
+def passes(command: list[str], exit_code: int | None) -> bool:
+    if exit_code == 0:
+        return True
+    return exit_code == PYTEST_NO_TESTS and any("pytest" in part for part in command)
+
+
+async def run_gates(worktree: Path, gates: GatesConfig, *, env: Mapping[str, str], holder: dict[str, Any],
+                    clock: Clock | None = None, slot_dir: Path | None = None,
+                    load_limit: float | None = None) -> list[GateResult]:
+    """Run every gate in order inside one heavy slot; the first failure does not skip the rest."""
+    clk = clock or RealClock()
+    if not gates.commands:
+        return []
+    folder = slot_dir or heavy_slot_dir()
+    waited_from = clk.monotonic()
+    slot = await slots.acquire(folder, gates.slots, holder, budget_s=gates.slot_wait_s, clock=clk)
+    if slot is not None:
+        remaining = max(0.0, gates.slot_wait_s - (clk.monotonic() - waited_from))
+        await _wait_for_load(load_limit if load_limit is not None else 2.0 * (os.cpu_count() or 1),
+                             remaining, clk)
+    if slot is None:
+        waited = clk.monotonic() - waited_from
+        reason = f"not run: every heavy slot ({gates.slots}) stayed busy for {waited:.0f}s"
+        holders = slots.holders(folder)
+        if holders:
+            reason += " (held by " + ", ".join(f"{h.get('lane', '?')} pid {h.get('pid', '?')}" for h in holders) + ")"
+        return [GateResult(c, "not-run", None, reason, 0.0, clk.time()) for c in gates.commands]
+    with slot:
+        return [await run_gate(worktree, command, env=env, timeout_s=gates.timeout_s, clock=clk)
+                for command in gates.commands]
+
+
+async def run_gate(worktree: Path, command: str, *, env: Mapping[str, str], timeout_s: float,
+                   clock: Clock) -> GateResult:
+    started_wall = clock.time()
+    started = time.monotonic()
+    try:
+        argv = gate_argv(command)
+    except ValueError as exc:
+        return GateResult(command, "failed", None, f"cannot parse the gate command: {exc}", 0.0, started_wall)
+    if not argv:
+        return GateResult(command, "failed", None, "empty gate command", 0.0, started_wall)
+    try:
+        request = ProcessRequest(argv, worktree, env, stdin_pipe=False, name=f"gate {argv[0]}")
+        handle = await ProcessHandle.start(request)
+    except OSError as exc:
+        return GateResult(command, "failed", 127, f"cannot start {argv[0]!r}: {exc.strerror or exc}",
+                          0.0, started_wall)
+    tail = bytearray()
+
+    async def collect(stream: asyncio.StreamReader | None) -> None:
+        if stream is None:
+            return
+        while chunk := await stream.read(65536):
+            tail.extend(chunk)
+            if len(tail) > 4 * TAIL_BYTES:
+                del tail[: len(tail) - TAIL_BYTES]
+
+    readers = asyncio.gather(collect(handle.proc.stdout), collect(handle.proc.stderr))
+    try:
+        code = await handle.wait(timeout_s)
+    except asyncio.CancelledError:  # the lane was stopped mid-check: never leave the gate running
+        await asyncio.shield(handle.stop(StopDeadlines(steps=("sigterm", "sigkill"))))
+        readers.cancel()
+        raise
+    status = "passed"
+    if code is None:
+        await handle.stop(StopDeadlines(steps=("sigterm", "sigkill"), sigterm=5.0, sigkill=5.0))
+        status = "timeout"
+    await asyncio.wait_for(readers, 10.0)
+    text = bytes(tail[-TAIL_BYTES:]).decode("utf-8", errors="replace")
+    if status != "timeout":
+        status = "passed" if passes(argv, code) else "failed"
+    else:
+        text += f"\n[lanes-tui: gate timed out after {timeout_s:g}s and was stopped]"
+    log.info("gate %r in %s: %s (exit %s)", command, worktree, status, code)
+    return GateResult(command, status, handle.proc.returncode if status != "timeout" else None, text,
+                      round(time.monotonic() - started, 3), started_wall)
+
+
+async def _wait_for_load(limit: float, budget_s: float, clock: Clock) -> None:
+    """Hold back while the machine is overloaded (load > 2x cores), but never beyond the budget."""
+    start = clock.monotonic()
+    while os.getloadavg()[0] > limit and clock.monotonic() - start < budget_s:
+        await clock.sleep(1.0)
+
+
+def summarise(results: list[GateResult]) -> str:
+    """`passed`, `failed`, `not-run` or `none` for the whole set."""
+    if not results:
+        return "none"
+    if any(r.status == "not-run" for r in results):
+        return "not-run"
+    return "passed" if all(r.passed for r in results) else "failed"

@@ -1,0 +1,91 @@
+"""The lane's result packet (`packet.json`): what ran, what changed, what the gates said, what next.
+
+Accept trusts nothing but this packet and the worktree: the digest in it proves the files are still
+the ones the gates checked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lanes_tui.engine.core.atomic import read_json, write_json_atomic
+from lanes_tui.engine.core.clock import Clock, RealClock
+from lanes_tui.engine.decisions.gates import GateResult, summarise
+from lanes_tui.engine.git import worktrees
+from lanes_tui.engine.state.model import LaneRecord
+from lanes_tui.engine.state.paths import LanePaths
+
+REVIEW_MISSING = "MISSING"
+
+
+def next_step(result: str | None, gates_status: str) -> str:
+    """What the lead would do next: review passed work, redo failed work, take over a stuck lane."""
+    if result == "CONFIG-ERROR":
+        return "stop"
+    if result in ("LANE-STALLED", "FAILED-RESOURCE", "OUT-OF-BUDGET"):
+        return "takeover"
+    if result != "OK" or gates_status == "failed":
+        return "redo"
+    return "review"
+
+
+def build_packet(record: LaneRecord, gates: list[GateResult], *, clock: Clock | None = None,
+                 previous: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Collect the changed files and their digest now, so accept can prove nothing moved since."""
+    worktree = record.worktree
+    changed = worktrees.changed_files(Path(worktree), record.base_sha) if Path(worktree).is_dir() else []
+    digest = worktrees.worktree_digest(Path(worktree), changed) if Path(worktree).is_dir() else ""
+    gates_status = summarise(gates)
+    packet: dict[str, Any] = {
+        "lane": record.id,
+        "task": record.prompt,
+        "type": record.task_type,
+        "attempt": record.attempt,
+        "providers_tried": [dict(a.__dict__) for a in record.providers_tried],
+        "result": record.result,
+        "worktree": worktree,
+        "branch": record.branch,
+        "base_sha": record.base_sha,
+        "target_branch": record.target_branch,
+        "changed_files": changed,
+        "worktree_digest": digest,
+        "gates": [g.to_json() for g in gates],
+        "gates_status": gates_status,
+        "review": REVIEW_MISSING,
+        "next": next_step(record.result, gates_status),
+        "stall": record.stall,
+        "created": (clock or RealClock()).time(),
+    }
+    for kept in ("override", "accepted_sha", "conflict_files", "history"):
+        if previous and kept in previous:
+            packet[kept] = previous[kept]
+    return packet
+
+
+def read_packet(lane: LanePaths) -> dict[str, Any] | None:
+    try:
+        data = read_json(lane.packet)
+    except (FileNotFoundError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_packet(lane: LanePaths, packet: dict[str, Any]) -> None:
+    write_json_atomic(lane.packet, packet)
+
+
+def state_after_gates(record: LaneRecord, gates_status: str, *, by_lead: bool = False) -> tuple[str, str]:
+    """The lane state a finished check leads to, with the reason the lead sees.
+
+    After the agent, gates only decide for a lane that finished OK. A check the lead asks for
+    (`check`, `recover --recheck`) judges the worktree as it is, whatever the agent's result was.
+    """
+    if record.result != "OK" and not by_lead:
+        return ("stalled" if record.result == "LANE-STALLED" else "exited",
+                f"{record.result}: no gates run on a lane that did not finish OK")
+    if gates_status in ("passed", "none"):
+        return "ready", "gates passed" if gates_status == "passed" else "no gates configured"
+    if gates_status == "not-run":
+        return "exited", f"gates not run (heavy slots busy): `lanes-tui check {record.id}` to try again"
+    return "rejected", "a gate failed"

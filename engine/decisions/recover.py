@@ -1,0 +1,157 @@
+"""Recover a lost, stalled, rejected, conflicting or failed lane into a known state.
+
+First no process of the lane may be left (leftovers are stopped and reported); then the lead picks:
+`recheck` runs the gates on the worktree as it is, `relaunch` starts the next attempt from the
+current target with the findings (gate tails, stall report, conflict files) in its prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lanes_tui.engine.config.settings import Config
+from lanes_tui.engine.core.clock import Clock
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.ids import lane_id_for
+from lanes_tui.engine.decisions.check import check_lane
+from lanes_tui.engine.decisions.packet import read_packet
+from lanes_tui.engine.decisions.reconcile import reconcile_lane
+from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, leftover_processes, stop_lane, supervisor_alive
+from lanes_tui.engine.state.model import LaneRecord
+from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.store import LaneStore, lane_operation
+
+RECOVERABLE = frozenset({"lost", "stalled", "rejected", "conflict", "exited"})
+
+
+@dataclass
+class Findings:
+    """What recover found, for the lead to read before choosing."""
+
+    lane_id: str
+    state: str
+    reason: str
+    result: str | None
+    stopped_pids: list[int] = field(default_factory=list)
+    leftover_pids: list[int] = field(default_factory=list)
+    stall: dict[str, Any] | None = None
+    failed_gates: list[dict[str, Any]] = field(default_factory=list)
+    conflict_files: list[str] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)
+
+    def describe(self) -> list[str]:
+        lines = [f"{self.lane_id}: {self.state} ({self.reason}); result {self.result or '-'}"]
+        if self.stopped_pids:
+            lines.append(f"stopped leftover processes: {' '.join(map(str, self.stopped_pids))}")
+        if self.leftover_pids:
+            lines.append(f"leftover processes (stopped when you choose): {' '.join(map(str, self.leftover_pids))}")
+        if self.stall:
+            lines.append(f"stalled after {self.stall.get('idle_s')}s idle; tree: "
+                         + ", ".join(f"{p.get('pid')} {p.get('name')}" for p in self.stall.get("tree", [])))
+        for gate in self.failed_gates:
+            lines.append(f"gate {gate['command']!r} {gate['status']} (exit {gate.get('exit_code')})")
+        if self.conflict_files:
+            lines.append("conflicts in: " + ", ".join(self.conflict_files))
+        lines.extend(f"your answer: {a}" for a in self.answers)
+        lines.append("recheck: run the gates again on the worktree as it is (ready if they pass)")
+        lines.append("relaunch: start the next attempt from the current target with these findings in its prompt")
+        return lines
+
+    def prompt_block(self, attempt: int) -> str:
+        """The findings as text for the next attempt's prompt; each line quoted so no agent runs it."""
+        body = [f"Attempt {attempt} ended {self.state} ({self.reason})."]
+        if self.stall:
+            body.append(f"Stall report: idle {self.stall.get('idle_s')}s; processes: "
+                        + json.dumps(self.stall.get("tree", []))[:1500])
+        for gate in self.failed_gates:
+            body.append(f"Gate {gate['command']!r} {gate['status']}; output tail:")
+            body.extend(str(gate.get("output_tail", ""))[-1500:].splitlines())
+        if self.conflict_files:
+            body.append("Rebasing onto the target conflicted in: " + ", ".join(self.conflict_files))
+        body.extend(f"The lead answered: {a}" for a in self.answers)
+        return f"\n\n## Findings from attempt {attempt}\n" + "\n".join("> " + line for line in body) + "\n"
+
+
+async def inspect_lane(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None,
+                       stop_leftovers: bool = True) -> Findings:
+    """Reconcile and collect the findings; refuses lanes that need no recovery or still run.
+
+    With `stop_leftovers` (the command line, and every choice) processes still carrying the lane's
+    environment are stopped first; the dashboard looks without stopping, then stops on the choice.
+    """
+    with lane_operation(StatePaths(repo), lane_id, "recover"):
+        return await _inspect(repo, lane_id, clock, stop_leftovers)
+
+
+async def _inspect(repo: Path, lane_id: str, clock: Clock | None, stop_leftovers: bool) -> Findings:
+    store = LaneStore(StatePaths(repo), clock)
+    record = store.read(lane_id)
+    if supervisor_alive(repo, lane_id):
+        raise LanesError(f"lane {lane_id} is {record.state} and its supervisor is still at work",
+                         f"stop it first (`k` in the dashboard), or wait: `lanes-tui wait {lane_id}`")
+    reconcile_lane(repo, store, record)
+    record = store.read(lane_id)
+    if record.state not in RECOVERABLE:
+        raise LanesError(f"lane {lane_id} is {record.state}; there is nothing to recover")
+    if stop_leftovers:
+        stopped = await stop_lane(repo, lane_id)
+    else:
+        stopped = []
+    left = [] if stop_leftovers else [k.pid for k in leftover_processes(repo, lane_id)]
+    packet = read_packet(store.lane_paths(lane_id)) or {}
+    return Findings(
+        lane_id=lane_id, state=record.state, reason=record.state_reason, result=record.result,
+        stopped_pids=stopped, leftover_pids=left, stall=record.stall,
+        failed_gates=[g for g in packet.get("gates", []) if g.get("status") in ("failed", "timeout")],
+        conflict_files=list(packet.get("conflict_files", [])),
+        answers=_orphan_answers(repo, lane_id),
+    )
+
+
+async def recheck(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None) -> dict[str, Any]:
+    await inspect_lane(repo, config, lane_id, clock=clock)
+    return dict(await check_lane(repo, config, lane_id, clock=clock))
+
+
+async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None) -> LaneRecord:
+    findings = await inspect_lane(repo, config, lane_id, clock=clock)
+    store = LaneStore(StatePaths(repo), clock)
+    old = store.read(lane_id)
+    attempt = next_attempt(StatePaths(repo), old.slug)
+    prompt = _original_prompt(old.prompt) + findings.prompt_block(old.attempt)
+    request = LaunchRequest(prompt=prompt, task_type=old.task_type, slug=old.slug, attempt=attempt,
+                            lane=old.chain[0] if old.chain else None)
+    new = launch_lane(repo, config, request, clock=clock)
+    old = store.read(lane_id)
+    old.superseded_by = new.id
+    store.write(old)
+    store.event(lane_id, "relaunched", next=new.id)
+    return new
+
+
+def next_attempt(paths: StatePaths, slug: str) -> int:
+    pattern = re.compile(rf"^{re.escape(slug)}-a(\d+)$")
+    attempts = [int(m.group(1)) for name in paths.lane_ids() if (m := pattern.match(name))]
+    attempt = max(attempts, default=0) + 1
+    lane_id_for(slug, attempt)  # validates the length
+    return attempt
+
+
+def _original_prompt(prompt: str) -> str:
+    """The task without findings of earlier attempts, so they do not pile up attempt after attempt."""
+    cut = prompt.find("\n\n## Findings from attempt ")
+    return prompt if cut < 0 else prompt[:cut]
+
+
+def _orphan_answers(repo: Path, lane_id: str) -> list[str]:
+    from lanes_tui.engine.inbox.store import InboxStore
+
+    answers = []
+    for view in InboxStore(StatePaths(repo).inbox).list(lane=lane_id, states={"orphaned"}):
+        if view.answer is not None:
+            answers.append(f"{view.question.title!r} → {view.answer}")
+    return answers

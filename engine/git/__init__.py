@@ -1,0 +1,8 @@
+"""Git: the command line for everything that writes, GitPython for read-only views.
+
+Owns: `commands` (git subprocesses with timeouts and one-line errors), `worktrees` (a lane's worktree
+and `lane/` branch: create, digest, guarded removal), `views` (what the dashboard shows of a
+worktree: changed files, commits, diff stats, the lane diff).
+May import: `core`, `state`. Only `views` imports GitPython (lazily, per call, closed after use),
+so a supervisor or `lanes-tui ask` never loads it.
+"""

@@ -1,0 +1,118 @@
+"""Running git: one argv list per call, a clean environment, and errors as one-line LanesErrors.
+
+The layer under `git.worktrees` (which re-exports the constants and `WorktreeEntry`): git runs
+through `run_git` with an argv list, never a shell, so a lane id, a path or a branch name can never
+be read as shell syntax, and with the variables of a surrounding hook removed, so it always acts on
+the repository it was pointed at. Output stays bytes so file names that are not UTF-8 survive.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from lanes_tui.engine.core.errors import LanesError
+
+__all__ = [
+    "DEFAULT_FIX", "GIT_ENV_DROP", "GIT_TIMEOUT_S", "NOT_A_REPO_FIX", "WorktreeEntry", "branch_exists", "first_line",
+    "git_out", "list_worktrees", "nul_list", "refuse_option", "run_git",
+]
+
+GIT_TIMEOUT_S = 300.0
+NOT_A_REPO_FIX = "run lanes-tui in a repository or pass --repo PATH"
+DEFAULT_FIX = "check the repository with `git status` and try again"
+# Set by git hooks and wrappers; they would silently point our calls at another repository (the
+# read-only views, which cannot drop them from GitPython's environment, override them instead).
+GIT_ENV_DROP = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX",
+)
+
+
+@dataclass(frozen=True)
+class WorktreeEntry:
+    """One lane worktree as `git worktree list --porcelain` reports it."""
+
+    path: Path
+    head: str
+    branch: str
+    locked: bool
+    prunable: bool
+
+
+def run_git(cwd: Path, *args: str, fix: str = DEFAULT_FIX, check: bool = True,
+            stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run `git args…` in `cwd`; raise a one-line LanesError on failure when `check`.
+
+    Output stays bytes so file names that are not UTF-8 survive (decoded with `os.fsdecode`).
+    """
+    env = {k: v for k, v in os.environ.items() if k not in GIT_ENV_DROP}
+    env["LC_ALL"] = "C"  # stable, untranslated messages
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, env=env, capture_output=True, timeout=GIT_TIMEOUT_S,
+            input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL, check=False,
+        )
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        if not cwd.is_dir():
+            raise LanesError(f"folder {cwd} does not exist", fix) from exc
+        raise LanesError("git is not installed or not on PATH", "install git") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise LanesError(f"git {args[0]} in {cwd} took longer than {GIT_TIMEOUT_S:.0f}s", fix) from exc
+    if check and proc.returncode != 0:
+        command = " ".join(a for a in args[:2] if not a.startswith("-"))
+        raise LanesError(f"git {command} failed in {cwd}: {first_line(proc.stderr)}", fix)
+    return proc
+
+
+def first_line(stderr: bytes) -> str:
+    """git's first non-blank stderr line: the part of a failure worth showing the lead."""
+    for line in stderr.decode("utf-8", "replace").splitlines():
+        if line.strip():
+            return line.strip()
+    return "(no message from git)"
+
+
+def git_out(cwd: Path, *args: str, fix: str = DEFAULT_FIX) -> str:
+    """The stdout of a git command that must succeed, decoded, without the final newline."""
+    return os.fsdecode(run_git(cwd, *args, fix=fix).stdout).rstrip("\n")
+
+
+def nul_list(data: bytes) -> list[str]:
+    """The names of a `-z` listing (NUL-separated, so any file name survives)."""
+    return [os.fsdecode(item) for item in data.split(b"\0") if item]
+
+
+def refuse_option(value: str, what: str) -> None:
+    """A ref starting with '-' would be parsed by git as an option; no real ref looks like that."""
+    if not value or value.startswith("-"):
+        raise LanesError(f"invalid {what} {value!r}", f"name an existing {what}")
+
+
+def branch_exists(repo: Path, branch: str) -> bool:
+    return run_git(repo, "show-ref", "--verify", "--quiet", f"refs/heads/{branch}", check=False).returncode == 0
+
+
+def list_worktrees(repo: Path) -> list[WorktreeEntry]:
+    """Every worktree of the repository (main and detached included), parsed from porcelain."""
+    text = os.fsdecode(run_git(repo, "worktree", "list", "--porcelain").stdout)
+    entries: list[WorktreeEntry] = []
+    for block in text.split("\n\n"):
+        fields: dict[str, str] = {}
+        for line in block.splitlines():
+            key, _, value = line.partition(" ")
+            fields[key] = value
+        if "worktree" not in fields:
+            continue
+        ref = fields.get("branch", "")
+        entries.append(WorktreeEntry(
+            path=Path(fields["worktree"]),
+            head=fields.get("HEAD", ""),
+            branch=ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else "",
+            locked="locked" in fields,
+            prunable="prunable" in fields,
+        ))
+    return entries

@@ -1,0 +1,342 @@
+"""One provider run inside the supervisor: output pump, watchdog ticks, wall-clock limit, outcome.
+
+Output goes to `output.log` as raw bytes (nothing is lost or re-encoded) and, framed into lines with
+a size guard for output that never sends a newline, to the pattern scanner and the channel
+(`engine.channels`). The channel is also ticked on its own short interval, independent of the
+watchdog's `sample_s`, so an answer reaches the agent promptly; a channel with `uses_pty` gets the
+agent started in a pseudo-terminal instead of on pipes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, BinaryIO
+
+from lanes_tui.engine.channels import Channel
+from lanes_tui.engine.core.atomic import append_jsonl
+from lanes_tui.engine.core.clock import Clock
+from lanes_tui.engine.lanes.classify import Classification, PatternScanner, classify
+from lanes_tui.engine.lanes.watchdog import ProcInfo, Sample, Verdict, Watchdog
+from lanes_tui.engine.procs.process import (
+    ProcessHandle,
+    ProcessRequest,
+    ProcKey,
+    StopDeadlines,
+    kill_processes,
+    reap_adopted_zombies,
+)
+from lanes_tui.engine.procs.sampler import sample_tree
+
+if TYPE_CHECKING:
+    from lanes_tui.engine.channels.pty_process import PtyTerminal
+
+log = logging.getLogger(__name__)
+
+MAX_LINE = 1 << 20
+READ_CHUNK = 1 << 16
+
+
+@dataclass
+class RunSettings:
+    timeout_s: float
+    idle_timeout_s: float
+    sample_s: float
+    deadlines: StopDeadlines = field(default_factory=StopDeadlines)
+    warn_after_s: float | None = None  # past this idle time a sample carries the process tree
+
+
+@dataclass
+class RunOutcome:
+    classification: Classification
+    returncode: int | None
+    started: float
+    ended: float
+    stall_report: dict[str, Any] | None = None
+
+
+class LineFramer:
+    """Bytes in, complete lines out; a line longer than `limit` is cut so memory stays bounded."""
+
+    def __init__(self, limit: int = MAX_LINE) -> None:
+        self.limit = limit
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        lines = []
+        while True:
+            cut = self._buf.find(b"\n")
+            if cut < 0:
+                break
+            lines.append(bytes(self._buf[:cut]))
+            del self._buf[: cut + 1]
+        if len(self._buf) > self.limit:
+            lines.append(bytes(self._buf))
+            self._buf.clear()
+        return lines
+
+    def flush(self) -> list[bytes]:
+        rest = bytes(self._buf)
+        self._buf.clear()
+        return [rest] if rest else []
+
+
+class _PipeIO:
+    """The agent's stdin pipe as the channel's way back (`AgentIO`)."""
+
+    def __init__(self, handle: ProcessHandle) -> None:
+        self.handle = handle
+
+    def write(self, data: bytes) -> bool:
+        stdin = self.handle.proc.stdin
+        if stdin is None or stdin.is_closing():
+            return False
+        try:
+            stdin.write(data)
+        except (OSError, RuntimeError):
+            return False
+        return True
+
+    def close_input(self) -> None:
+        stdin = self.handle.proc.stdin
+        if stdin is not None and not stdin.is_closing():
+            with contextlib.suppress(OSError, RuntimeError):
+                stdin.close()
+
+    def refresh(self) -> None:
+        return None
+
+
+class AgentRun:
+    """Runs one agent process to its end and says how it ended."""
+
+    def __init__(self, request: ProcessRequest, *, stdin_data: bytes | None, keep_stdin_open: bool,
+                 output: BinaryIO, samples_path: Any, scanner: PatternScanner, settings: RunSettings,
+                 clock: Clock, files_changed: Callable[[], bool], is_waiting: Callable[[], bool],
+                 on_waiting: Callable[[bool], None], on_line: Callable[[bytes], None] | None = None,
+                 on_stall: Callable[[dict[str, Any]], None] | None = None,
+                 on_started: Callable[[ProcessHandle], None] | None = None,
+                 channel: Channel | None = None) -> None:
+        self.request = request
+        self.stdin_data = stdin_data
+        self.keep_stdin_open = keep_stdin_open
+        self.output = output
+        self.samples_path = samples_path
+        self.scanner = scanner
+        self.settings = settings
+        self.clock = clock
+        self.files_changed = files_changed
+        self.is_waiting = is_waiting
+        self.on_waiting = on_waiting
+        self.on_line = on_line
+        self.on_stall = on_stall
+        self.on_started = on_started
+        self.channel = channel
+        self.output_bytes = 0
+        self.handle: ProcessHandle | None = None
+        self.terminal: PtyTerminal | None = None
+        self.stop_requested = asyncio.Event()
+        self.waiting = False
+        self._last_procs: tuple[ProcInfo, ...] = ()
+
+    async def _start(self) -> tuple[ProcessHandle, list[asyncio.StreamReader]]:
+        channel = self.channel
+        if channel is not None and channel.uses_pty:
+            # Only a terminal lane pays for the pty machinery (and pyte behind it).
+            from lanes_tui.engine.channels.pty_process import start_in_pty
+            from lanes_tui.engine.channels.screen import COLUMNS, ROWS
+
+            handle, self.terminal = await start_in_pty(self.request, rows=ROWS, columns=COLUMNS,
+                                                       on_bytes=self._guarded(channel.on_output))
+            channel.attach(self.terminal)
+            return handle, [self.terminal.reader]
+        handle = await ProcessHandle.start(self.request)
+        if channel is not None:
+            channel.attach(_PipeIO(handle))
+        return handle, [s for s in (handle.proc.stdout, handle.proc.stderr) if s]
+
+    async def run(self) -> RunOutcome:
+        started = self.clock.time()
+        try:
+            self.handle, streams = await self._start()
+        except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+            reason = f"cannot start {self.request.argv[0]!r}: {exc.strerror or exc}"
+            self._write(f"lanes-tui: {reason}\n".encode())
+            outcome = classify(None, self.scanner, spawn_error=reason)
+            return RunOutcome(outcome, 127, started, self.clock.time())
+        handle = self.handle
+        if self.on_started is not None:
+            self.on_started(handle)
+        feeder = asyncio.create_task(self._feed_stdin(handle))
+        pumps = [asyncio.create_task(self._pump(s)) for s in streams]
+        ticker = asyncio.create_task(self._tick_channel())
+        waiter = asyncio.create_task(handle.proc.wait())
+        stop_wait = asyncio.create_task(self.stop_requested.wait())
+        watchdog = Watchdog(self.settings.idle_timeout_s)
+        begin = self.clock.monotonic()
+        last_tick = begin
+        waited = 0.0  # time spent waiting for the lead does not count against the wall-clock limit
+        stalled: Verdict | None = None
+        stall_report: dict[str, Any] | None = None
+        timed_out: float | None = None
+        try:
+            while not waiter.done():
+                done, _ = await asyncio.wait({waiter, stop_wait}, timeout=self.settings.sample_s,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if waiter in done or stop_wait in done:
+                    break
+                verdict = self._tick(watchdog)
+                if verdict.stalled and stalled is None:
+                    stalled = verdict
+                    stall_report = {"idle_s": round(verdict.idle_s, 1), "at": self.clock.time(),
+                                    "tree": [p.to_json() for p in self._last_procs],
+                                    "idle_timeout_s": self.settings.idle_timeout_s}
+                    if self.on_stall is not None:
+                        self.on_stall(stall_report)
+                    break
+                now = self.clock.monotonic()
+                if "waiting" in verdict.reasons:
+                    waited += now - last_tick
+                last_tick = now
+                self._set_waiting("waiting" in verdict.reasons)
+                if self.settings.timeout_s > 0 and now - begin - waited >= self.settings.timeout_s:
+                    timed_out = self.settings.timeout_s
+                    break
+            if not waiter.done():
+                # We are about to kill the agent: its channel must not read the dying screen as a
+                # vanished prompt; open questions are orphaned when the channel closes.
+                ticker.cancel()
+                await handle.stop(self.settings.deadlines,
+                                  extra=[ProcKey(p.pid, p.create_time) for p in self._last_procs])
+            await waiter
+            await asyncio.wait(pumps, timeout=5.0)
+        finally:
+            for task in (feeder, ticker, stop_wait, *pumps):
+                task.cancel()
+            for task in (feeder, ticker, stop_wait, *pumps):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            if self.channel is not None:
+                self._guarded(self.channel.close)()
+            if self.terminal is not None:
+                self.terminal.close()
+            await self._stop_descendants()
+        rc = handle.proc.returncode
+        result = classify(rc, self.scanner, stalled=stalled is not None, timed_out=timed_out,
+                          stopped_by_lead=self.stop_requested.is_set())
+        return RunOutcome(result, rc, started, self.clock.time(), stall_report)
+
+    def _set_waiting(self, waiting: bool) -> None:
+        if waiting != self.waiting:
+            self.waiting = waiting
+            self.on_waiting(waiting)
+
+    async def _tick_channel(self) -> None:
+        """The channel's own beat: answers are delivered within `poll_s`, not at the next sample."""
+        channel = self.channel
+        if channel is None:
+            return
+        while True:
+            try:
+                await channel.tick()
+                if channel.asks:
+                    # The channel opens and closes questions itself: show `waiting` now, not at the
+                    # next watchdog sample.
+                    self._set_waiting(self.is_waiting())
+            except Exception:
+                log.exception("channel tick failed")
+            await asyncio.sleep(channel.poll_s)
+
+    async def _feed_stdin(self, handle: ProcessHandle) -> None:
+        if self.terminal is not None:
+            if self.stdin_data:
+                self.terminal.write(self.stdin_data)
+            return
+        stdin = handle.proc.stdin
+        if stdin is None:
+            return
+        try:
+            if self.stdin_data:
+                stdin.write(self.stdin_data)
+                await stdin.drain()
+            if not self.keep_stdin_open:
+                stdin.close()
+        except (BrokenPipeError, ConnectionResetError):
+            return
+
+    async def _pump(self, stream: asyncio.StreamReader) -> None:
+        framer = LineFramer()
+        raw_hook = self.channel.on_output if self.channel is not None and not self.channel.uses_pty else None
+        try:
+            while True:
+                chunk = await stream.read(READ_CHUNK)
+                if not chunk:
+                    break
+                self._write(chunk)
+                if raw_hook is not None:
+                    self._guarded(raw_hook)(chunk)
+                for line in framer.feed(chunk):
+                    self._line(line)
+        finally:
+            for line in framer.flush():
+                self._line(line)
+
+    @staticmethod
+    def _guarded(hook: Callable[..., None]) -> Callable[..., None]:
+        """A channel bug is logged, never allowed to kill the lane or the pump."""
+
+        def call(*args: Any) -> None:
+            try:
+                hook(*args)
+            except Exception:
+                log.exception("channel hook %s failed", getattr(hook, "__qualname__", hook))
+
+        return call
+
+    def _write(self, chunk: bytes) -> None:
+        self.output.write(chunk)
+        self.output.flush()
+        self.output_bytes += len(chunk)
+
+    def _line(self, line: bytes) -> None:
+        self.scanner.feed(line.decode("utf-8", errors="replace"))
+        for hook in (self.on_line, self.channel.on_line if self.channel is not None else None):
+            if hook is not None:
+                try:
+                    hook(line)
+                except Exception:  # a channel parser bug must not kill the lane
+                    log.exception("channel hook failed on a line")
+
+    def _tick(self, watchdog: Watchdog) -> Verdict:
+        reap_adopted_zombies(keep=(self.handle.pid,) if self.handle else ())
+        procs = sample_tree()
+        self._last_procs = procs or self._last_procs
+        sample = Sample(self.clock.monotonic(), self.output_bytes, self.files_changed(), procs,
+                        waiting=self.is_waiting())
+        verdict = watchdog.observe(sample)
+        record: dict[str, object] = {
+            "t": self.clock.time(), "idle_s": round(verdict.idle_s, 2),
+            "cpu_percent": round(verdict.cpu_percent, 1), "rss_bytes": sample.rss,
+            "procs": len(procs), "output_bytes": self.output_bytes,
+            "active": list(verdict.reasons), "waiting": sample.waiting,
+        }
+        warn = self.settings.warn_after_s
+        if warn and verdict.idle_s >= warn and not sample.waiting:
+            # The Stalls pane shows what a quiet lane is running before the watchdog has to act.
+            record["tree"] = [p.to_json() for p in procs[:12]]
+        append_jsonl(self.samples_path, record)
+        return verdict
+
+    async def _stop_descendants(self) -> None:
+        """Whatever is still below the supervisor once the agent is gone (setsid grandchildren)."""
+        left = sample_tree()
+        if left:
+            keys: Sequence[ProcKey] = [ProcKey(p.pid, p.create_time) for p in left]
+            log.info("stopping %d leftover descendant(s): %s", len(keys), [k.pid for k in keys])
+            await kill_processes(keys, term_s=self.settings.deadlines.sigterm,
+                                 kill_s=self.settings.deadlines.sigkill)
+            reap_adopted_zombies(keep=(self.handle.pid,) if self.handle else ())

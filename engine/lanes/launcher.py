@@ -1,0 +1,148 @@
+"""Start and stop lanes: validate, make the worktree, hand the lane to a detached supervisor.
+
+`launch_lane` checks everything before it creates anything, and undoes what it created if a later
+step fails, so a refused `run` leaves no worktree, branch or state folder behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from lanes_tui.engine.config.settings import Config
+from lanes_tui.engine.core.atomic import read_json
+from lanes_tui.engine.core.clock import Clock, RealClock
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.ids import lane_id_for, slugify, validate_slug
+from lanes_tui.engine.git import worktrees
+from lanes_tui.engine.procs.process import ProcKey, kill_processes, processes_with_env, same_process
+from lanes_tui.engine.state.model import LaneRecord
+from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.store import LaneStore
+
+SUPERVISOR_START_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """What the lead asked for with `lanes-tui run` or the dashboard's start form."""
+
+    prompt: str
+    task_type: str = "backend"
+    lane: str | None = None
+    slug: str | None = None
+    attempt: int = 1
+    base: str | None = None
+
+
+def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Clock | None = None,
+                detach: bool = True) -> LaneRecord:
+    """Create the lane (worktree, branch, record) and start its supervisor; returns the record."""
+    chain = config.chain_for(request.task_type, request.lane)
+    if not request.prompt.strip():
+        raise LanesError("the prompt is empty", "give --prompt TEXT, --prompt-file F or --plan F --phase N")
+    slug = validate_slug(request.slug) if request.slug is not None else slugify(request.prompt)
+    lane_id = lane_id_for(slug, request.attempt)
+    paths = StatePaths(repo)
+    store = LaneStore(paths, clock or RealClock())
+    if store.exists(lane_id) or paths.lane(lane_id).dir.exists():
+        raise LanesError(f"lane {lane_id} already exists",
+                         "pick another --id, or `lanes-tui recover` / `abandon` the existing lane")
+    root = config.lanes.worktree_root
+    worktrees.check_worktree_root(repo, root)
+    target = config.lanes.target_branch or worktrees.current_branch(repo)
+    if target is None:
+        raise LanesError("the repository has no branch checked out (detached HEAD)",
+                         "check out the branch lanes should merge into, or set lanes.target_branch")
+    paths.ensure()
+    info = worktrees.create_worktree(repo, root, lane_id, request.base or target)
+    record = LaneRecord(
+        id=lane_id, slug=slug, attempt=request.attempt, task_type=request.task_type,
+        prompt=request.prompt, chain=chain, repo=str(repo), worktree=str(info.path),
+        branch=info.branch, base_sha=info.base_sha, target_branch=target,
+        state="queued", state_reason="waiting for its supervisor",
+    )
+    try:
+        store.create(record)
+        if detach:
+            spawn_supervisor(repo, lane_id)
+    except BaseException:
+        with contextlib.suppress(LanesError, OSError):
+            worktrees.remove_worktree(repo, root, info.path, info.branch)
+        shutil.rmtree(paths.lane(lane_id).dir, ignore_errors=True)
+        raise
+    return store.read(lane_id)
+
+
+def spawn_supervisor(repo: Path, lane_id: str) -> None:
+    """Start the supervisor in a new session and return once it says it is running."""
+    paths = StatePaths(repo)
+    log_path = paths.lane(lane_id).supervisor_log
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lanes_tui.engine.supervisor", "--repo", str(repo), "--lane", lane_id,
+             "--detach"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
+            cwd=str(repo),
+        )
+    try:
+        code = proc.wait(SUPERVISOR_START_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise LanesError(f"the supervisor of {lane_id} did not start within "
+                         f"{SUPERVISOR_START_TIMEOUT_S:g}s", f"see {log_path}") from None
+    if code != 0:
+        tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+        raise LanesError(f"the supervisor of {lane_id} failed to start: {tail[0]}", f"see {log_path}")
+
+
+def supervisor_key(repo: Path, lane_id: str) -> ProcKey | None:
+    """The supervisor's identity from `supervisor.json`, or None if it never wrote one."""
+    try:
+        data = read_json(StatePaths(repo).lane(lane_id).supervisor)
+        return ProcKey(int(data["pid"]), float(data["create_time"]))
+    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        return None
+
+
+def supervisor_alive(repo: Path, lane_id: str) -> bool:
+    key = supervisor_key(repo, lane_id)
+    return key is not None and same_process(key.pid, key.create_time)
+
+
+async def stop_lane(repo: Path, lane_id: str, *, grace_s: float = 10.0) -> list[int]:
+    """Stop the lane's supervisor (it stops its agent), then any process left with the lane's env.
+
+    Returns the pids that had to be stopped by force after the supervisor was gone.
+    """
+    key = supervisor_key(repo, lane_id)
+    if key is not None and key.alive():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(key.pid, 15)
+        await _wait_gone(key, grace_s)
+        if key.alive():
+            await kill_processes([key], term_s=0.0, kill_s=3.0)
+    left = leftover_processes(repo, lane_id)
+    if left:
+        await kill_processes(left, term_s=3.0, kill_s=3.0)
+    return [k.pid for k in left]
+
+
+def leftover_processes(repo: Path, lane_id: str) -> list[ProcKey]:
+    """Processes of this lane (by its environment), other than a live supervisor."""
+    paths = StatePaths(repo)
+    return processes_with_env("LANES_LANE", lane_id, also={"LANES_HOME": str(paths.state)})
+
+
+async def _wait_gone(key: ProcKey, timeout: float) -> None:
+    end = time.monotonic() + timeout
+    while key.alive() and time.monotonic() < end:
+        await asyncio.sleep(0.05)

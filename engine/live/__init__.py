@@ -1,0 +1,7 @@
+"""The live `Engine` the dashboard talks to: the watch loop, the event stream, the commands, queries.
+
+Owns: `engine` (watches the state folder, streams typed events, offers decision commands), `machine`
+(machine meters in one sweep), `queries` (lane statuses and records for the command line).
+May import: every engine package below it. Never textual or rich: the app turns these events into
+Textual messages in `app/bridge.py`.
+"""

@@ -1,0 +1,44 @@
+"""What the command line asks of the state without running an Engine: statuses, one record, settled.
+
+Each query reconciles first (a supervisor may have died since the last look), so `status` and `wait`
+from a shell see the same truth as the dashboard.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lanes_tui.engine.decisions.reconcile import reconcile
+from lanes_tui.engine.lanes.launcher import supervisor_alive
+from lanes_tui.engine.state.model import LaneRecord
+from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.status import lane_status
+from lanes_tui.engine.state.store import LaneStore
+
+__all__ = ["lane_settled", "lane_statuses", "read_lane"]
+
+
+def lane_statuses(repo: Path, lane_id: str | None = None) -> list[dict[str, Any]]:
+    """Every lane's status (oldest first), or the one named; an unknown id is a LanesError."""
+    reconcile(repo)
+    store = LaneStore(StatePaths(repo))
+    records = [store.read(lane_id)] if lane_id else store.all()
+    return [lane_status(store, record) for record in records]
+
+
+def read_lane(repo: Path, lane_id: str, *, reconciled: bool = True) -> LaneRecord:
+    """One lane's record, after a reconcile unless `reconciled` is False."""
+    if reconciled:
+        reconcile(repo)
+    return LaneStore(StatePaths(repo)).read(lane_id)
+
+
+def lane_settled(repo: Path, record: LaneRecord) -> bool:
+    """True once the lane does nothing more by itself: `exited` and `stalled` still count as
+    moving while the supervisor is alive, since it is on the way to a packet."""
+    from lanes_tui.engine.state.model import SETTLED_STATES
+
+    if record.state not in SETTLED_STATES:
+        return False
+    return not (record.state in ("exited", "stalled") and supervisor_alive(repo, record.id))

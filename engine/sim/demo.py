@@ -1,0 +1,106 @@
+"""The embedded demo: a throw-away repository with simulated lanes that show every pane at work.
+
+Fully offline: the only provider is the built-in simulated agent (plus a stand-in that is always out
+of budget, to show a chain falling back). Everything lives in one temporary folder removed on exit.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from lanes_tui.engine.config.settings import load_config
+from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane
+
+DEMO_CONFIG = """\
+# lanes-tui demo: simulated agents only.
+[lanes]
+worktree_root = "{root}/worktrees"
+max_parallel = 8
+idle_timeout_s = 20
+sample_s = 1
+
+[chains]
+backend = ["sim"]
+hard = ["sim-broke", "sim"]
+
+[providers.sim-broke]
+# A stand-in for a provider whose quota is spent: prints a budget line and exits.
+argv = ["{{python}}", "-c", "print('SIM-OUT-OF-BUDGET: Usage limit reached'); raise SystemExit(1)"]
+prompt = "arg"
+budget_patterns = ["SIM-OUT-OF-BUDGET"]
+
+[providers.sim]
+max = 20
+
+[gates]
+# The demo project's tests use the standard library, so the demo needs nothing installed.
+commands = ["{{python}} -m unittest -q"]
+timeout_s = 120
+"""
+
+PROJECT = {
+    "calc.py": "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n",
+    "test_calc.py": "import unittest\n\nfrom calc import add, mul\n\n\nclass CalcTest(unittest.TestCase):\n"
+                    "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n"
+                    "    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n",
+    "README.md": "# demo project\n\nA tiny calculator the demo lanes work on.\n",
+}
+
+SCENARIOS: dict[str, tuple[str, str]] = {
+    "ready": ("backend", "Add a subtract function.\nsay adding sub()\nprint 20 --rate 5\n"
+              "append calc.py 'def sub(a, b): return a - b'\nsay done\n"),
+    "question": ("backend", "Ask before deploying.\nsay preparing a deploy\nprint 5 --rate 2\n"
+                 "ask --yes-no --timeout 600 Deploy the calculator to staging?\n"
+                 "if yes write DEPLOYED.txt staging\nif no say not deploying\nprint 10 --rate 2\n"),
+    "stall": ("backend", "Go quiet.\nsay thinking very hard\nsleep 3600\n"),
+    "fallback": ("hard", "Refactor the calculator.\nsay refactoring on the fallback provider\n"
+                 "print 10 --rate 2\nwrite NOTES.md refactor notes\n"),
+    "broken-gates": ("backend", "Break a test.\nsay changing mul\n"
+                     "write calc.py 'def add(a, b): return a + b'\nprint 5 --rate 2\n"),
+    "conflict-a": ("backend", "Change the README title.\nwrite README.md '# calculator (lane A)'\n"
+                   "print 8 --rate 2\n"),
+    "conflict-b": ("backend", "Change the README title too.\nwrite README.md '# calculator (lane B)'\n"
+                   "print 12 --rate 2\n"),
+    "busy-cpu": ("backend", "Crunch numbers quietly.\nsay crunching without output\nburn 90\nsay finished\n"),
+}
+
+
+@dataclass(frozen=True)
+class Demo:
+    root: Path
+    repo: Path
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def build_demo(parent: Path | None = None) -> Demo:
+    """A small Python project with tests, on a programme branch, configured for simulated lanes."""
+    root = Path(tempfile.mkdtemp(prefix="lanes-demo-", dir=parent))
+    repo = root / "calculator"
+    repo.mkdir()
+    for name, text in PROJECT.items():
+        (repo / name).write_text(text, encoding="utf-8")
+    (repo / ".lanes").mkdir()
+    (repo / ".lanes" / "config.toml").write_text(DEMO_CONFIG.format(root=root), encoding="utf-8")
+    (repo / ".gitignore").write_text(".lanes/state/\n__pycache__/\n", encoding="utf-8")
+    # A local identity, so the demo's accepts can commit on a machine with no git config at all.
+    for argv in (["init", "-q", "-b", "programme"], ["config", "user.name", "lanes demo"],
+                 ["config", "user.email", "demo@lanes.invalid"], ["add", "-A"],
+                 ["commit", "-q", "-m", "demo project"]):
+        subprocess.run(["git", *argv], cwd=repo, check=True, capture_output=True)
+    return Demo(root, repo)
+
+
+def start_demo_lanes(demo: Demo, scenarios: list[str] | None = None) -> list[str]:
+    config = load_config(demo.repo)
+    ids = []
+    for name in scenarios or list(SCENARIOS):
+        task_type, prompt = SCENARIOS[name]
+        record = launch_lane(demo.repo, config, LaunchRequest(prompt=prompt, task_type=task_type, slug=name))
+        ids.append(record.id)
+    return ids

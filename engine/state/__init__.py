@@ -1,0 +1,8 @@
+"""The state folder and what lives in it: `.lanes/state/lanes/<id>/` and the typed views of it.
+
+Owns: `paths` (where every state file is, derived from the repository and the lane id), `model` (the
+lane record, state and result names), `store` (lane.json written atomically, events.jsonl appended,
+the per-lane operation lock), `status` (the typed `LaneStatus` of `status --json` and the dashboard),
+`events` (the frozen events the engine streams), `meters` (tokens and cost in meters.json).
+May import: `core`. Never imports config, git, processes or anything above; never textual or rich.
+"""

@@ -1,0 +1,278 @@
+"""Tokens and cost per lane, fed by the channel parsers and kept in the lane's `meters.json`.
+
+Why a file: the supervisor parses the agent's stream, but `status --json`, the dashboard and a
+restarted engine read the figures, and they may run in other processes. The file is replaced
+atomically, at most every `FLUSH_S` seconds while figures change and once more when a run ends, so a
+chatty stream never turns into a write per line.
+
+One lane can run several providers one after another (a chain): each provider run is one entry of
+`runs`, and the lane's figures are the sum over its runs. A new `RunMeter` reads the runs already in
+the file, so accumulation survives anything that re-creates the meter.
+
+Token semantics, the same for every provider so the sums mean something:
+
+* `input` — every prompt token the model read, cached or not (Claude's `input_tokens` +
+  `cache_read_input_tokens` + `cache_creation_input_tokens`; Codex's `input_tokens`, which already
+  include `cached_input_tokens`);
+* `cached_input` — the part of `input` read from a prompt cache (cheaper);
+* `cache_write` — the part of `input` written to a prompt cache (dearer, Claude only);
+* `output` — generated tokens.
+
+`total` = `input` + `output`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from lanes_tui.engine.core.atomic import read_json, write_json_atomic
+from lanes_tui.engine.core.clock import Clock
+
+log = logging.getLogger(__name__)
+
+FLUSH_S = 0.5
+METERS_FILE = "meters.json"
+USD_SOURCES = ("reported", "estimated")
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts in the common semantics of the module docstring."""
+
+    input: int = 0
+    cached_input: int = 0
+    cache_write: int = 0
+    output: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.input + other.input, self.cached_input + other.cached_input,
+                     self.cache_write + other.cache_write, self.output + other.output)
+
+    @property
+    def total(self) -> int:
+        return self.input + self.output
+
+    def to_json(self) -> dict[str, int]:
+        return {"total": self.total, "input": self.input, "cached_input": self.cached_input,
+                "cache_write": self.cache_write, "output": self.output}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Usage:
+        if not isinstance(data, Mapping):
+            return cls()
+        return cls(*(_count(data.get(k)) for k in ("input", "cached_input", "cache_write", "output")))
+
+
+@dataclass(frozen=True)
+class Price:
+    """US dollars per million tokens. `cached_input` / `cache_write` apply to those parts of `input`."""
+
+    input: float
+    cached_input: float
+    output: float
+    cache_write: float | None = None  # None: priced like ordinary input
+
+    def cost(self, usage: Usage) -> float:
+        uncached = max(0, usage.input - usage.cached_input - usage.cache_write)
+        write_rate = self.input if self.cache_write is None else self.cache_write
+        return (uncached * self.input + usage.cached_input * self.cached_input
+                + usage.cache_write * write_rate + usage.output * self.output) / 1_000_000
+
+
+#: List prices (USD per million tokens) for estimating the cost of CLIs that print no cost (Codex,
+#: Gemini). Looked up by exact model name, then by the longest matching prefix. An estimate is always
+#: labelled as one (`cost_estimated`), and a model missing here simply has no cost.
+PRICES: Mapping[str, Price] = MappingProxyType({
+    "gpt-5-codex": Price(1.25, 0.125, 10.0),
+    "gpt-5.1-codex-mini": Price(0.25, 0.025, 2.0),
+    "gpt-5.1-codex": Price(1.25, 0.125, 10.0),
+    "gpt-5-mini": Price(0.25, 0.025, 2.0),
+    "gpt-5-nano": Price(0.05, 0.005, 0.40),
+    "gpt-5": Price(1.25, 0.125, 10.0),
+    "o4-mini": Price(1.10, 0.275, 4.40),
+    "gemini-2.5-pro": Price(1.25, 0.31, 10.0),
+    "gemini-2.5-flash-lite": Price(0.10, 0.025, 0.40),
+    "gemini-2.5-flash": Price(0.30, 0.075, 2.50),
+    "claude-opus": Price(15.0, 1.50, 75.0, 18.75),
+    "opus": Price(15.0, 1.50, 75.0, 18.75),
+    "claude-sonnet": Price(3.0, 0.30, 15.0, 3.75),
+    "sonnet": Price(3.0, 0.30, 15.0, 3.75),
+    "claude-haiku": Price(1.0, 0.10, 5.0, 1.25),
+    "haiku": Price(1.0, 0.10, 5.0, 1.25),
+})
+
+
+def price_for(model: str, table: Mapping[str, Price] = PRICES) -> Price | None:
+    """The price of `model`: exact name first, then the longest table key it starts with."""
+    name = model.strip().lower()
+    if not name:
+        return None
+    if name in table:
+        return table[name]
+    matches = [key for key in table if name.startswith(key)]
+    return table[max(matches, key=len)] if matches else None
+
+
+def estimate_usd(model: str, usage: Usage, table: Mapping[str, Price] = PRICES) -> float | None:
+    price = price_for(model, table)
+    return None if price is None else round(price.cost(usage), 6)
+
+
+class RunMeter:
+    """The figures of one provider run, plus the runs before it in the same lane.
+
+    Channels feed it three ways, because the CLIs report three ways:
+    `set_message` (Claude's live usage: the latest figures of a message replace the earlier ones),
+    `add_turn` (Codex turns and aider messages: each adds), and `set_total` (a final summary that
+    replaces both). Cost is either reported by the CLI (`set_cost`) or estimated from `PRICES`.
+    """
+
+    def __init__(self, path: Path, clock: Clock, *, provider: str, model: str,
+                 flush_s: float = FLUSH_S) -> None:
+        self.path = path
+        self.clock = clock
+        self.provider = provider
+        self.model = model
+        self.flush_s = flush_s
+        self.session_id: str | None = None
+        self._previous = _read_runs(path)
+        self._messages: dict[str, Usage] = {}
+        self._turns = Usage()
+        self._total: Usage | None = None
+        self._usd: float | None = None
+        self._usd_source: str | None = None
+        self._dirty = False
+        self._last_flush: float | None = None
+
+    # --- feeding ---------------------------------------------------------------------------------
+
+    def set_message(self, message_id: str, usage: Usage) -> None:
+        if self._messages.get(message_id) != usage:
+            self._messages[message_id] = usage
+            self._dirty = True
+
+    def add_turn(self, usage: Usage) -> None:
+        if usage != Usage():
+            self._turns = self._turns + usage
+            self._dirty = True
+
+    def set_total(self, usage: Usage) -> None:
+        if self._total != usage:
+            self._total = usage
+            self._dirty = True
+
+    def set_cost(self, usd: float, source: str = "reported") -> None:
+        if source not in USD_SOURCES:
+            raise ValueError(f"unknown usd source {source!r}")
+        if (self._usd, self._usd_source) != (usd, source):
+            self._usd, self._usd_source = usd, source
+            self._dirty = True
+
+    def set_model(self, model: str) -> None:
+        """The model the CLI says it runs (more precise than the preset's alias, for estimates)."""
+        if model and model != self.model:
+            self.model = model
+            self._dirty = True
+
+    def set_session(self, session_id: str) -> None:
+        if session_id and session_id != self.session_id:
+            self.session_id = session_id
+            self._dirty = True
+
+    # --- reading ---------------------------------------------------------------------------------
+
+    def usage(self) -> Usage:
+        """This run's tokens: the final summary if the CLI printed one, else the live figures."""
+        if self._total is not None:
+            return self._total
+        live = self._turns
+        for usage in self._messages.values():
+            live = live + usage
+        return live
+
+    def cost(self) -> tuple[float | None, str | None]:
+        """This run's USD and where it came from; estimated from the price table unless reported."""
+        if self._usd_source == "reported":
+            return self._usd, "reported"
+        usage = self.usage()
+        if usage.total == 0:
+            return None, None
+        usd = estimate_usd(self.model, usage)
+        return (usd, "estimated") if usd is not None else (None, None)
+
+    def run_record(self) -> dict[str, Any]:
+        usd, source = self.cost()
+        return {"provider": self.provider, "model": self.model, "session_id": self.session_id,
+                **self.usage().to_json(), "usd": usd, "usd_source": source}
+
+    def snapshot(self) -> dict[str, Any]:
+        """The whole `meters.json`: lane totals over every run, and the runs themselves."""
+        runs = [*self._previous, self.run_record()]
+        total = Usage()
+        usd: float | None = None
+        estimated = False
+        for run in runs:
+            total = total + Usage.from_json(run)
+            if isinstance(run.get("usd"), int | float):
+                usd = (usd or 0.0) + float(run["usd"])
+                estimated = estimated or run.get("usd_source") == "estimated"
+        source = None if usd is None else ("estimated" if estimated else "reported")
+        return {
+            "tokens": total.to_json(),
+            "cost_usd": None if usd is None else round(usd, 6),
+            "cost_estimated": estimated,
+            "usd_source": source,
+            "session_id": self.session_id or _last_session(self._previous),
+            "runs": runs,
+            "updated": self.clock.time(),
+        }
+
+    # --- writing ---------------------------------------------------------------------------------
+
+    def maybe_flush(self) -> None:
+        """Write the file if something changed and the last write is at least `flush_s` old."""
+        if not self._dirty:
+            return
+        now = self.clock.monotonic()
+        if self._last_flush is not None and now - self._last_flush < self.flush_s:
+            return
+        self.flush()
+
+    def flush(self) -> None:
+        """Write now if anything changed; a plain run that saw no figures leaves no file behind."""
+        if not self._dirty:
+            return
+        try:
+            write_json_atomic(self.path, self.snapshot())
+        except OSError:
+            log.exception("cannot write %s", self.path)
+            return
+        self._dirty = False
+        self._last_flush = self.clock.monotonic()
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return 0
+    return int(value)
+
+
+def _read_runs(path: Path) -> list[dict[str, Any]]:
+    try:
+        data = read_json(path)
+    except (FileNotFoundError, ValueError, OSError):
+        return []
+    runs = data.get("runs") if isinstance(data, dict) else None
+    return [run for run in runs if isinstance(run, dict)] if isinstance(runs, list) else []
+
+
+def _last_session(runs: list[dict[str, Any]]) -> str | None:
+    for run in reversed(runs):
+        if isinstance(run.get("session_id"), str):
+            return str(run["session_id"])
+    return None

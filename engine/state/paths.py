@@ -1,0 +1,143 @@
+"""Where everything lives on disk, derived from the repository root (PRODUCT.md, "State on disk")."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.ids import validate_lane_id
+
+
+def default_worktree_root() -> Path:
+    """The user data dir of lanes-tui (XDG), outside any repository."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "lanes-tui" / "worktrees"
+
+
+def runtime_dir() -> Path:
+    """Machine-wide locks (heavy slots) live here, shared by every repository of the user."""
+    base = (os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("XDG_CACHE_HOME")
+            or str(Path.home() / ".cache"))
+    return Path(base) / "lanes-tui"
+
+
+def repo_key(repo: Path) -> str:
+    """`<repo-name>-<hash8>`: one folder per repository under the worktree root."""
+    digest = hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:8]
+    return f"{repo.resolve().name}-{digest}"
+
+
+def inside(path: Path, root: Path) -> bool:
+    """True if `path` (resolved) is `root` or below it; symlinks cannot smuggle a path out."""
+    try:
+        path.resolve().relative_to(root.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass(frozen=True)
+class StatePaths:
+    """The `.lanes/` layout of one repository."""
+
+    repo: Path
+
+    @property
+    def lanes_dir(self) -> Path:
+        return self.repo / ".lanes"
+
+    @property
+    def config(self) -> Path:
+        return self.lanes_dir / "config.toml"
+
+    @property
+    def state(self) -> Path:
+        return self.lanes_dir / "state"
+
+    @property
+    def lanes(self) -> Path:
+        return self.state / "lanes"
+
+    @property
+    def inbox(self) -> Path:
+        return self.state / "inbox"
+
+    @property
+    def locks(self) -> Path:
+        return self.state / "locks"
+
+    @property
+    def bin(self) -> Path:
+        return self.state / "bin"
+
+    @property
+    def engine_log(self) -> Path:
+        return self.state / "engine.log"
+
+    def lane(self, lane_id: str) -> LanePaths:
+        return LanePaths(self.lanes / validate_lane_id(lane_id))
+
+    def lane_inbox(self, lane_id: str) -> Path:
+        return self.inbox / validate_lane_id(lane_id)
+
+    def ensure(self) -> None:
+        """Create the state folders and the `.gitignore` that keeps state out of the lead's commits."""
+        for folder in (self.lanes, self.inbox, self.locks, self.bin):
+            folder.mkdir(parents=True, exist_ok=True)
+        ignore = self.lanes_dir / ".gitignore"
+        if not ignore.exists():
+            ignore.write_text("state/\n", encoding="utf-8")
+
+    def lane_ids(self) -> list[str]:
+        if not self.lanes.is_dir():
+            return []
+        return sorted(p.name for p in self.lanes.iterdir() if p.is_dir() and (p / "lane.json").exists())
+
+
+@dataclass(frozen=True)
+class LanePaths:
+    """The files of one lane under `.lanes/state/lanes/<id>/`."""
+
+    dir: Path
+
+    @property
+    def record(self) -> Path:
+        return self.dir / "lane.json"
+
+    @property
+    def events(self) -> Path:
+        return self.dir / "events.jsonl"
+
+    @property
+    def output(self) -> Path:
+        return self.dir / "output.log"
+
+    @property
+    def packet(self) -> Path:
+        return self.dir / "packet.json"
+
+    @property
+    def receipt(self) -> Path:
+        return self.dir / "receipt.json"
+
+    @property
+    def supervisor(self) -> Path:
+        return self.dir / "supervisor.json"
+
+    @property
+    def samples(self) -> Path:
+        return self.dir / "samples.jsonl"
+
+    @property
+    def supervisor_log(self) -> Path:
+        return self.dir / "supervisor.log"
+
+
+def worktree_path(worktree_root: Path, repo: Path, lane_id: str) -> Path:
+    path = worktree_root / repo_key(repo) / validate_lane_id(lane_id)
+    if not inside(path, worktree_root):
+        raise LanesError(f"worktree path {path} escapes the worktree root {worktree_root}")
+    return path

@@ -1,0 +1,304 @@
+"""The detached supervisor: one per lane, outlives the dashboard, owns the agent and the lane's state.
+
+Started by `lanes.launcher.spawn_supervisor` as `python -m lanes_tui.engine.supervisor --repo R --lane ID
+--detach`. It forks once so the launcher can return at once, becomes a child subreaper so no
+descendant of the agent can escape it, waits for a parallel slot (`queued`), runs the chain of
+providers in the lane's worktree, and writes the receipt that tells a restarted engine how it ended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from lanes_tui.engine.channels import Channel, ChannelContext, make_channel
+from lanes_tui.engine.config.settings import Config, ProviderConfig, load_config
+from lanes_tui.engine.core import slots
+from lanes_tui.engine.core.atomic import write_json_atomic
+from lanes_tui.engine.core.clock import Clock, RealClock
+from lanes_tui.engine.core.debug import report_modules_at_exit
+from lanes_tui.engine.decisions.check import gate_lane
+from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
+from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
+from lanes_tui.engine.lanes.classify import PatternScanner
+from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
+from lanes_tui.engine.procs.process import ProcessRequest, process_create_time, set_child_subreaper
+from lanes_tui.engine.state.meters import METERS_FILE, RunMeter
+from lanes_tui.engine.state.model import ProviderAttempt
+from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.store import LaneStore
+
+log = logging.getLogger("lanes_tui.supervisor")
+
+
+class Supervisor:
+    """Runs one lane from `queued` to `exited`; the only writer of its lane.json while it lives."""
+
+    def __init__(self, repo: Path, lane_id: str, *, config: Config | None = None,
+                 clock: Clock | None = None) -> None:
+        self.repo = repo
+        self.paths = StatePaths(repo)
+        self.clock = clock or RealClock()
+        self.store = LaneStore(self.paths, self.clock)
+        self.record = self.store.read(lane_id)
+        self.lane = self.paths.lane(lane_id)
+        self.config = config or load_config(repo)
+        self.stop_requested = asyncio.Event()
+        self.current: AgentRun | None = None
+
+    def request_stop(self) -> None:
+        self.stop_requested.set()
+        if self.current is not None:
+            self.current.stop_requested.set()
+
+    async def run(self) -> int:
+        record = self.record
+        record.supervisor_pid = os.getpid()
+        record.supervisor_start = process_create_time(os.getpid())
+        self.store.write(record)
+        holder = {"lane": record.id, "repo": str(self.repo)}
+        parallel = await self._wait_slot(self.paths.locks / "parallel", self.config.lanes.max_parallel,
+                                         holder, "waiting for one of max_parallel="
+                                         f"{self.config.lanes.max_parallel} slots")
+        if parallel is None:
+            return self._finish(None, "LANE-FAILED", "stopped by the lead while queued")
+        with parallel:
+            outcome = await self._run_chain(holder)
+        if outcome is None:
+            return self._finish(None, "LANE-FAILED", "stopped by the lead while queued")
+        self._finish(outcome, outcome.classification.result, outcome.classification.reason)
+        await self._decide()
+        return 0
+
+    async def _decide(self) -> None:
+        """After the agent: gates and packet, so the lane is `ready` or `rejected` with no lead around."""
+        record = self.record
+        if record.result == "OK" and not self.stop_requested.is_set():
+            gates = asyncio.create_task(
+                gate_lane(self.repo, self.config, self.store, record, by_lead=False, clock=self.clock))
+            stop = asyncio.create_task(self.stop_requested.wait())
+            await asyncio.wait({gates, stop}, return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+            if not gates.done():  # the lead stopped the lane mid-check: stop the gate processes too
+                gates.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await gates
+                self.store.transition(record, "exited", "the lead stopped the lane while its gates ran; "
+                                      f"`lanes-tui check {record.id}` runs them again")
+            else:
+                gates.result()
+        else:
+            lane = self.paths.lane(record.id)
+            write_packet(lane, build_packet(record, [], clock=self.clock, previous=read_packet(lane)))
+
+    async def _run_chain(self, holder: dict[str, Any]) -> RunOutcome | None:
+        record = self.record
+        tried = {a.provider for a in record.providers_tried}
+        outcome: RunOutcome | None = None
+        for name in [p for p in record.chain if p not in tried]:
+            provider = self.config.provider(name)
+            slot = await self._wait_slot(self.paths.locks / f"provider-{name}", provider.max, holder,
+                                         f"waiting for a {name} slot (max={provider.max})")
+            if slot is None:
+                return outcome
+            with slot:
+                outcome = await self._run_provider(provider)
+            if outcome.classification.result != "OUT-OF-BUDGET" or self.stop_requested.is_set():
+                break
+            self.store.event(record.id, "fallback", provider=name, reason=outcome.classification.reason)
+        return outcome
+
+    async def _wait_slot(self, folder: Path, count: int, holder: dict[str, Any],
+                         reason: str) -> slots.Slot | None:
+        slot = slots.try_acquire(folder, count, holder)
+        if slot is not None:
+            return slot
+        if self.record.state != "queued" or self.record.state_reason != reason:
+            self.store.transition(self.record, "queued", reason)
+        while not self.stop_requested.is_set():
+            slot = slots.try_acquire(folder, count, holder)
+            if slot is not None:
+                return slot
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stop_requested.wait(), 0.25)
+        return None
+
+    async def _run_provider(self, provider: ProviderConfig) -> RunOutcome:
+        record = self.record
+        worktree = Path(record.worktree)
+        attempt = ProviderAttempt(provider=provider.name, model=provider.model, started=self.clock.time())
+        record.providers_tried.append(attempt)
+        self.store.transition(record, "launching", f"starting {provider.name}", provider=provider.name)
+        bin_dir = ensure_cli_shim(self.paths.bin).parent
+        env = lane_environment(os.environ, lane_id=record.id, attempt=record.attempt,
+                               state_dir=self.paths.state, worktree=worktree, bin_dir=bin_dir)
+        inbox = _inbox(self.paths)
+        channel = self._channel(provider, attempt, inbox)
+        request = ProcessRequest(channel.render_argv(record.prompt, worktree), worktree, env,
+                                 stdin_pipe=channel.stdin_pipe, name=f"{record.id}:{provider.name}")
+        settings = RunSettings(self.config.lanes.timeout_s, self.config.lanes.idle_timeout_s,
+                               self.config.lanes.sample_s, warn_after_s=self.config.lanes.warn_after_s)
+        watcher = _tree_watcher(worktree)
+        with open(self.lane.output, "ab") as output:
+            output.write(f"\n=== lanes-tui: {provider.name} ({provider.model}) starting ===\n".encode())
+            run = AgentRun(
+                request, stdin_data=channel.stdin_payload(record.prompt),
+                keep_stdin_open=channel.keep_stdin_open, output=output, samples_path=self.lane.samples,
+                scanner=PatternScanner.from_patterns(provider.budget_patterns, provider.config_patterns),
+                settings=settings, clock=self.clock,
+                files_changed=watcher.changed_since_last if watcher else (lambda: False),
+                is_waiting=(lambda: inbox.lane_is_waiting(record.id)) if inbox else (lambda: False),
+                on_waiting=self._on_waiting, on_stall=self._on_stall, on_started=self._on_started,
+                channel=channel,
+            )
+            self.current = run
+            if self.stop_requested.is_set():
+                run.stop_requested.set()
+            try:
+                outcome = await run.run()
+            finally:
+                self.current = None
+                if watcher:
+                    watcher.close()
+        attempt.result = outcome.classification.result
+        attempt.reason = outcome.classification.reason
+        attempt.returncode = outcome.returncode
+        attempt.ended = self.clock.time()
+        attempt.duration_s = round(outcome.ended - outcome.started, 3)
+        record.agent_pid = None
+        if outcome.stall_report is not None:
+            record.stall = outcome.stall_report
+        self.store.write(record)
+        self.store.event(record.id, "provider-exit", provider=provider.name, result=attempt.result,
+                         returncode=attempt.returncode, reason=attempt.reason, duration_s=attempt.duration_s)
+        return outcome
+
+    def _channel(self, provider: ProviderConfig, attempt: ProviderAttempt, inbox: Any) -> Channel:
+        """The provider's channel, wired to this lane's inbox, meters and session record."""
+        meter = RunMeter(self.lane.dir / METERS_FILE, self.clock, provider=provider.name, model=provider.model)
+        context = ChannelContext(lane=self.record.id, attempt=self.record.attempt, provider=provider,
+                                 inbox=inbox, meters=meter, clock=self.clock,
+                                 on_session=lambda session_id: self._on_session(attempt, session_id))
+        return make_channel(context)
+
+    def _on_session(self, attempt: ProviderAttempt, session_id: str) -> None:
+        """The agent's own session / thread id: what `--resume` takes to continue its conversation."""
+        attempt.session_id = session_id
+        self.record.session_id = session_id
+        self.store.write(self.record)
+        self.store.event(self.record.id, "session", provider=attempt.provider, session_id=session_id)
+
+    def _on_started(self, handle: Any) -> None:
+        self.record.agent_pid = handle.pid
+        self.store.transition(self.record, "running", f"{self.record.provider} started", pid=handle.pid)
+
+    def _on_waiting(self, waiting: bool) -> None:
+        if waiting:
+            self.store.transition(self.record, "waiting", "a question is open in the inbox")
+        else:
+            self.store.transition(self.record, "running", "the question was answered")
+
+    def _on_stall(self, report: dict[str, Any]) -> None:
+        self.record.stall = report
+        self.record.result = "LANE-STALLED"
+        self.store.transition(self.record, "stalled", f"no activity for {report['idle_s']}s", stall=report)
+
+    def _finish(self, outcome: RunOutcome | None, result: str, reason: str) -> int:
+        record = self.record
+        record.result = result
+        receipt = {
+            "lane": record.id, "result": result, "reason": reason,
+            "returncode": outcome.returncode if outcome else None,
+            "started": outcome.started if outcome else None, "ended": self.clock.time(),
+            "providers_tried": [a.__dict__ for a in record.providers_tried],
+            "supervisor_pid": os.getpid(),
+        }
+        write_json_atomic(self.lane.receipt, receipt)
+        state = "stalled" if result == "LANE-STALLED" else "exited"
+        self.store.transition(record, state, reason, result=result)
+        _orphan_open_questions(self.paths, record.id)
+        return 0
+
+
+def _tree_watcher(worktree: Path) -> Any:
+    try:
+        from lanes_tui.engine.lanes.inotify import TreeWatcher
+    except ImportError:
+        return None
+    watcher = TreeWatcher(worktree)
+    watcher.start()
+    return watcher
+
+
+def _inbox(paths: StatePaths) -> Any:
+    try:
+        from lanes_tui.engine.inbox.store import InboxStore
+    except ImportError:
+        return None
+    return InboxStore(paths.inbox)
+
+
+def _orphan_open_questions(paths: StatePaths, lane_id: str) -> None:
+    inbox = _inbox(paths)
+    if inbox is not None:
+        inbox.orphan_lane(lane_id, "the lane's agent exited")
+
+
+def _detach() -> None:
+    """Fork: the parent returns to the launcher once the child says it is up; the child goes on."""
+    read_fd, write_fd = os.pipe()
+    if os.fork() > 0:
+        os.close(write_fd)
+        ok = os.read(read_fd, 1) == b"1"
+        os._exit(0 if ok else 1)
+    os.close(read_fd)
+    os.environ["LANES_SUPERVISOR_READY_FD"] = str(write_fd)
+
+
+def _signal_ready() -> None:
+    fd = os.environ.pop("LANES_SUPERVISOR_READY_FD", None)
+    if fd is not None:
+        os.write(int(fd), b"1")
+        os.close(int(fd))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="lanes-tui-supervisor")
+    parser.add_argument("--repo", required=True, type=Path)
+    parser.add_argument("--lane", required=True)
+    parser.add_argument("--detach", action="store_true")
+    args = parser.parse_args(argv)
+    if args.detach:
+        _detach()
+    report_modules_at_exit("supervisor")
+    paths = StatePaths(args.repo)
+    logging.basicConfig(filename=str(paths.lane(args.lane).supervisor_log), level=logging.INFO,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    set_child_subreaper()
+    return asyncio.run(_amain(args.repo, args.lane))
+
+
+async def _amain(repo: Path, lane_id: str) -> int:
+    supervisor = Supervisor(repo, lane_id)
+    write_json_atomic(supervisor.lane.supervisor, {"pid": os.getpid(),
+                                                   "create_time": process_create_time(os.getpid())})
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, supervisor.request_stop)
+    _signal_ready()
+    try:
+        return await supervisor.run()
+    except Exception:
+        log.exception("supervisor failed")
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
