@@ -27,6 +27,7 @@ from lanes_tui.engine import (
     EngineNotice,
     LaneChanged,
     LaneRemoved,
+    LaneStatus,
     MetersSampled,
     OutputAppended,
     QuestionsChanged,
@@ -44,7 +45,7 @@ class EngineBridge:
         self.engine = engine
         self.flush_s = flush_s
         self.selected_lane: str | None = None
-        self._lanes: dict[str, Mapping[str, Any]] = {}
+        self._lanes: dict[str, LaneStatus] = {}
         self._removed: set[str] = set()
         self._samples: dict[str, Mapping[str, Any]] = {}
         self._output: list[str] = []

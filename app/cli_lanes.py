@@ -97,7 +97,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def statuses(repo: Path, lane_id: str | None = None) -> list[dict[str, Any]]:
-    return lane_statuses(repo, lane_id)
+    return [status.to_json() for status in lane_statuses(repo, lane_id)]
 
 
 def cmd_status(args: argparse.Namespace) -> int:

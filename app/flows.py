@@ -13,7 +13,7 @@ from textual import work
 from textual.screen import Screen
 
 from lanes_tui.app.keys import help_rows
-from lanes_tui.engine import TASK_TYPES, LanesError, LaunchRequest
+from lanes_tui.engine import TASK_TYPES, LanesError, LaneStatus, LaunchRequest
 from lanes_tui.widgets import ConfirmModal, HelpScreen, InboxPane, RecoverModal, StartLaneModal, TextAnswerModal
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ YES_NO_KINDS = ("yesno", "permission")
 class DecisionFlows(Screen[None]):
     """Mixed into the dashboard screen: needs `lanes_app`, `selected_lane`, `lanes` and `questions`."""
 
-    lanes: dict[str, dict[str, Any]]
+    lanes: dict[str, LaneStatus]
     questions: list[dict[str, Any]]
 
     @property

@@ -8,12 +8,14 @@ from typing import Any
 
 from textual.message import Message
 
+from lanes_tui.engine import LaneStatus
+
 
 @dataclass
 class LanesChanged(Message):
     """Lanes whose record changed since the last flush (newest status of each)."""
 
-    statuses: tuple[Mapping[str, Any], ...]
+    statuses: tuple[LaneStatus, ...]
     removed: tuple[str, ...] = ()
 
 

@@ -8,6 +8,7 @@ skip their work while a modal is open.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from textual import on, work
@@ -29,6 +30,7 @@ from lanes_tui.app.messages import (
     QuestionsUpdated,
     StallRaised,
 )
+from lanes_tui.engine import LaneStatus
 from lanes_tui.widgets import (
     AttentionBar,
     DiffPane,
@@ -50,7 +52,7 @@ class DashboardScreen(DecisionFlows, Screen[None]):
         super().__init__()
         self.machine_every_s = machine_every_s
         self.worktrees_every_s = worktrees_every_s
-        self.lanes: dict[str, dict[str, Any]] = {}
+        self.lanes: dict[str, LaneStatus] = {}
         self.questions: list[dict[str, Any]] = []
         self._known_questions: set[str] = set()
         self._known_stalls: set[str] = set()
@@ -88,7 +90,7 @@ class DashboardScreen(DecisionFlows, Screen[None]):
         engine = self.lanes_app.engine
         self._apply_lanes(engine.lanes())
         self._apply_questions(engine.questions(), notify=False)
-        self._known_stalls = {lane_id for lane_id, s in self.lanes.items() if s.get("state") == "stalled"}
+        self._known_stalls = {lane_id for lane_id, s in self.lanes.items() if s.state == "stalled"}
         self.query_one(LanesTable).focus()
         self._poll_machine()
         self._poll_worktrees()
@@ -100,10 +102,10 @@ class DashboardScreen(DecisionFlows, Screen[None]):
             self.lanes.pop(lane_id, None)
         self._apply_lanes(message.statuses)
 
-    def _apply_lanes(self, statuses: Any) -> None:
+    def _apply_lanes(self, statuses: Iterable[LaneStatus]) -> None:
         for status in statuses:
-            self.lanes[status["id"]] = dict(status)
-        rows = sorted(self.lanes.values(), key=lambda s: (s.get("created", 0), s["id"]))
+            self.lanes[status.id] = status
+        rows = sorted(self.lanes.values(), key=lambda s: (s.created, s.id))
         self.query_one(LanesTable).sync(rows, time.time())
         self.query_one(StallsPane).sync(rows, self.lanes_app.engine.config.lanes.warn_after_s)
         self._update_attention()
@@ -116,8 +118,7 @@ class DashboardScreen(DecisionFlows, Screen[None]):
         with self.app.batch_update():
             for lane_id, sample in message.samples.items():
                 if lane_id in self.lanes:
-                    self.lanes[lane_id].update({k: sample[k] for k in ("idle_s", "cpu_percent", "rss_bytes")
-                                                if k in sample}, tree=sample.get("tree"))
+                    self.lanes[lane_id] = self.lanes[lane_id].with_sample(sample)
                     table.update_meters(lane_id, sample)
 
     @on(OutputChanged)
@@ -144,8 +145,8 @@ class DashboardScreen(DecisionFlows, Screen[None]):
         """An orphaned question stays until it is answered or its lane is closed or relaunched."""
         if question.get("state") != "orphaned":
             return True
-        lane = self.lanes.get(str(question.get("lane")), {})
-        closed = lane.get("state") in ("accepted", "abandoned") or bool(lane.get("superseded_by"))
+        lane = self.lanes.get(str(question.get("lane")))
+        closed = lane is not None and (lane.state in ("accepted", "abandoned") or bool(lane.superseded_by))
         return "answer" not in question and not closed
 
     @on(StallRaised)
@@ -164,8 +165,8 @@ class DashboardScreen(DecisionFlows, Screen[None]):
 
     def _update_attention(self) -> None:
         open_q = sum(1 for q in self.questions if q.get("state") in OPEN_STATES)
-        stalls = sum(1 for s in self.lanes.values() if s.get("state") == "stalled")
-        ready = sum(1 for s in self.lanes.values() if s.get("state") == "ready")
+        stalls = sum(1 for s in self.lanes.values() if s.state == "stalled")
+        ready = sum(1 for s in self.lanes.values() if s.state == "ready")
         self.query_one(AttentionBar).set_counts(open_q, stalls, ready)
         self.app.title = f"lanes-tui  ?{open_q} !{stalls} ✓{ready}"
 

@@ -7,6 +7,7 @@ key. Answers go to a real InboxStore, so a test can check the answer file the ke
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -23,11 +24,12 @@ from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.lanes.launcher import LaunchRequest
 from lanes_tui.engine.state.events import EngineEvent, LaneChanged, QuestionsChanged
 from lanes_tui.engine.state.model import LaneRecord
+from lanes_tui.engine.state.status import LaneStatus
 
 NOW = time.time()
 
 
-def lane(lane_id: str, state: str, **extra: Any) -> dict[str, Any]:
+def lane(lane_id: str, state: str, **extra: Any) -> LaneStatus:
     status: dict[str, Any] = {
         "id": lane_id, "task": lane_id.rsplit("-a", 1)[0], "state": state, "state_reason": f"{state} for a test",
         "result": "OK" if state in ("ready", "rejected") else None, "provider": "sim",
@@ -37,16 +39,16 @@ def lane(lane_id: str, state: str, **extra: Any) -> dict[str, Any]:
         "stall": None,
     }
     status.update(extra)
-    return status
+    return LaneStatus.from_json(status)
 
 
 class FakeEngine:
-    def __init__(self, root: Path, lanes: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, root: Path, lanes: list[LaneStatus] | None = None) -> None:
         self.repo = root
         self.config = parse_config("[chains]\nbackend = [\"sim\"]\n", path=None, repo=root)
         self.inbox = InboxStore(root / "inbox")
         self.calls: list[tuple[str, Any]] = []
-        self._lanes = {s["id"]: s for s in (lanes or [])}
+        self._lanes = {s.id: s for s in (lanes or [])}
         self._queues: list[asyncio.Queue[EngineEvent | None]] = []
         self.refusals: dict[str, list[str]] = {}
         self.files = ["calc.py", "test_calc.py"]
@@ -70,16 +72,19 @@ class FakeEngine:
         for queue in self._queues:
             queue.put_nowait(event)
 
-    def set_lane(self, status: dict[str, Any]) -> None:
-        previous = self._lanes.get(status["id"], {}).get("state")
-        self._lanes[status["id"]] = status
-        self.emit(LaneChanged(status["id"], status, previous))
+    def set_lane(self, status: LaneStatus) -> None:
+        known = self._lanes.get(status.id)
+        self._lanes[status.id] = status
+        self.emit(LaneChanged(status.id, status, known.state if known else None))
+
+    def change_lane(self, lane_id: str, **changes: Any) -> None:
+        self.set_lane(dataclasses.replace(self._lanes[lane_id], **changes))
 
     def publish_questions(self) -> None:
         self.emit(QuestionsChanged(tuple(self.questions())))
 
     # views
-    def lanes(self) -> list[dict[str, Any]]:
+    def lanes(self) -> list[LaneStatus]:
         return list(self._lanes.values())
 
     def questions(self) -> list[dict[str, Any]]:
@@ -95,8 +100,8 @@ class FakeEngine:
         return f"--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-old {lane_id}\n+new {lane_id}\n"
 
     async def worktree_rows(self) -> list[dict[str, Any]]:
-        return [{"lane": s["id"], "path": s["worktree"], "branch": s["branch"], "changed": 2, "ahead": 0,
-                 "behind": 0} for s in self._lanes.values()]
+        return [{"lane": s.id, "path": s.worktree, "branch": s.branch, "changed": 2, "insertions": 14,
+                 "deletions": 3, "ahead": 0, "behind": 0} for s in self._lanes.values()]
 
     async def machine(self) -> dict[str, Any]:
         return {"cpu_percent": 12.0, "mem_percent": 40.0, "load1": 0.5, "disk_free_bytes": 10**11,
@@ -108,34 +113,34 @@ class FakeEngine:
         self.calls.append(("plan_accept", lane_id))
         status = self._lanes[lane_id]
         refusals = list(self.refusals.get(lane_id, []))
-        if status["state"] != "ready" and not refusals:
-            refusals.append(f"the lane is {status['state']}, not ready (a gate failed); fix it, or accept with "
+        if status.state != "ready" and not refusals:
+            refusals.append(f"the lane is {status.state}, not ready (a gate failed); fix it, or accept with "
                             "--override REASON")
-        return AcceptPlan(lane_id=lane_id, state=status["state"], target="programme", target_sha="a" * 40,
-                          base_sha="b" * 40, worktree=Path(status["worktree"]), branch=status["branch"],
+        return AcceptPlan(lane_id=lane_id, state=status.state, target="programme", target_sha="a" * 40,
+                          base_sha="b" * 40, worktree=Path(status.worktree), branch=status.branch,
                           files=list(self.files), gates_status="passed", gates=[], review="MISSING",
                           needs_rebase=False, target_checkout=None, refusals=refusals)
 
     async def accept(self, lane_id: str, *, message: str | None = None, override: str | None = None) -> AcceptOutcome:
         self.calls.append(("accept", lane_id))
-        self.set_lane({**self._lanes[lane_id], "state": "accepted"})
+        self.change_lane(lane_id, state="accepted")
         return AcceptOutcome(lane_id, "accepted", f"accepted {lane_id} into programme at cafe000000")
 
     async def plan_abandon(self, lane_id: str, *, force: bool = False) -> AbandonPlan:
         self.calls.append(("plan_abandon", lane_id))
         status = self._lanes[lane_id]
-        return AbandonPlan(lane_id, status["state"], Path(status["worktree"]), status["branch"], 0,
+        return AbandonPlan(lane_id, status.state, Path(status.worktree), status.branch, 0,
                            list(self.files), [])
 
     async def abandon(self, lane_id: str, *, force: bool = False) -> list[str]:
         self.calls.append(("abandon", lane_id))
-        self.set_lane({**self._lanes[lane_id], "state": "abandoned"})
+        self.change_lane(lane_id, state="abandoned")
         return [f"worktree {lane_id}"]
 
     async def inspect(self, lane_id: str) -> Findings:
         self.calls.append(("inspect", lane_id))
         status = self._lanes[lane_id]
-        return Findings(lane_id, status["state"], status["state_reason"], status.get("result"))
+        return Findings(lane_id, status.state, status.state_reason, status.result)
 
     async def recheck(self, lane_id: str) -> dict[str, Any]:
         self.calls.append(("recheck", lane_id))
@@ -168,7 +173,7 @@ class FakeEngine:
 
     async def kill(self, lane_id: str) -> list[int]:
         self.calls.append(("kill", lane_id))
-        if self._lanes[lane_id]["state"] in ("accepted", "abandoned"):
-            raise LanesError(f"lane {lane_id} is {self._lanes[lane_id]['state']}; nothing runs there")
-        self.set_lane({**self._lanes[lane_id], "state": "exited", "result": "LANE-FAILED"})
+        if self._lanes[lane_id].state in ("accepted", "abandoned"):
+            raise LanesError(f"lane {lane_id} is {self._lanes[lane_id].state}; nothing runs there")
+        self.change_lane(lane_id, state="exited", result="LANE-FAILED")
         return []

@@ -27,6 +27,7 @@ from typing import Any
 from lanes_tui.engine.lanes.launcher import stop_lane
 from lanes_tui.engine.sim.demo import Demo, build_demo, start_demo_lanes
 from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.status import LaneStatus
 
 SIZE = (120, 36)
 OUT = Path(__file__).resolve().parent.parent / "screenshots"
@@ -79,11 +80,11 @@ async def shoot(demo: Demo, out: Path, *, timeout_s: float = 120.0) -> list[Path
     return saved
 
 
-def _states(lanes: dict[str, dict[str, Any]]) -> dict[str, str]:
-    return {lane_id: str(status.get("state")) for lane_id, status in lanes.items()}
+def _states(lanes: dict[str, LaneStatus]) -> dict[str, str]:
+    return {lane_id: status.state for lane_id, status in lanes.items()}
 
 
-def _states_reached(lanes: dict[str, dict[str, Any]]) -> bool:
+def _states_reached(lanes: dict[str, LaneStatus]) -> bool:
     states = _states(lanes)
     return all(states.get(lane) in wanted for lane, wanted in WANTED.items())
 

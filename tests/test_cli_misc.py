@@ -53,3 +53,27 @@ def test_status_json_lists_every_lane(repo: Path) -> None:
     assert [r["id"] for r in rows] == ["one-a1", "two-a1"]
     table = cli(repo, "status").stdout
     assert "one-a1" in table and "ready" in table
+
+
+#: The `status --json` contract: PRODUCT.md's required fields and the rest the dashboard shows.
+STATUS_KEYS = ["id", "task", "task_type", "state", "state_reason", "result", "provider", "providers_tried", "chain",
+               "attempt", "worktree", "branch", "base_sha", "target_branch", "created", "updated", "idle_s",
+               "cpu_percent", "rss_bytes", "procs", "output_bytes", "tokens", "cost_usd", "cost_estimated",
+               "session_id", "stall", "superseded_by"]
+
+
+def test_status_json_is_the_typed_status(repo: Path) -> None:
+    """`status --json` is `LaneStatus.to_json()`: the same keys in the same order, and it reads back."""
+    from lanes_tui.engine import LaneStatus
+
+    write_config(repo)
+    lane = run_lane(repo, "say typed\n", lane_id="typed")
+    wait_state(repo, lane)
+    row = json.loads(cli(repo, "status", lane, "--json").stdout)[0]
+    assert list(row) == STATUS_KEYS
+    status = LaneStatus.from_json(row)
+    assert (status.id, status.state, status.provider, status.model) == (lane, "ready", "sim", "sim")
+    assert status.to_json() == row
+    sampled = status.with_sample({"idle_s": 3.0, "cpu_percent": 50.0, "tree": [{"pid": 1}]})
+    assert (sampled.idle_s, sampled.cpu_percent, sampled.tree) == (3.0, 50.0, ({"pid": 1},))
+    assert "tree" not in sampled.to_json() and status.tree is None

@@ -22,7 +22,7 @@ async def _collect_until_state(engine: Engine, lane_id: str, states: set[str], t
     async def follow() -> None:
         async for event in engine.events():
             seen.append(event)
-            if isinstance(event, LaneChanged) and event.lane_id == lane_id and event.status["state"] in states:
+            if isinstance(event, LaneChanged) and event.lane_id == lane_id and event.status.state in states:
                 return
 
     await asyncio.wait_for(follow(), timeout)
@@ -42,12 +42,12 @@ async def test_engine_runs_a_lane_and_streams_events(repo: Path) -> None:
         events = await collector
     finally:
         await engine.aclose()
-    states = [e.status["state"] for e in events if isinstance(e, LaneChanged)]
+    states = [e.status.state for e in events if isinstance(e, LaneChanged)]
     assert states[-1] == "ready" and "running" in states  # intermediate states may coalesce
     text = "".join(e.text for e in events if isinstance(e, OutputAppended) and e.lane_id == "streamed-a1")
     assert "line 5: hello" in text and "bye" in text
     assert any(isinstance(e, MetersSampled) for e in events)
-    assert engine.lanes()[0]["result"] == "OK"
+    assert engine.lanes()[0].result == "OK"
     assert "bye" in await Engine(repo).output_tail("streamed-a1")
 
 
@@ -60,8 +60,8 @@ async def test_a_new_engine_reattaches_to_running_lanes(repo: Path) -> None:
     second = Engine(repo, poll_s=0.05)
     await second.start()
     try:
-        assert [lane["id"] for lane in second.lanes()] == ["survivor-a1"]
-        assert second.lanes()[0]["state"] in {"queued", "launching", "running"}
+        assert [lane.id for lane in second.lanes()] == ["survivor-a1"]
+        assert second.lanes()[0].state in {"queued", "launching", "running"}
         events = await _collect_until_state(second, "survivor-a1", {"ready"})
     finally:
         await second.aclose()
@@ -87,7 +87,7 @@ async def test_engine_start_marks_a_lane_lost_when_its_supervisor_died(repo: Pat
     restarted = Engine(repo)
     await restarted.start()
     await restarted.aclose()
-    assert restarted.lanes()[0]["state"] == "lost"
+    assert restarted.lanes()[0].state == "lost"
     os.killpg(agent, signal.SIGKILL)
 
 
@@ -101,12 +101,12 @@ async def test_kill_stops_the_lane_and_its_tree(repo: Path) -> None:
         await engine.run_lane(LaunchRequest(prompt="spawn-setsid 600\nsleep 600\n", slug="killme"))
         await running
         leftovers = await engine.kill("killme-a1")
-        lane = next(lane for lane in engine.lanes() if lane["id"] == "killme-a1")
+        lane = next(lane for lane in engine.lanes() if lane.id == "killme-a1")
     finally:
         await engine.aclose()
     assert leftovers == []  # the supervisor stopped everything itself
-    assert lane["state"] == "exited" and lane["result"] == "LANE-FAILED"
-    assert lane["providers_tried"][0]["reason"] == "stopped by the lead"
+    assert lane.state == "exited" and lane.result == "LANE-FAILED"
+    assert lane.providers_tried[0]["reason"] == "stopped by the lead"
 
 
 async def test_inbox_changes_are_events_and_answers_are_written(repo: Path) -> None:
@@ -161,7 +161,7 @@ async def test_engine_decision_commands(repo: Path) -> None:
         assert any("fast-forward" in line for line in plan.describe())
         outcome = await engine.accept("cmd-a1")
         assert outcome.state == "accepted"
-        assert next(lane for lane in engine.lanes() if lane["id"] == "cmd-a1")["state"] == "accepted"
+        assert next(lane for lane in engine.lanes() if lane.id == "cmd-a1").state == "accepted"
         try:
             await engine.accept("cmd-a1")
         except LanesError as exc:

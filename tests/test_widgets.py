@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -78,8 +79,8 @@ async def test_lanes_sync_adds_updates_and_removes_without_clearing() -> None:
         assert keys(table) == ["fix-login-a1", "add-cache-a1", "slow-docs-a1"]
         assert table.cell_updates == 0 and batches == 1
 
-        changed = [dict(LANES[0]), dict(LANES[1], state="running", state_reason="the question was answered"),
-                   dict(LANES[2])]
+        changed = [LANES[0], dataclasses.replace(LANES[1], state="running", state_reason="the question was answered"),
+                   LANES[2]]
         table.sync(changed, NOW)
         await pilot.pause()
         assert keys(table) == ["fix-login-a1", "add-cache-a1", "slow-docs-a1"]
@@ -226,6 +227,8 @@ async def test_worktrees_sync_keyed_by_lane() -> None:
         await pilot.pause()
         assert keys(pane) == ["fix-login-a1", "tidy-tests-a2", "add-cache-a1"]
         assert plain(pane, "add-cache-a1", "behind") == ""
+        assert [plain(pane, "tidy-tests-a2", k) for k in ("insertions", "deletions")] == ["+310", "-128"]
+        assert [plain(pane, "add-cache-a1", k) for k in ("insertions", "deletions")] == ["0", "0"]
         pane.sync([dict(WORKTREES[1], changed=13), WORKTREES[2]])
         await pilot.pause()
         assert keys(pane) == ["tidy-tests-a2", "add-cache-a1"]

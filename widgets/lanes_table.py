@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.content import Content
 from textual.message import Message
@@ -18,9 +18,8 @@ from textual.message import Message
 from lanes_tui.widgets import _format as fmt
 from lanes_tui.widgets._keyed_table import Cell, KeyedTable, Row
 
-#: States in which a supervisor owns the lane (mirrors engine.model.LIVE_STATES; a plain copy so the
-#: widgets need no engine import): their elapsed time runs on and their meters mean something.
-LIVE_STATES = frozenset({"queued", "launching", "running", "waiting"})
+if TYPE_CHECKING:  # widgets are given statuses; they never load the engine to get them
+    from lanes_tui.engine import LaneStatus
 
 
 class LanesTable(KeyedTable):
@@ -54,14 +53,13 @@ class LanesTable(KeyedTable):
         """The lane id under the cursor, or None when there are no lanes."""
         return self.selected_key
 
-    def sync(self, lanes: Sequence[Mapping[str, Any]], now: float) -> None:
+    def sync(self, lanes: Sequence[LaneStatus], now: float) -> None:
         """Show exactly these lanes, in this order; `now` is wall-clock seconds (for elapsed)."""
         rows: list[Row] = []
         self._states = {}
         for lane in lanes:
-            lane_id = str(lane["id"])
-            self._states[lane_id] = (str(lane.get("state") or "?"), str(lane.get("state_reason") or ""))
-            rows.append((lane_id, self._row(lane, now)))
+            self._states[lane.id] = (lane.state or "?", lane.state_reason)
+            rows.append((lane.id, self._row(lane, now)))
         self._apply(rows)
         self._set_tooltip()
 
@@ -76,25 +74,25 @@ class LanesTable(KeyedTable):
             "rss": Cell(fmt.size(rss) if rss else "", right=True),
         })
 
-    def _row(self, lane: Mapping[str, Any], now: float) -> tuple[Cell, ...]:
-        state = str(lane.get("state") or "?")
-        live = state in LIVE_STATES
-        created = lane.get("created") or 0.0
-        end = now if live else (lane.get("updated") or now)
-        rss = lane.get("rss_bytes")
+    def _row(self, lane: LaneStatus, now: float) -> tuple[Cell, ...]:
+        state = lane.state or "?"
+        live = lane.live
+        created = lane.created
+        end = now if live else (lane.updated or now)
+        rss = lane.rss_bytes
         return (
-            Cell(str(lane["id"])),
-            Cell(fmt.truncate(str(lane.get("task") or ""), 18)),
+            Cell(lane.id),
+            Cell(fmt.truncate(lane.task, 18)),
             Cell(fmt.truncate(_provider_model(lane), 22)),
             Cell(state, fmt.STATE_TONE.get(state, "")),
-            Cell(str(lane.get("attempt") or ""), right=True),
+            Cell(str(lane.attempt or ""), right=True),
             Cell(fmt.duration(end - created) if created else "", right=True),
-            Cell(fmt.duration(lane.get("idle_s")) if live else "", right=True),
-            Cell(fmt.percent(lane.get("cpu_percent")) if live else "", right=True),
+            Cell(fmt.duration(lane.idle_s) if live else "", right=True),
+            Cell(fmt.percent(lane.cpu_percent) if live else "", right=True),
             Cell(fmt.size(rss) if live and rss else "", right=True),
-            Cell(fmt.tokens(lane.get("tokens")), right=True),
-            Cell(fmt.cost(lane.get("cost_usd"), bool(lane.get("cost_estimated"))), right=True),
-            Cell(fmt.truncate(str(lane.get("state_reason") or ""), 48)),
+            Cell(fmt.tokens(lane.tokens), right=True),
+            Cell(fmt.cost(lane.cost_usd, lane.cost_estimated), right=True),
+            Cell(fmt.truncate(lane.state_reason, 48)),
         )
 
     def _selection_changed(self, key: str | None) -> None:
@@ -108,8 +106,6 @@ class LanesTable(KeyedTable):
         self.tooltip = Content(f"{state}: {reason}") if state else None
 
 
-def _provider_model(lane: Mapping[str, Any]) -> str:
-    provider = str(lane.get("provider") or "-")
-    tried = lane.get("providers_tried") or []
-    model = tried[-1].get("model") if tried and isinstance(tried[-1], Mapping) else ""
-    return f"{provider}:{model}" if model else provider
+def _provider_model(lane: LaneStatus) -> str:
+    provider = lane.provider or "-"
+    return f"{provider}:{lane.model}" if lane.model else provider

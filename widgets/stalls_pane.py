@@ -9,12 +9,15 @@ listed: it waits for the lead, not the other way round.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.content import Content
 
 from lanes_tui.widgets import _format as fmt
 from lanes_tui.widgets._keyed_table import Cell, KeyedTable, Row
+
+if TYPE_CHECKING:  # widgets are given statuses; they never load the engine to get them
+    from lanes_tui.engine import LaneStatus
 
 WATCHED_STATES = frozenset({"running", "launching"})
 
@@ -40,35 +43,33 @@ class StallsPane(KeyedTable):
         """How many lanes are listed, for the attention bar."""
         return len(self._cells)
 
-    def sync(self, lanes: Sequence[Mapping[str, Any]], warn_after_s: float | None) -> None:
-        """Pick the quiet and stalled lanes out of all lane status dicts.
+    def sync(self, lanes: Sequence[LaneStatus], warn_after_s: float | None) -> None:
+        """Pick the quiet and stalled lanes out of all lane statuses.
 
         `warn_after_s` None (or 0) lists only the stalled ones, e.g. when the watchdog is off.
         """
-        found: list[tuple[bool, float, Mapping[str, Any]]] = []
+        found: list[tuple[bool, float, LaneStatus]] = []
         for lane in lanes:
-            state = lane.get("state")
-            stall = lane.get("stall") if isinstance(lane.get("stall"), Mapping) else None
-            if state == "stalled":
-                idle = (stall or {}).get("idle_s", lane.get("idle_s"))
+            if lane.state == "stalled":
+                idle = (lane.stall or {}).get("idle_s", lane.idle_s)
                 found.append((True, float(idle or 0.0), lane))
-            elif state in WATCHED_STATES and warn_after_s and (lane.get("idle_s") or 0.0) >= warn_after_s:
-                found.append((False, float(lane.get("idle_s") or 0.0), lane))
-        found.sort(key=lambda item: (not item[0], -item[1], str(item[2]["id"])))
+            elif lane.state in WATCHED_STATES and warn_after_s and (lane.idle_s or 0.0) >= warn_after_s:
+                found.append((False, float(lane.idle_s or 0.0), lane))
+        found.sort(key=lambda item: (not item[0], -item[1], item[2].id))
         rows: list[Row] = []
         self._trees = {}
         for stopped, idle, lane in found:
-            lane_id = str(lane["id"])
+            lane_id = lane.id
             tree = _tree(lane)
             self._trees[lane_id] = "\n".join(_proc_line(p, full=True) for p in tree) or "no process tree recorded"
             rows.append((lane_id, self._row(lane_id, stopped, idle, lane, tree)))
         self._apply(rows)
         self._set_tooltip()
 
-    def _row(self, lane_id: str, stopped: bool, idle: float, lane: Mapping[str, Any],
+    def _row(self, lane_id: str, stopped: bool, idle: float, lane: LaneStatus,
              tree: Sequence[Mapping[str, Any]]) -> tuple[Cell, ...]:
         if stopped:
-            limit = (lane.get("stall") or {}).get("idle_timeout_s")
+            limit = (lane.stall or {}).get("idle_timeout_s")
             label = "stopped by watchdog" + (f" ({fmt.duration(limit)} limit)" if limit else "")
             status = Cell(label, "error", bold=True)
         else:
@@ -76,7 +77,7 @@ class StallsPane(KeyedTable):
         if tree:
             procs = fmt.truncate(" · ".join(_proc_line(p) for p in tree), 80)
         else:
-            count = lane.get("procs") or 0
+            count = lane.procs
             procs = f"{count} process{'es' if count != 1 else ''}" if count else "tree unknown"
         return (Cell(lane_id), status, Cell(fmt.duration(idle), right=True), Cell(procs))
 
@@ -90,12 +91,11 @@ class StallsPane(KeyedTable):
         self.tooltip = Content(tree) if tree else None
 
 
-def _tree(lane: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _tree(lane: LaneStatus) -> list[Mapping[str, Any]]:
     """The stall report's tree, else a tree the status carries for a live lane, else nothing."""
-    stall = lane.get("stall")
-    tree = stall.get("tree") if isinstance(stall, Mapping) else None
+    tree = lane.stall.get("tree") if isinstance(lane.stall, Mapping) else None
     if not tree:
-        tree = lane.get("tree")
+        tree = lane.tree
     return [p for p in tree or () if isinstance(p, Mapping)]
 
 

@@ -1,7 +1,9 @@
 """The Worktrees pane: where each lane works, and how far it is from its target.
 
-Rows come from the engine (it runs git; widgets never do): {lane, path, branch, changed, ahead,
-behind}. `behind` > 0 means an accept will rebase the lane first, so it is coloured as a warning.
+Rows come from the engine (it runs git; widgets never do): {lane, path, branch, changed, insertions,
+deletions, ahead, behind}. `+`/`-` are the lines the lane added and removed against its base,
+uncommitted work included, so the lead sees the size of a lane before opening its diff. `behind` > 0
+means an accept will rebase the lane first, so it is coloured as a warning.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ class WorktreesPane(KeyedTable):
     """One row per lane worktree, keyed by lane id, in the order given."""
 
     COLUMNS: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("lane", "lane"), ("branch", "branch"), ("changed", "changed"), ("ahead", "ahead"),
-        ("behind", "behind"), ("path", "path"),
+        ("lane", "lane"), ("branch", "branch"), ("changed", "changed"), ("insertions", "+"),
+        ("deletions", "-"), ("ahead", "ahead"), ("behind", "behind"), ("path", "path"),
     )
     TITLE: ClassVar[str] = "Worktrees"
 
@@ -30,19 +32,26 @@ class WorktreesPane(KeyedTable):
         self._apply([(str(r["lane"]), self._row(r)) for r in rows])
 
     def _row(self, r: Mapping[str, Any]) -> tuple[Cell, ...]:
-        behind = r.get("behind")
+        behind, added, removed = r.get("behind"), r.get("insertions"), r.get("deletions")
         return (
             Cell(str(r["lane"])),
             Cell(str(r.get("branch") or "")),
             Cell(_num(r.get("changed")), right=True),
+            Cell(_signed("+", added), "success" if added else "", right=True),
+            Cell(_signed("-", removed), "error" if removed else "", right=True),
             Cell(_num(r.get("ahead")), right=True),
             Cell(_num(behind), "warning" if behind else "", right=True),
-            Cell(_shorten_path(str(r.get("path") or ""), 48)),
+            Cell(_shorten_path(str(r.get("path") or ""), 40)),
         )
 
 
 def _num(value: Any) -> str:
     return "" if value is None else str(value)
+
+
+def _signed(sign: str, value: Any) -> str:
+    """`+12` / `-3` as git's stat shows them; 0 stays a bare 0 and unknown stays blank."""
+    return "" if value is None else f"{sign}{value}" if value else "0"
 
 
 def _shorten_path(path: str, width: int) -> str:

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.commands import DecisionCommands
 from lanes_tui.engine.decisions.reconcile import reconcile
-from lanes_tui.engine.git.views import lane_diff, worktree_row
+from lanes_tui.engine.git.views import lane_commits, lane_diff, worktree_row
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.lanes.inotify import TreeWatcher
 from lanes_tui.engine.lanes.launcher import LaunchRequest
@@ -41,7 +41,7 @@ from lanes_tui.engine.state.events import (
 )
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
-from lanes_tui.engine.state.status import lane_status
+from lanes_tui.engine.state.status import LaneStatus, lane_status
 from lanes_tui.engine.state.store import LaneStore
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class _Watched:
     output_offset: int = 0
     events_size: int = 0
     state: str | None = None
-    status: dict[str, Any] = field(default_factory=dict)
+    status: LaneStatus | None = None
 
 
 class Engine(DecisionCommands):
@@ -145,10 +145,10 @@ class Engine(DecisionCommands):
             queue.put_nowait(event)
 
     # queries ---------------------------------------------------------------------------------
-    def lanes(self) -> list[dict[str, Any]]:
+    def lanes(self) -> list[LaneStatus]:
         """The newest status of every lane the engine knows, oldest first."""
-        return [w.status for w in sorted(self._watched.values(), key=lambda w: w.status.get("created", 0))
-                if w.status]
+        known = [w.status for w in self._watched.values() if w.status is not None]
+        return sorted(known, key=lambda s: (s.created, s.id))
 
     def questions(self) -> list[dict[str, Any]]:
         """The inbox as `inbox --json` objects, oldest first (open, answered, orphaned, …)."""
@@ -229,10 +229,24 @@ class Engine(DecisionCommands):
         return await asyncio.to_thread(lane_diff, record)
 
     async def worktree_rows(self) -> list[dict[str, Any]]:
+        """The Worktrees pane: one row per unsettled lane (changed files, +/- lines, ahead/behind).
+
+        A lane git cannot read keeps its row with the unknown numbers as None: one broken worktree
+        never blanks the pane (`git.views` says what each number means).
+        """
         def rows() -> list[dict[str, Any]]:
             return [worktree_row(self.repo, r) for r in self.store.all() if r.state not in ("accepted", "abandoned")]
 
         return await asyncio.to_thread(rows)
+
+    async def lane_commits(self, lane_id: str, limit: int = 20) -> list[dict[str, Any]]:
+        """The lane's own commits since its base, newest first: {sha, summary, author, timestamp}.
+
+        Read in a worker thread (GitPython blocks) and [] when the branch cannot be read; an unknown
+        lane id raises LanesError, as `diff` does.
+        """
+        record = await asyncio.to_thread(self.store.read, lane_id)
+        return await asyncio.to_thread(lane_commits, record, limit)
 
     # watching --------------------------------------------------------------------------------
     async def _watch(self) -> None:
@@ -279,10 +293,8 @@ class Engine(DecisionCommands):
             watched.samples_size = size
             sample = self.store.last_sample(lane_id)
             if sample is not None:
-                fresh: dict[str, Any] = {k: sample[k] for k in ("idle_s", "cpu_percent", "rss_bytes", "procs")
-                                         if k in sample}
-                fresh["tree"] = sample.get("tree")
-                watched.status = {**watched.status, **fresh}
+                if watched.status is not None:
+                    watched.status = watched.status.with_sample(sample)
                 out.append(MetersSampled(lane_id, sample))
         size = _size(lane.events)
         if size != watched.events_size:

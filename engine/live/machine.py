@@ -17,18 +17,19 @@ import psutil
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core import slots
 from lanes_tui.engine.decisions.gates import heavy_slot_dir
+from lanes_tui.engine.state.status import LaneStatus
 
 RUNNING_STATES = frozenset({"launching", "running", "waiting", "checking"})
 
 
-def machine_meters(config: Config, lanes: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+def machine_meters(config: Config, lanes: Iterable[LaneStatus]) -> dict[str, Any]:
     lanes = list(lanes)
     holders = slots.holders(heavy_slot_dir())
     root = _existing_parent(config.lanes.worktree_root)
-    spend = sum(float(lane.get("cost_usd") or 0.0) for lane in lanes)
+    spend = sum(float(lane.cost_usd or 0.0) for lane in lanes)
     tokens = 0
     for lane in lanes:
-        value = lane.get("tokens")
+        value = lane.tokens
         if isinstance(value, Mapping):
             tokens += int(value.get("total", 0) or 0)
         elif isinstance(value, int | float):
@@ -42,8 +43,8 @@ def machine_meters(config: Config, lanes: Iterable[Mapping[str, Any]]) -> dict[s
         "slots_used": len(holders),
         "slots_total": config.gates.slots,
         "slot_holders": holders,
-        "running": sum(1 for lane in lanes if lane.get("state") in RUNNING_STATES),
-        "queued": sum(1 for lane in lanes if lane.get("state") == "queued"),
+        "running": sum(1 for lane in lanes if lane.state in RUNNING_STATES),
+        "queued": sum(1 for lane in lanes if lane.state == "queued"),
         "max_parallel": config.lanes.max_parallel,
         "spend_usd": round(spend, 4),
         "tokens": tokens,

@@ -7,19 +7,18 @@ from a shell see the same truth as the dashboard.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from lanes_tui.engine.decisions.reconcile import reconcile
 from lanes_tui.engine.lanes.launcher import supervisor_alive
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
-from lanes_tui.engine.state.status import lane_status
+from lanes_tui.engine.state.status import LaneStatus, lane_status
 from lanes_tui.engine.state.store import LaneStore
 
 __all__ = ["lane_settled", "lane_statuses", "read_lane"]
 
 
-def lane_statuses(repo: Path, lane_id: str | None = None) -> list[dict[str, Any]]:
+def lane_statuses(repo: Path, lane_id: str | None = None) -> list[LaneStatus]:
     """Every lane's status (oldest first), or the one named; an unknown id is a LanesError."""
     reconcile(repo)
     store = LaneStore(StatePaths(repo))

@@ -6,13 +6,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from lanes_tui.engine.state.status import LaneStatus
+
 
 @dataclass(frozen=True)
 class LaneChanged:
-    """A lane's record changed (state, provider, result…); `status` is its `status --json` object."""
+    """A lane's record changed (state, provider, result…); `status` is its newest typed status."""
 
     lane_id: str
-    status: Mapping[str, Any]
+    status: LaneStatus
     previous_state: str | None
 
 

@@ -1,60 +1,142 @@
-"""The lane status objects of `status --json` and the dashboard's Lanes table (a CLI contract)."""
+"""The typed lane status: what `status --json` prints and what the dashboard's panes show.
+
+One frozen dataclass crosses the bridge from the engine to the widgets, so a pane reads
+`status.idle_s`, never `status.get("idle_s")`, and mypy sees every field. `to_json()` is the
+`status --json` object (a CLI contract: the field names are fixed); `from_json()` reads one back,
+filling what is missing with defaults, which is how tests and fakes build statuses.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from lanes_tui.engine.core.atomic import read_json
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.store import LaneStore
+
+__all__ = ["SAMPLE_FIELDS", "LaneStatus", "lane_status"]
+
+#: The fields a watchdog sample refreshes between two records.
+SAMPLE_FIELDS = ("idle_s", "cpu_percent", "rss_bytes", "procs")
 
 
 @dataclass(frozen=True)
 class LaneStatus:
-    """Placeholder until the typed status lands (same fields as `status --json`)."""
+    """A lane as the lead sees it: the record, the newest watchdog sample and the spend meters."""
 
     id: str
+    task: str = ""
+    task_type: str = "backend"
+    state: str = "queued"
+    state_reason: str = ""
+    result: str | None = None
+    #: The provider that ran last (or is running).
+    provider: str | None = None
+    #: Each provider run so far: provider, model, result, … (`ProviderAttempt` as JSON).
+    providers_tried: tuple[Mapping[str, Any], ...] = ()
+    chain: tuple[str, ...] = ()
+    attempt: int = 1
+    worktree: str = ""
+    branch: str = ""
+    base_sha: str = ""
+    target_branch: str | None = None
+    created: float = 0.0
+    updated: float = 0.0
+    #: Seconds without activity (live lanes only; None otherwise).
+    idle_s: float | None = None
+    cpu_percent: float = 0.0
+    rss_bytes: int = 0
+    procs: int = 0
+    output_bytes: int = 0
+    #: Token counts as the meters keep them ({"total": …, "input": …}) or None when not reported.
+    tokens: Mapping[str, Any] | int | None = None
+    cost_usd: float | None = None
+    cost_estimated: bool = False
+    session_id: str | None = None
+    #: The watchdog's report when it stopped the lane (idle seconds, the tree it killed).
+    stall: Mapping[str, Any] | None = None
+    superseded_by: str | None = None
+    #: The live process tree from the newest sample (dashboard only; not part of `status --json`).
+    tree: tuple[Mapping[str, Any], ...] | None = field(default=None, compare=False)
+
+    @property
+    def live(self) -> bool:
+        """A supervisor is expected to be alive and own the lane."""
+        return self.state in LIVE_STATES
+
+    @property
+    def model(self) -> str:
+        """The model of the provider that ran last, or ""."""
+        return str(self.providers_tried[-1].get("model") or "") if self.providers_tried else ""
+
+    def with_sample(self, sample: Mapping[str, Any]) -> LaneStatus:
+        """This status with a newer watchdog sample's meters (and process tree) folded in."""
+        fresh: dict[str, Any] = {k: sample[k] for k in SAMPLE_FIELDS if k in sample}
+        tree = sample.get("tree")
+        fresh["tree"] = tuple(tree) if isinstance(tree, list | tuple) else None
+        return dataclasses.replace(self, **fresh)
+
+    def to_json(self) -> dict[str, Any]:
+        """The `status --json` object."""
+        data = asdict(self)
+        del data["tree"]
+        data["providers_tried"] = [dict(p) for p in self.providers_tried]
+        data["chain"] = list(self.chain)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LaneStatus:
+        """A status from a `status --json` object; unknown keys are ignored, missing ones default."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values["providers_tried"] = tuple(dict(p) for p in values.get("providers_tried") or ())
+        values["chain"] = tuple(values.get("chain") or ())
+        if values.get("tree") is not None:
+            values["tree"] = tuple(values["tree"])
+        return cls(**values)
 
 
-def lane_status(store: LaneStore, record: LaneRecord, now: float | None = None) -> dict[str, Any]:
+def lane_status(store: LaneStore, record: LaneRecord) -> LaneStatus:
+    """The status of one lane from its record, its newest sample and its meters file."""
     sample = store.last_sample(record.id) or {}
     meters = _read_meters(store, record.id)
     live = record.state in LIVE_STATES
-    return {
-        "id": record.id,
-        "task": record.slug,
-        "task_type": record.task_type,
-        "state": record.state,
-        "state_reason": record.state_reason,
-        "result": record.result,
-        "provider": record.provider,
-        "providers_tried": [asdict(a) for a in record.providers_tried],
-        "chain": record.chain,
-        "attempt": record.attempt,
-        "worktree": record.worktree,
-        "branch": record.branch,
-        "base_sha": record.base_sha,
-        "target_branch": record.target_branch,
-        "created": record.created,
-        "updated": record.updated,
-        "idle_s": sample.get("idle_s") if live else None,
-        "cpu_percent": sample.get("cpu_percent", 0.0) if live else 0.0,
-        "rss_bytes": sample.get("rss_bytes", 0) if live else 0,
-        "procs": sample.get("procs", 0) if live else 0,
-        "output_bytes": sample.get("output_bytes", 0),
-        "tokens": meters.get("tokens"),
-        "cost_usd": meters.get("cost_usd"),
-        "cost_estimated": meters.get("cost_estimated", False),
-        "session_id": record.session_id,
-        "stall": record.stall,
-        "superseded_by": record.superseded_by,
-    }
+    return LaneStatus(
+        id=record.id,
+        task=record.slug,
+        task_type=record.task_type,
+        state=record.state,
+        state_reason=record.state_reason,
+        result=record.result,
+        provider=record.provider,
+        providers_tried=tuple(asdict(a) for a in record.providers_tried),
+        chain=tuple(record.chain),
+        attempt=record.attempt,
+        worktree=record.worktree,
+        branch=record.branch,
+        base_sha=record.base_sha,
+        target_branch=record.target_branch,
+        created=record.created,
+        updated=record.updated,
+        idle_s=sample.get("idle_s") if live else None,
+        cpu_percent=sample.get("cpu_percent", 0.0) if live else 0.0,
+        rss_bytes=sample.get("rss_bytes", 0) if live else 0,
+        procs=sample.get("procs", 0) if live else 0,
+        output_bytes=sample.get("output_bytes", 0),
+        tokens=meters.get("tokens"),
+        cost_usd=meters.get("cost_usd"),
+        cost_estimated=bool(meters.get("cost_estimated", False)),
+        session_id=record.session_id,
+        stall=record.stall,
+        superseded_by=record.superseded_by,
+    )
 
 
 def _read_meters(store: LaneStore, lane_id: str) -> dict[str, Any]:
     """Token and cost figures the channel parsers keep in `meters.json` (none for plain output)."""
-    from lanes_tui.engine.core.atomic import read_json
-
     try:
         data = read_json(store.lane_paths(lane_id).dir / "meters.json")
     except (FileNotFoundError, ValueError):

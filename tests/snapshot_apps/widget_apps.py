@@ -12,11 +12,13 @@ from textual.app import App, ComposeResult
 from textual.screen import Screen
 from textual.widget import Widget
 
+from lanes_tui.engine import LaneStatus
+
 NOW = 1_700_000_000.0
 
 
-def lane(lane_id: str, state: str, **extra: Any) -> dict[str, Any]:
-    """A lane status dict shaped like engine.status.lane_status()."""
+def lane(lane_id: str, state: str, **extra: Any) -> LaneStatus:
+    """A typed lane status as the engine's `lane_status()` makes it."""
     task = lane_id.rsplit("-a", 1)[0]
     data: dict[str, Any] = {
         "id": lane_id, "task": task, "task_type": "backend", "state": state,
@@ -29,10 +31,10 @@ def lane(lane_id: str, state: str, **extra: Any) -> dict[str, Any]:
         "cost_usd": 0.42, "cost_estimated": False, "session_id": None, "stall": None,
     }
     data.update(extra)
-    return data
+    return LaneStatus.from_json(data)
 
 
-LANES: list[dict[str, Any]] = [
+LANES: list[LaneStatus] = [
     lane("fix-login-a1", "running", providers_tried=[{"provider": "claude", "model": "sonnet"}], provider="claude"),
     lane("add-cache-a1", "waiting", state_reason="a question is open in the inbox", idle_s=30.0),
     lane("slow-docs-a1", "stalled", state_reason="no activity for 900.0s", cpu_percent=0.0, rss_bytes=0,
@@ -80,11 +82,14 @@ MACHINE: dict[str, Any] = {
 
 WORKTREES: list[dict[str, Any]] = [
     {"lane": "fix-login-a1", "path": "/home/lead/.local/share/lanes-tui/proj-1234abcd/fix-login-a1",
-     "branch": "lane/fix-login-a1", "changed": 3, "ahead": 1, "behind": 0},
+     "branch": "lane/fix-login-a1", "changed": 3, "insertions": 42, "deletions": 7, "ahead": 1,
+     "behind": 0},
     {"lane": "tidy-tests-a2", "path": "/home/lead/.local/share/lanes-tui/proj-1234abcd/tidy-tests-a2",
-     "branch": "lane/tidy-tests-a2", "changed": 12, "ahead": 2, "behind": 4},
+     "branch": "lane/tidy-tests-a2", "changed": 12, "insertions": 310, "deletions": 128,
+     "ahead": 2, "behind": 4},
     {"lane": "add-cache-a1", "path": "/home/lead/.local/share/lanes-tui/proj-1234abcd/add-cache-a1",
-     "branch": "lane/add-cache-a1", "changed": 0, "ahead": 0, "behind": None},
+     "branch": "lane/add-cache-a1", "changed": 0, "insertions": 0, "deletions": 0, "ahead": 0,
+     "behind": None},
 ]
 
 DIFF = """diff --git a/calc.py b/calc.py
