@@ -17,7 +17,6 @@ left open by a timeout (or by the tool killing the helper) stays in the inbox, a
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import math
@@ -140,6 +139,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
             qid = _resume(store, args, lane) if args.wait is not None else _ask(store, args, lane, attempt)
             print(f"lanes-tui: waiting up to {args.timeout:g} s for the lead to answer {qid} "
                   f"(lanes-tui answer {qid} VALUE)", file=sys.stderr, flush=True)
+            import asyncio  # only when waiting: `ask --help`, `inbox` and `answer` never load it
+
             view = asyncio.run(wait_for_answer(store, qid, timeout_s=args.timeout, clock=RealClock(),
                                                poll_s=POLL_S))
     except KeyboardInterrupt:
@@ -269,6 +270,8 @@ def _recoverable(inbox_root: Path, lane: str) -> bool:
 
 def _relaunch_with_answer(repo: Path, lane: str) -> int:
     """The orphaned lane's next attempt; recover puts the lead's answers into its prompt."""
+    import asyncio
+
     from lanes_tui.engine import load_config, relaunch
 
     record = asyncio.run(relaunch(repo, load_config(repo), lane))

@@ -67,6 +67,7 @@ def git_children() -> list[str]:
 def test_row_counts_committed_and_uncommitted_work(repo: Path) -> None:
     record = busy_lane(repo)
     row = worktree_row(repo, record)
+    assert [c["summary"] for c in row.pop("commits")] == ["Write docs", "Add sub"]  # the pane's tooltip
     assert row == {"lane": "views-a1", "path": record.worktree, "branch": "lane/views-a1", "changed": 6,
                    "insertions": 12, "deletions": 1, "ahead": 2, "behind": 1}
     # The same set accept stages, and the same lines the Diff pane shows.
@@ -79,7 +80,8 @@ def test_row_counts_committed_and_uncommitted_work(repo: Path) -> None:
 def test_a_fresh_lane_is_all_zero(repo: Path) -> None:
     record = make_lane(repo)
     assert worktree_row(repo, record) == {"lane": "views-a1", "path": record.worktree, "branch": "lane/views-a1",
-                                          "changed": 0, "insertions": 0, "deletions": 0, "ahead": 0, "behind": 0}
+                                          "changed": 0, "insertions": 0, "deletions": 0, "ahead": 0, "behind": 0,
+                                          "commits": []}
 
 
 def test_a_reverted_file_is_changed_but_adds_no_lines(repo: Path) -> None:

@@ -141,6 +141,7 @@ def test_ask_answer_inbox_load_only_the_inbox(repo: Path, tmp_path: Path) -> Non
         return subprocess.run([sys.executable, "-m", "lanes_tui.app", *args], cwd=repo, capture_output=True,
                               text=True, env={**env, **extra}, timeout=60, check=False)
 
+    assert run("ask", "--help").returncode == 0
     asked = run("ask", "Deploy?", "--yes-no", "--timeout", "0", "--default", "no")
     assert asked.returncode == 1, asked.stderr  # the default (no) applied at once
     qid = json.loads(run("inbox", "--json").stdout)[0]["id"]
@@ -151,8 +152,12 @@ def test_ask_answer_inbox_load_only_the_inbox(repo: Path, tmp_path: Path) -> Non
     assert qid != open_qid
     reports = _reports(report)
     commands = [r for r in reports if r["program"] == "lanes-tui"]
-    assert len(commands) == 5, reports
+    assert len(commands) == 6, reports
     for entry in commands:
         modules = entry["modules"]
         assert isinstance(modules, list)
         _inbox_only(modules)
+        argv = entry["argv"]
+        assert isinstance(argv, list)
+        # Only an `ask` that waits starts an event loop; listing and answering never load asyncio.
+        assert ("asyncio" in modules) == (argv[0] == "ask" and "--help" not in argv), argv

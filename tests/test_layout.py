@@ -186,6 +186,25 @@ def test_no_circle_between_engine_subpackages() -> None:
         where[(a, b)] for a, b in itertools.pairwise(cycle))
 
 
+#: The order of docs/layout.md and the README: a subpackage imports only those before it.
+LAYERS = ["core", "state", "config", "git", "procs", "inbox", "channels", "lanes", "decisions", "supervisor", "sim",
+          "plans", "live"]
+
+
+def test_subpackages_import_only_downwards() -> None:
+    assert sorted(LAYERS) == SUBPACKAGES, "a new subpackage needs its place in LAYERS and in docs/layout.md"
+    upward = []
+    for path in source_files("engine"):
+        here = _package_of(module_name(path))
+        if here is None:
+            continue
+        for line, name in imports(path):
+            there = _package_of(name)
+            if there is not None and LAYERS.index(there) > LAYERS.index(here):
+                upward.append(f"{path.relative_to(ROOT)}:{line} {here} → {there}")
+    assert upward == [], "imports against the layering of docs/layout.md: " + "; ".join(sorted(set(upward)))
+
+
 def test_no_module_import_circles() -> None:
     """Not even under TYPE_CHECKING: a circle there still means two modules that cannot be read apart."""
     modules = {module_name(p): p for folder in FOLDERS for p in source_files(folder)}

@@ -229,6 +229,13 @@ async def test_worktrees_sync_keyed_by_lane() -> None:
         assert plain(pane, "add-cache-a1", "behind") == ""
         assert [plain(pane, "tidy-tests-a2", k) for k in ("insertions", "deletions")] == ["+310", "-128"]
         assert [plain(pane, "add-cache-a1", k) for k in ("insertions", "deletions")] == ["0", "0"]
+        # The highlighted lane's own commits are its tooltip; a lane without commits says so.
+        assert pane.selected_lane == "fix-login-a1"
+        assert str(pane.tooltip) == "1f2e3d4 Fix the [login] redirect — codex"
+        pane.focus()
+        await pilot.press("down", "down")
+        assert pane.selected_lane == "add-cache-a1"
+        assert str(pane.tooltip) == "no commits on the lane branch: its work is uncommitted until accept"
         pane.sync([dict(WORKTREES[1], changed=13), WORKTREES[2]])
         await pilot.pause()
         assert keys(pane) == ["tidy-tests-a2", "add-cache-a1"]

@@ -1,8 +1,11 @@
-"""Injected clocks: stall, timeout and queue logic is tested with a fake clock, never with sleeps."""
+"""Injected clocks: stall, timeout and queue logic is tested with a fake clock, never with sleeps.
+
+asyncio is imported when a clock first sleeps, not with this module: `lanes-tui inbox`, `answer`
+and `ask --help` use a clock for timestamps only and never pay the ~80 ms asyncio (and ssl) costs.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Protocol
 
@@ -23,6 +26,8 @@ class RealClock:
         return time.time()
 
     async def sleep(self, seconds: float) -> None:
+        import asyncio
+
         await asyncio.sleep(seconds)
 
 
@@ -43,5 +48,7 @@ class FakeClock:
         self._mono += seconds
 
     async def sleep(self, seconds: float) -> None:
+        import asyncio
+
         self._mono += max(0.0, seconds)
         await asyncio.sleep(0)

@@ -2,7 +2,7 @@
 import budget (the supervisor never loads tomlkit or GitPython; `lanes-tui ask` only the inbox).
 
 Set `LANESTUI_DEBUG_MODULES=FILE` and a process that called `report_modules_at_exit()` appends one
-JSON line to FILE when it exits normally: its program name, pid and sorted `sys.modules`. The name
+JSON line to FILE when it exits normally: its program name, pid, arguments and sorted `sys.modules`. The name
 avoids the `LANES_` prefix on purpose: lane environments drop those, and the hook should follow a
 lane into the processes an agent starts.
 """
@@ -25,6 +25,7 @@ def report_modules_at_exit(program: str) -> None:
 
 
 def _write(path: str, program: str) -> None:
-    line = json.dumps({"program": program, "pid": os.getpid(), "modules": sorted(sys.modules)})
+    line = json.dumps({"program": program, "pid": os.getpid(), "argv": sys.argv[1:],
+                       "modules": sorted(sys.modules)})
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(line + "\n")

@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 MAX_DIFF_BYTES = 512 * 1024
+#: How many of a lane's commits its Worktrees row carries (the pane shows them in a tooltip).
+COMMITS_SHOWN = 5
 #: A read-only view that takes longer than this is killed: the pane shows blanks, not a frozen refresh.
 VIEW_TIMEOUT_S = 60.0
 #: A new (untracked) file larger than this adds no counted lines. git treats files above
@@ -75,13 +77,13 @@ def lane_diff(record: LaneRecord) -> str:
 def worktree_row(repo: Path, record: LaneRecord) -> dict[str, Any]:
     """The lane's row in the Worktrees pane.
 
-    {lane, path, branch, changed, insertions, deletions, ahead, behind}: `changed` counts the paths
+    {lane, path, branch, changed, insertions, deletions, ahead, behind, commits}: `changed` counts the paths
     that differ from the base (commits, index, working files and new files, as accept stages them),
     `insertions`/`deletions` are the lines added and removed against the base, uncommitted and new
     files included, and `ahead`/`behind` count commits against the target branch (behind > 0 means
     an accept rebases first). The counts against the target are read in the main repository, where
     the lane branch lives, so a lane whose worktree is gone still shows them. A number that cannot
-    be read is None.
+    be read is None. `commits` are the lane's newest `COMMITS_SHOWN` own commits (`lane_commits`).
     """
     worktree = Path(record.worktree)
     row: dict[str, Any] = {"lane": record.id, "path": str(worktree), "branch": record.branch, "changed": None,
@@ -91,6 +93,7 @@ def worktree_row(repo: Path, record: LaneRecord) -> dict[str, Any]:
         _fill(row, record.id, "changes", lambda: _changes(worktree, record.base_sha))
     else:
         row["path"] += " (gone)"
+    row["commits"] = lane_commits(record, limit=COMMITS_SHOWN)
     return row
 
 

@@ -63,13 +63,14 @@ def measure(window_s: float) -> list[dict[str, Any]]:
                 lanes.append((repo, proc.stdout.strip().splitlines()[-1], files, name))
         try:
             time.sleep(8)  # past start-up and the first samples
-            sups = {lane: psutil.Process(json.loads((repo / ".lanes/state/lanes" / lane / "supervisor.json")
-                                                    .read_text())["pid"]) for repo, lane, _, _ in lanes}
+            # Keyed by (repo, lane): both repositories have lanes called idle-a1 and printing-a1.
+            sups = {(repo, lane): psutil.Process(json.loads((repo / ".lanes/state/lanes" / lane / "supervisor.json")
+                                                            .read_text())["pid"]) for repo, lane, _, _ in lanes}
             start = {key: sum(p.cpu_times()[:2]) for key, p in sups.items()}
             time.sleep(window_s)
-            for _, lane, files, name in lanes:
-                proc = sups[lane]
-                cpu = sum(proc.cpu_times()[:2]) - start[lane]
+            for repo, lane, files, name in lanes:
+                proc = sups[(repo, lane)]
+                cpu = sum(proc.cpu_times()[:2]) - start[(repo, lane)]
                 mem = proc.memory_full_info()
                 results.append({"files": files, "agent": name, "cpu_percent": 100 * cpu / window_s,
                                 "cpu_s_per_min": 60 * cpu / window_s, "rss_mb": mem.rss / 1e6, "uss_mb": mem.uss / 1e6})

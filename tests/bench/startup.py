@@ -2,9 +2,11 @@
 
 `lanes-tui ask` is started by an agent and left blocking for minutes, and every lane's shim runs
 `python -m lanes_tui.app`; both should load only what they run. Each command runs `--runs` times in
-a fresh interpreter (file caches warm after the first, so the median is the steady cold start of
-the interpreter, not of the disk); the peak RSS comes from `getrusage(RUSAGE_CHILDREN)` of a
-one-command wrapper, so it is the child's own high-water mark.
+a fresh interpreter after one untimed warm-up run, with bytecode caching on (a
+`PYTHONDONTWRITEBYTECODE` in the environment is dropped for the children: a lead's machine caches
+`.pyc` files, and without them every run would time the compiler, not the imports); the median is
+the steady cold start of the interpreter, not of the disk. The peak RSS comes from
+`getrusage(RUSAGE_CHILDREN)` of a one-command wrapper, so it is the child's own high-water mark.
 
     python -m tests.bench.startup [--runs 10]
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -43,9 +46,11 @@ print(took, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
 def measure_one(argv: list[str], runs: int) -> dict[str, Any]:
     times: list[float] = []
     peaks: list[int] = []
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, *argv], capture_output=True, env=env, check=False)  # warm-up: .pyc written
     for _ in range(runs):
         out = subprocess.run([sys.executable, "-c", _WRAPPER, sys.executable, *argv], capture_output=True,
-                             text=True, check=True).stdout.split()
+                             text=True, env=env, check=True).stdout.split()
         times.append(float(out[0]))
         peaks.append(int(out[1]))
     return {"median_s": median(times), "min_s": min(times), "max_s": max(times),

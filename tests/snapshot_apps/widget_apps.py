@@ -83,13 +83,14 @@ MACHINE: dict[str, Any] = {
 WORKTREES: list[dict[str, Any]] = [
     {"lane": "fix-login-a1", "path": "/home/lead/.local/share/lanes-tui/proj-1234abcd/fix-login-a1",
      "branch": "lane/fix-login-a1", "changed": 3, "insertions": 42, "deletions": 7, "ahead": 1,
-     "behind": 0},
+     "behind": 0, "commits": [{"sha": "1f2e3d4c" + "0" * 32, "summary": "Fix the [login] redirect",
+                               "author": "codex", "timestamp": NOW - 120}]},
     {"lane": "tidy-tests-a2", "path": "/home/lead/.local/share/lanes-tui/proj-1234abcd/tidy-tests-a2",
      "branch": "lane/tidy-tests-a2", "changed": 12, "insertions": 310, "deletions": 128,
      "ahead": 2, "behind": 4},
     {"lane": "add-cache-a1", "path": "/home/lead/.local/share/lanes-tui/proj-1234abcd/add-cache-a1",
      "branch": "lane/add-cache-a1", "changed": 0, "insertions": 0, "deletions": 0, "ahead": 0,
-     "behind": None},
+     "behind": None, "commits": []},
 ]
 
 DIFF = """diff --git a/calc.py b/calc.py
