@@ -9,10 +9,11 @@ nothing is half-done.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NoReturn, cast
 
@@ -27,6 +28,11 @@ COMMAND_MODULES: dict[str, str] = {
 }
 #: Global options that take a value: their value is not the command word.
 _VALUE_OPTIONS = ("--repo", "--demo-dir")
+#: The lead's decisions: refused in a shell that belongs to a lane (`LANES_LANE` set). `check` is one
+#: of them: it runs the gates as the lead and rewrites the packet accept trusts, so an agent could
+#: otherwise bless its own (or another lane's) work. `ask`, `status`, `wait`, `inbox` and `doctor`
+#: only ask or look (`inbox` lists the lane's own questions there).
+LEAD_ONLY = frozenset({"answer", "accept", "abandon", "recover", "finish", "run", "init", "check"})
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -47,6 +53,34 @@ def command_word(argv: Sequence[str]) -> str | None:
         elif not arg.startswith("-"):
             return arg
     return None
+
+
+def lane_refusal(command: str | None, argv: Sequence[str], environ: Mapping[str, str]) -> str | None:
+    """The one-line refusal of a lead's command run inside a lane, or None when it may run.
+
+    A guard against an agent that runs the lead's commands from its shell (it answered its own
+    question and accepted another lane), not a wall: docs/reliability.md says what an agent running
+    as the lead's user can still do. The dashboard counts as the lead's too (it accepts and answers).
+    """
+    lane = environ.get("LANES_LANE", "")
+    if not lane:
+        return None
+    if command is None:
+        if any(a in ("-h", "--help", "--demo") for a in argv):
+            return None
+        what = "the lanes-tui dashboard"
+    elif command in LEAD_ONLY:
+        what = f"lanes-tui {command}"
+    else:
+        return None
+    return (f"{what} is the lead's command; this shell belongs to lane {_printable(lane)} (LANES_LANE is set) "
+            "— ask the lead instead: lanes-tui ask \"…\"")
+
+
+def _printable(text: str) -> str:
+    """The lane id as the environment has it, safe for the terminal (it may be anything)."""
+    clean = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return clean if len(clean) <= 64 else clean[:63] + "…"
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -73,7 +107,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     report_modules_at_exit("lanes-tui")
     arguments = sys.argv[1:] if argv is None else argv
-    parser = build_parser(command_word(arguments))
+    command = command_word(arguments)
+    refusal = lane_refusal(command, arguments, os.environ)
+    if refusal is not None:  # before the parser: `ask` and friends import nothing more for it
+        print(f"lanes-tui: {refusal}", file=sys.stderr)
+        return 2
+    parser = build_parser(command)
     args = parser.parse_args(arguments)
     try:
         if args.command is None:
@@ -90,6 +129,18 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `lanes-tui status | head`: the reader left, nothing more to say
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # the machine refused (permissions, a full disk, a read-only folder)
+        print(f"lanes-tui: {os_error_line(exc)}", file=sys.stderr)
+        return 2
+
+
+def os_error_line(exc: OSError) -> str:
+    """An OSError as the one line the command line promises: what failed, where, and the fix."""
+    where = f": {exc.filename}" if exc.filename else ""
+    fix = {errno.ENOSPC: "free some space on that disk", errno.EDQUOT: "free some space (quota)",
+           errno.EROFS: "that folder is on a read-only filesystem"}.get(exc.errno or 0,
+                                                                        "check that folder's permissions")
+    return f"{exc.strerror or exc}{where} — {fix}, then try again"
 
 
 if __name__ == "__main__":

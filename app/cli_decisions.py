@@ -53,6 +53,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     packet = asyncio.run(check_lane(repo, load_config(repo), args.lane_id))
     for gate in packet.get("gates", []):  # type: ignore[attr-defined]
         print(f"{gate['status']:>8}  {gate['command']}  (exit {gate['exit_code']}, {gate['duration_s']}s)")
+    for warning in packet.get("warnings") or []:  # type: ignore[attr-defined]
+        print(f"WARNING: {warning}")
     print(f"{args.lane_id}: gates {packet.get('gates_status')}, next: {packet.get('next')}")
     return 0 if packet.get("gates_status") in ("passed", "none") else 1
 
@@ -65,6 +67,8 @@ def cmd_accept(args: argparse.Namespace) -> int:
         print("\n".join(plan.describe()))
         return 0 if plan.ok else 1
     outcome = asyncio.run(Accept(repo, config, args.lane_id).run(message=args.message, override=args.override))
+    for warning in outcome.warnings:
+        print(f"lanes-tui: WARNING: {warning}", file=sys.stderr)
     if outcome.state != "accepted":
         print(f"lanes-tui: {outcome.message}", file=sys.stderr)
         return 1

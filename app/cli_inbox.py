@@ -85,7 +85,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                         help="if the question's lane is gone (orphaned), start its next attempt with the answer")
     answer.set_defaults(func=_guarded(_cmd_answer))
 
-    inbox = sub.add_parser("inbox", help="list the questions of every lane")
+    inbox = sub.add_parser("inbox", help="list the questions of every lane (inside a lane: its own)")
     inbox.add_argument("--json", action="store_true", help="print a JSON list of question objects")
     inbox.add_argument("--lane", metavar="ID", help="only this lane's questions")
     inbox.add_argument("--state", metavar="S,...", help=f"only these states ({', '.join(QUESTION_STATES)})")
@@ -281,10 +281,17 @@ def _relaunch_with_answer(repo: Path, lane: str) -> int:
 
 
 def _cmd_inbox(args: argparse.Namespace) -> int:
-    """List questions as a table, or as JSON for scripts."""
+    """List questions as a table, or as JSON for scripts; inside a lane, only that lane's own."""
     store = InboxStore(_inbox_root(getattr(args, "repo", None)))
     states = [s.strip() for s in args.state.split(",") if s.strip()] if args.state else None
-    views = store.list(args.lane, states)
+    lane = args.lane
+    own = os.environ.get("LANES_LANE", "")
+    if own:  # another lane's questions (and the lead's answers to them) are none of this agent's business
+        if lane is not None and lane != own:
+            raise LanesError(f"this shell belongs to lane {validate_lane_id(own)}: its inbox lists only "
+                             f"that lane's questions, not {lane}'s", "drop --lane")
+        lane = validate_lane_id(own)
+    views = store.list(lane, states)
     if args.json:
         print(json.dumps([v.to_json() for v in views], indent=2, sort_keys=True))
         return 0

@@ -6,25 +6,35 @@ import argparse
 import json
 import os
 import shutil
+import stat
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine import (
+    MAX_PLAN_BYTES,
+    MAX_PROMPT_BYTES,
     SETTLED_STATES,
     STATES,
     LanesError,
     LaunchRequest,
     StatePaths,
+    check_prompt,
+    describe_limit,
+    detect_containment,
     find_repo_root,
     lane_settled,
     lane_statuses,
     launch_lane,
     load_config,
+    passed_env_names,
     phase_prompt,
     read_lane,
+    read_text_file,
     reconcile,
+    stuck_accepts,
     write_default_config,
 )
 
@@ -81,14 +91,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.plan is not None:
         if not args.phase:
             raise LanesError("--plan needs --phase N", "name the phase to run, e.g. --phase 2")
-        prompt = phase_prompt(args.plan, args.phase)
+        _check_plan_file(args.plan)
+        prompt = check_prompt(phase_prompt(args.plan, args.phase), f"phase {args.phase} of {args.plan}")
     elif args.prompt_file is not None:
-        try:
-            prompt = args.prompt_file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise LanesError(f"cannot read --prompt-file {args.prompt_file}: {exc.strerror}") from None
+        prompt = check_prompt(read_text_file(args.prompt_file, MAX_PROMPT_BYTES, "--prompt-file"),
+                              f"--prompt-file {args.prompt_file}")
     else:
-        prompt = args.prompt
+        prompt = check_prompt(args.prompt, "--prompt")
+    _check_state_writable(StatePaths(repo))
     record = launch_lane(repo, config, LaunchRequest(prompt=prompt, task_type=args.task_type,
                                                      lane=args.lane, slug=args.slug))
     print(f"started lane {record.id} in {record.worktree} (chain: {' → '.join(record.chain)})")
@@ -96,14 +106,47 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_plan_file(plan: Path) -> None:
+    """A plan is read whole by `phase_prompt`: refuse a device, a pipe or a huge file before that."""
+    try:
+        info = plan.stat()
+    except OSError as exc:
+        raise LanesError(f"cannot read plan file {plan}: {exc.strerror}", "give the path of a plan file") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise LanesError(f"plan file {plan} is not a regular file", "give the path of a plan file")
+    if info.st_size > MAX_PLAN_BYTES:
+        raise LanesError(f"plan file {plan} is larger than the limit of {describe_limit(MAX_PLAN_BYTES)}",
+                         "split it into smaller plans")
+
+
+def _check_state_writable(paths: StatePaths) -> None:
+    """One line before anything is created, instead of a worktree made and undone for nothing.
+
+    Probes the nearest folder that exists on the way to `.lanes/state/lanes` (creating nothing).
+    """
+    folder = next(p for p in (paths.lanes, paths.state, paths.lanes_dir, paths.repo) if p.is_dir())
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        where = folder
+        raise LanesError(f"the state folder is not writable: {where}: {exc.strerror}",
+                         f"give yourself write access (chmod u+rwx {paths.state}) or free some space") from None
+
+
 def statuses(repo: Path, lane_id: str | None = None) -> list[dict[str, Any]]:
     return [status.to_json() for status in lane_statuses(repo, lane_id)]
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    rows = statuses(repo_of(args), args.lane_id)
+    repo = repo_of(args)
+    rows = statuses(repo, args.lane_id)
+    # An accept journal reconcile could not finish: named with its fix, never blocking the rest.
+    stuck = [f"PROBLEM: {s.describe()}" for s in stuck_accepts(repo)]
     if args.json:
         print(json.dumps(rows, indent=2))
+        for line in stuck:  # on stderr: stdout stays the JSON list scripts parse
+            print(f"lanes-tui: {line}", file=sys.stderr)
         return 0
     if not rows:
         print("no lanes yet: start one with `lanes-tui run --prompt TEXT`")
@@ -112,8 +155,14 @@ def cmd_status(args: argparse.Namespace) -> int:
     for row in rows:
         idle = "" if row["idle_s"] is None else f"{row['idle_s']:.0f}s"
         rss = f"{row['rss_bytes'] / 1e6:.0f}M" if row["rss_bytes"] else ""
-        print(f"{row['id']:<28} {row['state']:<10} {row['result'] or '':<15} {row['provider'] or '':<10} "
+        # A lane whose record cannot be read shows as `corrupt` here (its JSON state stays a contract one).
+        state = "corrupt" if row.get("problem") else row["state"]
+        print(f"{row['id']:<28} {state:<10} {row['result'] or '':<15} {row['provider'] or '':<10} "
               f"{idle:>6} {row['cpu_percent'] or 0:>6.1f} {rss:>8}")
+        if row.get("problem"):
+            print(f"  problem: {row['problem']}")
+    for line in stuck:
+        print(line)
     return 0
 
 
@@ -148,10 +197,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"config: PROBLEM {exc}")
         return 1
     print(f"config: {config.path or 'defaults (no .lanes/config.toml; `lanes-tui init` writes one)'}")
+    print(f"containment: {detect_containment().describe()}")
     for name, provider in sorted(config.providers.items()):
         exe = provider.executable()
         found = shutil.which(exe) if os.sep not in exe else (exe if os.access(exe, os.X_OK) else None)
         print(f"provider {name:<8} {'ok' if found else 'missing':<8} {found or exe}")
+    # What each lane would receive from this environment: names only, never a value.
+    base = passed_env_names(os.environ)
+    print(f"env (every lane and gate, names only): {', '.join(base) or 'nothing'}; plus its own LANES_*")
+    for name, allow in [*sorted((n, p.env) for n, p in config.providers.items()), ("gates", config.gates.env)]:
+        extra = [var for var in passed_env_names(os.environ, allow) if var not in base]
+        print(f"env {name:<8} + {', '.join(extra) or 'nothing more'}"
+              + (f"  (allows {', '.join(allow)})" if allow else ""))
     used = {p for chain in config.chains.values() for p in chain}
     for name in sorted(used):
         exe = config.providers[name].executable()
@@ -166,7 +223,12 @@ def cmd_doctor(args: argparse.Namespace) -> int:
             print(f"PROBLEM: {exc}")
     for change in reconcile(repo):
         print(f"stale: {change.lane_id} was {change.before}, now {change.after} ({change.reason})")
+    for stuck in stuck_accepts(repo):
+        problems += 1
+        print(f"PROBLEM: {stuck.describe()}")
     for row in statuses(repo):
+        if row.get("problem"):  # a corrupt record: already a PROBLEM above, with its fix
+            continue
         if row["state"] == "lost":
             print(f"lost lane {row['id']}: `lanes-tui recover {row['id']}`")
         if row["state"] not in ("accepted", "abandoned") and not Path(row["worktree"]).exists():

@@ -35,7 +35,11 @@ _EXPORTS: dict[str, str] = {
     # errors and clocks
     "LanesError": "core.errors", "ConfigError": "core.errors",
     "Clock": "core.clock", "RealClock": "core.clock", "report_modules_at_exit": "core.debug",
+    # containment
+    "detect_containment": "procs.cgroup:detect",
     "split_lane_id": "core.ids", "validate_lane_id": "core.ids",
+    "MAX_PROMPT_BYTES": "core.limits", "MAX_PLAN_BYTES": "core.limits", "check_prompt": "core.limits",
+    "read_text_file": "core.limits", "describe_limit": "core.limits",
     # the state and its typed models
     "StatePaths": "state.paths",
     "LaneRecord": "state.model", "STATES": "state.model", "RESULTS": "state.model",
@@ -51,7 +55,7 @@ _EXPORTS: dict[str, str] = {
     "find_repo_root": "git.worktrees",
     # lanes
     "LaunchRequest": "lanes.launcher", "launch_lane": "lanes.launcher", "stop_lane": "lanes.launcher",
-    "supervisor_alive": "lanes.launcher",
+    "supervisor_alive": "lanes.launcher", "passed_env_names": "lanes.env",
     "phase_prompt": "plans.phases",
     # decisions
     "Accept": "decisions.accept", "AcceptOutcome": "decisions.accept",
@@ -62,6 +66,7 @@ _EXPORTS: dict[str, str] = {
     "Findings": "decisions.recover", "RECOVERABLE": "decisions.recover", "inspect_lane": "decisions.recover",
     "recheck": "decisions.recover", "relaunch": "decisions.recover",
     "reconcile": "decisions.reconcile",
+    "StuckAccept": "decisions.accept_journal", "stuck_accepts": "decisions.accept_journal",
     # the inbox
     "InboxStore": "inbox.store", "QuestionView": "inbox.view", "wait_for_answer": "inbox.store",
     "QUESTION_STATES": "inbox.files:STATES", "validate_qid": "inbox.files",
@@ -81,8 +86,16 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.core.debug import report_modules_at_exit
     from lanes_tui.engine.core.errors import ConfigError, LanesError
     from lanes_tui.engine.core.ids import split_lane_id, validate_lane_id
+    from lanes_tui.engine.core.limits import (
+        MAX_PLAN_BYTES,
+        MAX_PROMPT_BYTES,
+        check_prompt,
+        describe_limit,
+        read_text_file,
+    )
     from lanes_tui.engine.decisions.abandon import AbandonPlan, abandon_lane, plan_abandon
     from lanes_tui.engine.decisions.accept import Accept, AcceptOutcome
+    from lanes_tui.engine.decisions.accept_journal import StuckAccept, stuck_accepts
     from lanes_tui.engine.decisions.accept_plan import AcceptPlan, plan_accept
     from lanes_tui.engine.decisions.check import check_lane
     from lanes_tui.engine.decisions.finish import FinishReport, finish
@@ -93,10 +106,12 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.inbox.files import validate_qid
     from lanes_tui.engine.inbox.store import InboxStore, wait_for_answer
     from lanes_tui.engine.inbox.view import QuestionView
+    from lanes_tui.engine.lanes.env import passed_env_names
     from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, stop_lane, supervisor_alive
     from lanes_tui.engine.live.engine import Engine
     from lanes_tui.engine.live.queries import lane_settled, lane_statuses, read_lane
     from lanes_tui.engine.plans.phases import phase_prompt
+    from lanes_tui.engine.procs.cgroup import detect as detect_containment
     from lanes_tui.engine.sim.demo import Demo, build_demo, start_demo_lanes
     from lanes_tui.engine.state.events import (
         EngineEvent,
@@ -114,6 +129,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
 
 __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "LIVE_STATES",
+    "MAX_PLAN_BYTES",
+    "MAX_PROMPT_BYTES",
     "QUESTION_STATES",
     "RECOVERABLE",
     "RESULTS",
@@ -147,9 +164,13 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "RealClock",
     "StallDetected",
     "StatePaths",
+    "StuckAccept",
     "abandon_lane",
     "build_demo",
     "check_lane",
+    "check_prompt",
+    "describe_limit",
+    "detect_containment",
     "find_repo_root",
     "finish",
     "inspect_lane",
@@ -157,10 +178,12 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "lane_statuses",
     "launch_lane",
     "load_config",
+    "passed_env_names",
     "phase_prompt",
     "plan_abandon",
     "plan_accept",
     "read_lane",
+    "read_text_file",
     "recheck",
     "reconcile",
     "relaunch",
@@ -169,6 +192,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "split_lane_id",
     "start_demo_lanes",
     "stop_lane",
+    "stuck_accepts",
     "supervisor_alive",
     "validate_lane_id",
     "validate_qid",

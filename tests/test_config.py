@@ -504,3 +504,38 @@ def test_configured_patterns_replace_the_preset_ones(project: Path) -> None:
     assert claude.budget_match("OUT OF TOKENS today") == "out of tokens"
     assert claude.budget_match("Limit Exhausted") is None
     assert claude.config_patterns == PRESETS["claude"].config_patterns
+
+
+# --- numbers that are not numbers, homes that do not exist (issue 9, item 7) ------------------------
+
+@pytest.mark.parametrize(("snippet", "key"), [
+    ("[lanes]\nidle_timeout_s = nan\n", "lanes.idle_timeout_s"),
+    ("[lanes]\ntimeout_s = inf\n", "lanes.timeout_s"),
+    ("[lanes]\nsample_s = +inf\n", "lanes.sample_s"),
+    ("[lanes]\nwarn_idle_s = -nan\n", "lanes.warn_idle_s"),
+    ("[gates]\ntimeout_s = inf\n", "gates.timeout_s"),
+    ("[gates]\nslot_wait_s = nan\n", "gates.slot_wait_s"),
+])
+def test_nan_and_infinity_are_refused_in_every_number(project: Path, snippet: str, key: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse(snippet, project)
+    assert info.value.key == key and info.value.line == 2
+    assert "must be a finite number" in str(info.value) and "nan and inf" in str(info.value)
+
+
+def test_worktree_root_of_an_unknown_user_is_one_config_error(project: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse('[lanes]\nworktree_root = "~nouser-lanes-tui/wt"\n', project)
+    assert info.value.key == "lanes.worktree_root" and info.value.line == 2
+    assert "there is no user 'nouser-lanes-tui' on this machine" in str(info.value)
+
+
+def test_config_errors_for_nan_and_unknown_users_reach_the_cli_as_one_line(repo: Path) -> None:
+    (repo / ".lanes").mkdir()
+    config = repo / ".lanes" / "config.toml"
+    for text in ("[lanes]\nidle_timeout_s = nan\n", '[lanes]\nworktree_root = "~nouser-lanes-tui/wt"\n'):
+        config.write_text(text)
+        proc = subprocess.run([sys.executable, "-m", "lanes_tui.app", "run", "--prompt", "say hi"], cwd=repo,
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert proc.returncode != 0 and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and "config.toml:2" in proc.stderr, proc.stderr

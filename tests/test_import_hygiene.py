@@ -147,7 +147,7 @@ def test_ask_answer_inbox_load_only_the_inbox(repo: Path, tmp_path: Path) -> Non
     qid = json.loads(run("inbox", "--json").stdout)[0]["id"]
     run("ask", "Again?", "--yes-no", "--timeout", "0")
     open_qid = next(q["id"] for q in json.loads(run("inbox", "--json").stdout) if q["state"] == "open")
-    answered = run("answer", open_qid, "yes")
+    answered = run("answer", open_qid, "yes", LANES_LANE="")  # the lead's shell: no lane of its own
     assert answered.returncode == 0, answered.stderr
     assert qid != open_qid
     reports = _reports(report)

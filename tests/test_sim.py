@@ -118,7 +118,7 @@ def test_exit_env_and_fail_if_exists(tmp_path: Path) -> None:
     env = {**os.environ, "LANES_LANE": "backend-1"}
     done = run_sim(tmp_path, "env LANES_LANE\nenv NOT_SET_ANYWHERE\nexit 7\nsay never\n", env=env)
     assert done.returncode == 7
-    assert body(done.stdout) == ["LANES_LANE=backend-1", "NOT_SET_ANYWHERE=<unset>"]
+    assert body(done.stdout) == ["LANES_LANE=backend-1", "NOT_SET_ANYWHERE is not set"]
     assert run_sim(tmp_path, "fail-if-exists marker\nsay ok\n").returncode == 0
     (tmp_path / "marker").touch()
     marked = run_sim(tmp_path, f"fail-if-exists {tmp_path / 'marker'}\nsay ok\n")

@@ -3,7 +3,8 @@
 Rows are keyed by lane id and diff-updated (see `_keyed_table`), so a refresh every tick costs only
 the cells that changed; meter ticks (`update_meters`) touch three cells of one row. The state cell
 is coloured from the theme, and the "why" column is the state's reason (`state_reason`): the lead
-sees not only that a lane is `rejected` but where that came from.
+sees not only that a lane is `rejected` but where that came from. A lane whose record cannot be read
+(`LaneStatus.problem`) shows as `corrupt`, with the problem and its fix as the why.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class LanesTable(KeyedTable):
         rows: list[Row] = []
         self._states = {}
         for lane in lanes:
-            self._states[lane.id] = (lane.state or "?", lane.state_reason)
+            self._states[lane.id] = (_shown_state(lane), lane.problem or lane.state_reason)
             rows.append((lane.id, self._row(lane, now)))
         self._apply(rows)
         self._set_tooltip()
@@ -75,7 +76,7 @@ class LanesTable(KeyedTable):
         })
 
     def _row(self, lane: LaneStatus, now: float) -> tuple[Cell, ...]:
-        state = lane.state or "?"
+        state = _shown_state(lane)
         live = lane.live
         created = lane.created
         end = now if live else (lane.updated or now)
@@ -84,7 +85,7 @@ class LanesTable(KeyedTable):
             Cell(lane.id),
             Cell(fmt.truncate(lane.task, 18)),
             Cell(fmt.truncate(_provider_model(lane), 22)),
-            Cell(state, fmt.STATE_TONE.get(state, "")),
+            Cell(state, "error" if lane.problem else fmt.STATE_TONE.get(state, "")),
             Cell(str(lane.attempt or ""), right=True),
             Cell(fmt.duration(end - created) if created else "", right=True),
             Cell(fmt.duration(lane.idle_s) if live else "", right=True),
@@ -92,7 +93,7 @@ class LanesTable(KeyedTable):
             Cell(fmt.size(rss) if live and rss else "", right=True),
             Cell(fmt.tokens(lane.tokens), right=True),
             Cell(fmt.cost(lane.cost_usd, lane.cost_estimated), right=True),
-            Cell(fmt.truncate(lane.state_reason, 48)),
+            Cell(fmt.truncate(lane.problem or lane.state_reason, 48)),
         )
 
     def _selection_changed(self, key: str | None) -> None:
@@ -104,6 +105,12 @@ class LanesTable(KeyedTable):
         state, reason = self._states.get(self.selected_key or "", ("", ""))
         # Content, not str: a str tooltip is parsed as markup, and reasons quote commands.
         self.tooltip = Content(f"{state}: {reason}") if state else None
+
+
+def _shown_state(lane: LaneStatus) -> str:
+    """`corrupt` for a lane whose record cannot be read (its status keeps a contract state); the
+    "why" column and the tooltip then carry the problem and its fix."""
+    return "corrupt" if lane.problem else (lane.state or "?")
 
 
 def _provider_model(lane: LaneStatus) -> str:

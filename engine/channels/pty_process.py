@@ -102,6 +102,18 @@ class PtyTerminal:
             os.close(self.fd)
 
 
+def _child_setup(preexec: Callable[[], None] | None) -> Callable[[], None]:
+    """Take the terminal, then run the request's own child step (joining the lane's cgroup)."""
+    if preexec is None:
+        return _controlling_terminal
+
+    def setup() -> None:
+        _controlling_terminal()
+        preexec()
+
+    return setup
+
+
 async def start_in_pty(request: ProcessRequest, *, rows: int, columns: int,
                        on_bytes: Callable[[bytes], None] | None = None) -> tuple[ProcessHandle, PtyTerminal]:
     """Start `request` on a new pty of `rows` x `columns`; the caller closes the terminal at the end."""
@@ -113,7 +125,7 @@ async def start_in_pty(request: ProcessRequest, *, rows: int, columns: int,
             env["TERM"] = "xterm-256color"
         proc = await asyncio.create_subprocess_exec(
             *request.argv, cwd=str(request.cwd), env=env, stdin=slave, stdout=slave, stderr=slave,
-            start_new_session=True, preexec_fn=_controlling_terminal,
+            start_new_session=True, preexec_fn=_child_setup(request.preexec),
         )
     except subprocess.SubprocessError as exc:  # the child could not take the terminal (preexec failed)
         os.close(master)

@@ -1,7 +1,8 @@
 """`.lanes/config.toml`: typed, validated settings, the provider presets, and the config writer.
 
 Owns: `settings` (read with tomllib into frozen dataclasses; every mistake names key, line and fix),
-`providers` (presets for claude, codex, gemini, aider and sim: argv, channel, patterns), `write`
+`providers` (presets for claude, codex, gemini, aider and sim: argv, channel, patterns, the
+environment each may receive), `write`
 (`lanes-tui init` and edits that keep the lead's comments, through tomlkit).
 May import: `core`, `state`. Only `write` imports tomlkit, and nothing a lane runs imports `write`:
 a supervisor reads its config but never pays for the writer.

@@ -27,6 +27,17 @@ CONFIG_ERROR_EXIT_CODES = (127,)
 #: Substrings no argv may contain: codex must stay confined to the worktree (PROVIDERS.md).
 FORBIDDEN_ARGS = ("danger-full-access", "dangerously-bypass-approvals-and-sandbox")
 DEFAULT_MAX = 2
+#: An `env` entry: an exact environment name, or a prefix (at least one character) ending in `*`.
+ENV_PATTERN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\*?$")
+#: Variables an agent CLI sets in the session it runs commands in, to tell a nested process where it
+#: is. If the lead starts lanes-tui from inside such a session, an agent must not inherit them: a
+#: nested claude that sees `CLAUDECODE` believes it runs inside the lead's session (and may refuse to
+#: start, or report to the lead's IDE port), a codex that sees `CODEX_SANDBOX` believes it is already
+#: sandboxed. Dropped even for the provider whose own prefix (`CLAUDE_*`, `CODEX_*`) would match them.
+HOST_SESSION_VARS = (
+    "CLAUDECODE", "CLAUDE_CODE_SESSION_ID", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SSE_PORT",
+    "CLAUDE_AGENT_SDK_VERSION", "CODEX_SANDBOX", "CODEX_SANDBOX_NETWORK_DISABLED", "GEMINI_CLI",
+)
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,9 @@ class ProviderConfig:
     channel: str
     budget_patterns: tuple[str, ...]
     config_patterns: tuple[str, ...]
+    #: Environment variables the agent receives besides the base set (`lanes.env`): its own
+    #: credentials and settings, as exact names or `PREFIX_*`; the lead's `env` is added to the preset's.
+    env: tuple[str, ...] = ()
 
     def render_argv(self, prompt_text: str, worktree: Path) -> list[str]:
         """The argv to exec (never through a shell): placeholders filled element by element.
@@ -89,6 +103,25 @@ def forbidden_arg(part: str) -> tuple[str, str] | None:
         return (f"{part!r} would let the agent write outside its worktree",
                 "use -s workspace-write with -C {worktree}")
     return None
+
+
+def env_pattern_problem(pattern: str) -> tuple[str, str] | None:
+    """(what, fix) if `pattern` is not an environment name or a `PREFIX_*`, or names what never passes."""
+    if not ENV_PATTERN_RE.match(pattern):
+        return (f"{pattern!r} is not an environment variable name or a PREFIX_* pattern",
+                'write exact names or a prefix ending in one *, e.g. env = ["MY_TOOL_HOME", "MY_TOOL_*"]')
+    if pattern.startswith("LANES_") or pattern in HOST_SESSION_VARS:
+        return (f"{pattern!r} never reaches an agent (lanes-tui's own or the lead's session)",
+                "remove it; a lane gets LANES_LANE, LANES_ATTEMPT, LANES_HOME and LANES_WORKTREE by itself")
+    return None
+
+
+def env_matches(name: str, patterns: tuple[str, ...] | list[str]) -> bool:
+    """True if `name` equals a pattern or starts with the part of a `PREFIX_*` before its `*`.
+
+    Case-sensitive on purpose: environment names are, and `path` must not smuggle in `PATH`'s twin.
+    """
+    return any(name.startswith(p[:-1]) if p.endswith("*") else name == p for p in patterns)
 
 
 def compile_pattern(pattern: str) -> re.Pattern[str]:
@@ -142,6 +175,21 @@ SIM_BUDGET = (r"SIM-OUT-OF-BUDGET",)
 SIM_CONFIG = (r"SIM-CONFIG-ERROR",)
 
 
+# --- Each CLI's own credentials and settings (what `env` adds to the base set) ----------------------
+
+#: claude: the API key (or a gateway's token and base URL) and Claude Code's own settings
+#: (CLAUDE_CONFIG_DIR, CLAUDE_CODE_USE_BEDROCK, …); never the session markers above.
+CLAUDE_ENV = ("ANTHROPIC_*", "CLAUDE_*")
+#: codex: the OpenAI key, base URL and organisation, and CODEX_HOME.
+CODEX_ENV = ("OPENAI_*", "CODEX_*")
+#: gemini: its key, or Vertex AI's project, location and service-account file. Not every GOOGLE_*:
+#: that prefix is shared by all of Google's tools (an OAuth client secret of the lead's own app).
+GEMINI_ENV = ("GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_*", "GOOGLE_GENAI_*", "GOOGLE_APPLICATION_CREDENTIALS")
+#: aider: the keys of the models it is usually run with, and its own AIDER_* settings; add others
+#: (DEEPSEEK_API_KEY, OPENROUTER_API_KEY, …) with `[providers.aider] env`.
+AIDER_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AIDER_*")
+
+
 # --- The presets -----------------------------------------------------------------------------------
 
 PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
@@ -157,6 +205,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         channel="claude-stream-json",
         budget_patterns=CLAUDE_BUDGET,
         config_patterns=CLAUDE_CONFIG,
+        env=CLAUDE_ENV,
     ),
     "codex": ProviderConfig(
         name="codex",
@@ -170,6 +219,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         channel="codex-json",
         budget_patterns=CODEX_BUDGET,
         config_patterns=CODEX_CONFIG,
+        env=CODEX_ENV,
     ),
     "gemini": ProviderConfig(
         name="gemini",
@@ -181,6 +231,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         channel="gemini-stream-json",
         budget_patterns=GEMINI_BUDGET,
         config_patterns=GEMINI_CONFIG,
+        env=GEMINI_ENV,
     ),
     "aider": ProviderConfig(
         name="aider",
@@ -193,6 +244,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         channel="plain",
         budget_patterns=(),
         config_patterns=(),
+        env=AIDER_ENV,
     ),
     "sim": ProviderConfig(
         name="sim",
@@ -249,6 +301,8 @@ PROVIDERS_HELP = (
     f'  channel = "plain"   {" | ".join(CHANNELS)}',
     "  budget_patterns     regexes (case-insensitive): OUT-OF-BUDGET, the chain moves on",
     "  config_patterns     regexes: CONFIG-ERROR, the chain stops",
+    '  env = ["NAME", "PREFIX_*"]  environment variables the agent gets besides the base set and',
+    "                      the preset's own credentials (docs/providers.md); everything else is dropped",
     "Example:",
     "[providers.codex]",
     'effort = "high"',

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import math
 import re
 import tomllib
 from collections.abc import Mapping
@@ -22,6 +23,7 @@ from typing import Any, NoReturn
 from lanes_tui.engine.config import providers as pv
 from lanes_tui.engine.config.providers import PRESETS, ProviderConfig
 from lanes_tui.engine.core.errors import ConfigError, LanesError
+from lanes_tui.engine.core.limits import MAX_CONFIG_BYTES, read_limited
 from lanes_tui.engine.state.model import TASK_TYPES
 from lanes_tui.engine.state.paths import StatePaths, default_worktree_root, inside
 
@@ -67,6 +69,9 @@ class GatesConfig:
     timeout_s: float = 1800
     slots: int = 1
     slot_wait_s: float = 600
+    #: Environment variables gate commands get besides the base set and the lane's LANES_* (never a
+    #: provider's credentials): exact names or `PREFIX_*`.
+    env: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -105,7 +110,7 @@ def load_config(repo: Path) -> Config:
     """The config of `repo`; a missing `.lanes/config.toml` means all defaults."""
     path = StatePaths(repo).config
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_limited(path, MAX_CONFIG_BYTES, f"the config {path}").decode("utf-8")  # never unbounded
     except FileNotFoundError:
         return parse_config("", path=None, repo=repo)
     except (OSError, UnicodeDecodeError) as exc:
@@ -215,6 +220,9 @@ class _Parser:
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.fail(key, f"must be a number of seconds, got {_shown(value)}",
                       "write a number without quotes")
+        if not math.isfinite(value):
+            self.fail(key, f"must be a finite number, got {value}",
+                      "write an ordinary number of seconds (nan and inf are not numbers lanes-tui can use)")
         if value < 0 or (positive and value == 0):
             bound = "greater than 0" if positive else "0 or more"
             self.fail(key, f"must be {bound}, got {value}", f"use a number {bound}")
@@ -225,7 +233,14 @@ class _Parser:
         self.unknown_keys("lanes", raw, _field_names(LanesSettings))
         root = default_worktree_root()
         if "worktree_root" in raw:
-            root = Path(self.string("lanes.worktree_root", raw["worktree_root"])).expanduser()
+            written = self.string("lanes.worktree_root", raw["worktree_root"])
+            try:
+                root = Path(written).expanduser()
+            except RuntimeError:  # `~nouser/…`, or `~` with no HOME and no password entry
+                user = written[1:].split("/", 1)[0]
+                self.fail("lanes.worktree_root", f"cannot expand {written!r}: "
+                          + (f"there is no user {user!r} on this machine" if user else "no home folder is known"),
+                          "write an absolute path, or ~/… for your own home folder")
             if not root.is_absolute():
                 root = self.repo / root
         root = root.resolve()
@@ -260,7 +275,10 @@ class _Parser:
                 self.fail(key, f"provider {name!r} is not a preset and has no argv",
                           f'add argv = ["my-agent", "--model", "{{model}}"] (presets: {", ".join(PRESETS)})')
             base = PRESETS.get(name) or ProviderConfig(name, (), "stdin", "", "", 2, "plain", (), ())
-            result[name] = dataclasses.replace(base, **self.provider_values(key, table))
+            values = self.provider_values(key, table)
+            if "env" in values:  # the lead's names add to the preset's credentials, never replace them
+                values["env"] = tuple(dict.fromkeys((*base.env, *values["env"])))
+            result[name] = dataclasses.replace(base, **values)
         return MappingProxyType(result)
 
     def provider_values(self, key: str, table: dict[str, Any]) -> dict[str, Any]:
@@ -287,6 +305,8 @@ class _Parser:
                 values[name] = self.string(f"{key}.{name}", table[name], empty=True)
         if "max" in table:
             values["max"] = self.integer(f"{key}.max", table["max"], minimum=1)
+        if "env" in table:
+            values["env"] = self.env_patterns(f"{key}.env", table["env"])
         for name in ("budget_patterns", "config_patterns"):
             if name in table:
                 patterns = self.strings(f"{key}.{name}", table[name])
@@ -323,7 +343,16 @@ class _Parser:
             timeout_s=self.number("gates.timeout_s", raw.get("timeout_s", 1800), positive=True),
             slots=self.integer("gates.slots", raw.get("slots", 1), minimum=1),
             slot_wait_s=self.number("gates.slot_wait_s", raw.get("slot_wait_s", 600), positive=False),
+            env=self.env_patterns("gates.env", raw.get("env", [])),
         )
+
+    def env_patterns(self, key: str, value: object) -> tuple[str, ...]:
+        """`env = ["NAME", "PREFIX_*"]`: exact names or prefixes, nothing a glob would read more into."""
+        patterns = self.strings(key, value)
+        for pattern in patterns:
+            if problem := pv.env_pattern_problem(pattern):
+                self.fail(key, *problem)
+        return patterns
 
     def keys(self, raw: dict[str, Any]) -> Mapping[str, str]:
         return MappingProxyType({name: self.string(f"keys.{name}", value) for name, value in raw.items()})

@@ -59,6 +59,8 @@ def default_config_text(repo: Path) -> str:
     _add(table, "timeout_s", int(gates.timeout_s), "per command, seconds")
     _add(table, "slots", gates.slots, "heavy-run slots: gate runs at once on this machine")
     _add(table, "slot_wait_s", int(gates.slot_wait_s), "how long a gate run waits for a free slot, seconds")
+    _add(table, "env", list(gates.env), 'environment gates get beyond the base set and LANES_*: '
+         '"NAME" or "PREFIX_*" (docs/providers.md)')
     doc.add("gates", table)
     doc.add(tomlkit.nl())
     for line in pv.PROVIDERS_HELP:
@@ -77,12 +79,12 @@ def write_default_config(repo: Path, *, force: bool = False) -> Path:
     if paths.config.exists() and not force:
         raise LanesError(f"{paths.config} already exists",
                          "edit it, or run `lanes-tui init --force` to overwrite")
-    write_text_atomic(paths.config, default_config_text(repo))
+    write_text_atomic(paths.config, default_config_text(repo), mode=None)  # the lead's file: umask mode
     ignore = paths.lanes_dir / ".gitignore"
     current = ignore.read_text(encoding="utf-8") if ignore.exists() else ""
     if "state/" not in current.split():
         separator = "" if not current or current.endswith("\n") else "\n"
-        write_text_atomic(ignore, f"{current}{separator}state/\n")
+        write_text_atomic(ignore, f"{current}{separator}state/\n", mode=None)
     return paths.config
 
 
@@ -115,4 +117,4 @@ def set_config_value(path: Path, dotted_key: str, value: object, *, repo: Path |
     container[parts[-1]] = value
     new_text = tomlkit.dumps(doc)
     parse_config(new_text, path=path, repo=repo if repo is not None else path.parent.parent)
-    write_text_atomic(path, new_text)
+    write_text_atomic(path, new_text, mode=None)  # an existing config keeps its mode (atomic writes do)

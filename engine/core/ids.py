@@ -2,6 +2,8 @@
 
 An id ends up in a path (`.lanes/state/lanes/<id>`), a branch (`lane/<id>`) and an environment
 variable, so anything but letters, digits, `-` and `_` is refused before it can escape a directory.
+Nothing may start with `-` either: an id is also an argument (`git branch -D lane/<id>` is safe, but
+`--lane <id>` to the supervisor and every `lanes-tui … <id>` would read `-x` as an option).
 """
 
 from __future__ import annotations
@@ -10,8 +12,11 @@ import re
 
 from lanes_tui.engine.core.errors import LanesError
 
-LANE_ID_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-LANE_ID_PARTS_RE = re.compile(r"^(?P<slug>[A-Za-z0-9_-]+)-a(?P<attempt>[0-9]+)$")
+LANE_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$")
+SLUG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
+LANE_ID_PARTS_RE = re.compile(r"^(?P<slug>[A-Za-z0-9_][A-Za-z0-9_-]*)-a(?P<attempt>[0-9]+)$")
+#: The id rules as the lead reads them in every refusal.
+ID_RULE = "letters, digits, '-' or '_', not starting with '-' (no '/', '.', spaces)"
 BRANCH_PREFIX = "lane/"
 MAX_SLUG = 58  # leaves room for "-a" and a three-digit attempt inside 64 characters
 
@@ -21,17 +26,17 @@ def validate_lane_id(lane_id: str) -> str:
     if not isinstance(lane_id, str) or not LANE_ID_RE.match(lane_id) or lane_id in {".", ".."}:
         raise LanesError(
             f"invalid lane id {lane_id!r}",
-            "use 1-64 letters, digits, '-' or '_' (no '/', '.', spaces)",
+            f"use 1-64 {ID_RULE}",
         )
     return lane_id
 
 
 def validate_slug(slug: str) -> str:
     """A task slug as given with `--id`: the same alphabet as a lane id, a little shorter."""
-    if not isinstance(slug, str) or not re.match(r"^[A-Za-z0-9_-]+$", slug) or len(slug) > MAX_SLUG:
+    if not isinstance(slug, str) or not SLUG_RE.match(slug) or len(slug) > MAX_SLUG:
         raise LanesError(
             f"invalid task id {slug!r}",
-            f"use 1-{MAX_SLUG} letters, digits, '-' or '_' (no '/', '.', spaces)",
+            f"use 1-{MAX_SLUG} {ID_RULE}",
         )
     return slug
 

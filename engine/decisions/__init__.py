@@ -1,9 +1,10 @@
 """The lead's decisions and what they rest on: gates, packets, check, accept, abandon, recover, finish.
 
 Owns: `gates` (the configured commands in heavy slots), `packet` (the result record), `check`
-(gates → packet → ready / rejected), `accept` and `accept_plan` (the guarded, journalled accept),
-`abandon`, `recover`, `finish`, `reconcile` (state rebuilt from receipts after a restart), and
-`commands` (the async wrappers the Engine offers the dashboard).
+(gates → packet → ready / rejected), `accept`, `accept_plan` and `accept_journal` (the guarded,
+journalled accept, and the journals it could not finish), `abandon`, `recover`, `finish`,
+`reconcile` (state rebuilt from receipts after a restart), and `commands` (the async wrappers the
+Engine offers the dashboard).
 May import: everything below it (`core` … `lanes`). Never imports `live`, `supervisor`, `sim`,
 textual or rich.
 """

@@ -12,20 +12,21 @@ import contextlib
 import logging
 import os
 import signal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.config.settings import Config, load_config
 from lanes_tui.engine.core import slots
-from lanes_tui.engine.core.atomic import read_json, write_json_atomic
+from lanes_tui.engine.core.atomic import write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.decisions.accept_journal import mark_stuck, read_journal
 from lanes_tui.engine.decisions.accept_plan import AcceptPlan, checkout_of, is_ancestor, plan_accept
 from lanes_tui.engine.decisions.check import gate_lane
 from lanes_tui.engine.decisions.packet import read_packet, write_packet
-from lanes_tui.engine.git import worktrees
 from lanes_tui.engine.git.commands import git_out, nul_list, run_git
+from lanes_tui.engine.git.lane_paths import LaneLocation, git_witness, locate_lane, remove_lane_worktree
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore, lane_operation
 
@@ -43,6 +44,8 @@ class AcceptOutcome:
     message: str
     merged_sha: str | None = None
     conflict_files: tuple[str, ...] = ()
+    #: The plan's warnings (the lead checkout changed since the lane started), for the lead to read.
+    warnings: tuple[str, ...] = ()
 
 
 class Accept:
@@ -54,7 +57,7 @@ class Accept:
         self.paths = StatePaths(repo)
         self.store = LaneStore(self.paths, self.clock)
         self.lane = self.paths.lane(lane_id)
-        self.journal_path = self.lane.dir / "accept.json"
+        self.journal_path = self.lane.accept_journal
 
     def journal(self, step: str, **data: Any) -> dict[str, Any]:
         current = self.read_journal() or {}
@@ -65,11 +68,12 @@ class Accept:
         return current
 
     def read_journal(self) -> dict[str, Any] | None:
-        try:
-            data = read_json(self.journal_path)
-        except (FileNotFoundError, ValueError):
-            return None
-        return data if isinstance(data, dict) else None
+        return read_journal(self.lane)
+
+    def location(self) -> LaneLocation:
+        """The lane's worktree and branch, derived from its id and own root, never taken from lane.json."""
+        record = self.store.read(self.lane_id)
+        return locate_lane(self.repo, self.lane_id, record, default_root=self.config.lanes.worktree_root)
 
     async def run(self, *, message: str | None, override: str | None) -> AcceptOutcome:
         lock = await slots.acquire(self.paths.locks / "accept", 1, {"lane": self.lane_id}, budget_s=LOCK_WAIT_S)
@@ -80,7 +84,8 @@ class Accept:
             with lane_operation(self.paths, self.lane_id, "accept"):
                 plan = plan_accept(self.repo, self.config, self.lane_id, override=override)
                 plan.raise_if_refused()
-                return await self._run(plan, message, override)
+                outcome = await self._run(plan, message, override)
+                return replace(outcome, warnings=tuple(plan.warnings))
 
     async def _run(self, plan: AcceptPlan, message: str | None, override: str | None) -> AcceptOutcome:
         record = self.store.read(self.lane_id)
@@ -125,8 +130,8 @@ class Accept:
                              + ", ".join(files) + "; nothing was merged", conflict_files=tuple(files))
 
     def _cleanup(self, merged_sha: str, override: str | None) -> None:
+        remove_lane_worktree(self.location())  # the lane's own root: a changed config cannot wedge it
         record = self.store.read(self.lane_id)
-        worktrees.remove_worktree(self.repo, self.config.lanes.worktree_root, Path(record.worktree), record.branch)
         crash_point("cleanup:after")
         packet = read_packet(self.lane) or {}
         packet["accepted_sha"] = merged_sha
@@ -196,32 +201,46 @@ def recover_interrupted_accepts(repo: Path) -> list[str]:
 
 
 def finish_interrupted_accepts(repo: Path, config: Config) -> list[str]:
-    """Finish or roll back every accept a killed process left half-done; returns what it did."""
+    """Finish or roll back every accept a killed process left half-done; returns what it did.
+
+    A journal that cannot be resolved is marked stuck (shown by `status` and `doctor`) and skipped:
+    it never stops the other lanes' journals, nor the command that reconciles.
+    """
     paths = StatePaths(repo)
     done = []
     for lane_id in paths.lane_ids():
         accept = Accept(repo, config, lane_id)
         journal = accept.read_journal()
-        if journal is not None:
+        if journal is None:
+            continue
+        try:
             done.append(f"{lane_id}: {_resolve(accept, journal)}")
+        except Exception as exc:  # any failure: this journal waits for the lead, the others go on
+            log.info("interrupted accept of %s cannot be finished: %s", lane_id, exc)
+            mark_stuck(accept.lane, journal, exc)  # `status` and `doctor` show it (`stuck_accepts`)
     return done
 
 
 def _resolve(accept: Accept, journal: dict[str, Any]) -> str:
     store, lane_id = accept.store, accept.lane_id
     record = store.read(lane_id)
+    location = accept.location()  # refuses (the journal stays, marked stuck) when lane.json disagrees
     target = str(journal.get("target", record.target_branch))
-    target_sha = git_out(accept.repo, "rev-parse", f"refs/heads/{target}")
-    worktree = Path(record.worktree)
+    proc = run_git(accept.repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{target}", check=False)
+    if proc.returncode != 0:
+        raise LanesError(f"the target branch {target!r} of the interrupted accept does not exist any more",
+                         f"recreate it at the commit it had (`git branch {target} SHA`, see `git reflog`)")
+    target_sha = os.fsdecode(proc.stdout).strip()
+    worktree = location.worktree
     merged = journal.get("merged_sha") or journal.get("lane_head")
-    if journal["step"] in ("merge", "cleanup") and merged and is_ancestor(accept.repo, str(merged), target_sha):
+    if journal.get("step") in ("merge", "cleanup") and merged and is_ancestor(accept.repo, str(merged), target_sha):
         accept._cleanup(str(merged), journal.get("override"))
         return "the merge had happened: accept finished"
-    if worktree.is_dir():
+    if git_witness(location) is not None and worktree.is_dir():  # only git's own worktree of the lane is reset
         if (worktree / ".git").exists() and _rebase_in_progress(worktree):
             run_git(worktree, "rebase", "--abort", check=False)
         before = journal.get("lane_head")
-        if journal["step"] == "rebase" and before and git_out(worktree, "rev-parse", "HEAD") != before:
+        if journal.get("step") == "rebase" and before and git_out(worktree, "rev-parse", "HEAD") != before:
             run_git(worktree, "reset", "-q", "--hard", str(before))
             record.base_sha = str(journal.get("base_sha_before", record.base_sha))
     state_before = str(journal.get("state_before", "ready"))

@@ -12,12 +12,13 @@ from typing import Any
 
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.core.ids import branch_for
+from lanes_tui.engine.decisions.accept_journal import read_journal
 from lanes_tui.engine.decisions.packet import read_packet
-from lanes_tui.engine.git import worktrees
+from lanes_tui.engine.git import lead_checkout, worktrees
 from lanes_tui.engine.git.commands import git_out, list_worktrees, nul_list, run_git
+from lanes_tui.engine.git.lane_paths import LaneLocation, locate_lane, working_tree
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
-from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.paths import LanePaths, StatePaths
 from lanes_tui.engine.state.store import LaneStore
 
 #: States from which an accept may go ahead with `--override REASON`.
@@ -43,6 +44,8 @@ class AcceptPlan:
     target_checkout: Path | None
     override: str | None = None
     refusals: list[str] = field(default_factory=list)
+    #: Not refusals: the lead checkout changed since the lane started (the lead's own edits do that too).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -65,6 +68,7 @@ class AcceptPlan:
         ]
         if self.override:
             lines.append(f"override: {self.override}")
+        lines.extend(f"WARNING: {w}" for w in self.warnings)
         lines.extend(f"REFUSED: {r}" for r in self.refusals)
         return lines
 
@@ -73,7 +77,7 @@ def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | Non
     store = LaneStore(StatePaths(repo))
     record = store.read(lane_id)
     packet = read_packet(store.lane_paths(lane_id)) or {}
-    worktree = Path(record.worktree)
+    worktree = Path(record.worktree)  # shown only: every step uses the derived, verified location below
     target = record.target_branch
     refusals: list[str] = []
     target_sha = ""
@@ -89,13 +93,19 @@ def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | Non
         override=override, refusals=refusals,
     )
     _check_state(plan, record, packet, override)
-    if record.branch != branch_for(lane_id):
-        refusals.append(f"lane.json names branch {record.branch!r}, not {branch_for(lane_id)!r}")
+    _check_journal(plan, store.lane_paths(lane_id))
+    location: LaneLocation | None = None
+    try:
+        location = locate_lane(repo, lane_id, record, default_root=config.lanes.worktree_root)
+        plan.worktree, plan.branch = location.worktree, location.branch
+        worktree = working_tree(location)
+    except LanesError as exc:
+        refusals.append(str(exc))
+    if location is not None and location.origin is not None:
+        plan.warnings = lead_checkout.changed_since(repo, lane_id, location.origin.lead_checkout)
     if target in config.lanes.protected_branches:
         refusals.append(f"the target branch {target!r} is protected (lanes.protected_branches); "
                         "accept into a programme branch, or change the config")
-    if not worktree.is_dir():
-        refusals.append(f"the worktree {worktree} is gone; `lanes-tui recover {lane_id} --relaunch`")
     if refusals:
         return plan
     if packet:
@@ -134,6 +144,19 @@ def _check_state(plan: AcceptPlan, record: LaneRecord, packet: dict[str, Any], o
             plan.refusals.append("--override needs a reason")
         elif record.state not in OVERRIDABLE:
             plan.refusals.append(f"a {record.state} lane cannot be accepted, even with --override")
+
+
+def _check_journal(plan: AcceptPlan, lane: LanePaths) -> None:
+    """A journal left by an interrupted accept of this lane is resolved first (by reconcile)."""
+    if not lane.accept_journal.exists():
+        return
+    stuck = (read_journal(lane) or {}).get("stuck")
+    if isinstance(stuck, dict):
+        plan.refusals.append(f"an interrupted accept of this lane cannot be finished: {stuck.get('what')} — "
+                             f"{stuck.get('fix')}; then `lanes-tui status` finishes it")
+    else:
+        plan.refusals.append("an interrupted accept of this lane is not finished yet; `lanes-tui status` finishes "
+                             "or rolls it back")
 
 
 def checkout_of(repo: Path, branch: str) -> Path | None:

@@ -6,14 +6,17 @@ check ID`, and by `recover --recheck` and accept (after a rebase) on a lane nobo
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.decisions.gates import run_gates, summarise
+from lanes_tui.engine.decisions.gates import RUNNING_FILE, run_gates, stop_leftover_gates, summarise
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, state_after_gates, write_packet
+from lanes_tui.engine.git import lead_checkout
+from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
 from lanes_tui.engine.lanes.launcher import supervisor_alive
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
@@ -29,14 +32,24 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
     """Gates → packet → ready / rejected (or exited when no slot was free). Returns the packet."""
     paths = StatePaths(repo)
     lane = paths.lane(record.id)
+    try:  # gates run only in the folder derived from the lane's id and root, and listed by git as its own
+        location = locate_lane(repo, record.id, record, default_root=config.lanes.worktree_root)
+        worktree = working_tree(location)
+    except LanesError as exc:
+        if by_lead:
+            raise
+        return _not_gated(store, record, exc, clock)
     gates = []
     if record.result == "OK" or by_lead:
         store.transition(record, "checking", "running the gates")
         env = lane_environment(os.environ, lane_id=record.id, attempt=record.attempt, state_dir=paths.state,
-                               worktree=Path(record.worktree), bin_dir=ensure_cli_shim(paths.bin).parent)
-        gates = await run_gates(Path(record.worktree), config.gates, env=env,
-                                holder={"lane": record.id, "repo": str(repo)}, clock=clock or RealClock())
-    packet = build_packet(record, gates, clock=clock, previous=read_packet(lane))
+                               worktree=worktree, bin_dir=ensure_cli_shim(paths.bin).parent,
+                               allow=config.gates.env)  # the base set and [gates] env: no provider's keys
+        gates = await run_gates(worktree, config.gates, env=env,
+                                holder={"lane": record.id, "repo": str(repo)}, clock=clock or RealClock(),
+                                running_file=lane.dir / RUNNING_FILE)  # found again if this check dies
+    packet = build_packet(record, gates, clock=clock, previous=read_packet(lane), worktree=worktree)
+    packet["warnings"] = lead_checkout.changed_since(repo, record.id, location.origin and location.origin.lead_checkout)
     write_packet(lane, packet)
     status = summarise(gates)
     state, reason = state_after_gates(record, status, by_lead=by_lead)
@@ -44,6 +57,16 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
     if failed:
         reason = f"gate failed: {', '.join(failed)}"
     store.transition(record, state, reason, gates=status)
+    return packet
+
+
+def _not_gated(store: LaneStore, record: LaneRecord, error: LanesError, clock: Clock | None) -> dict[str, object]:
+    """The supervisor's check of a lane whose record disagrees with its derived paths: no gate runs,
+    nothing is read from the folder the record names, and the lead sees why."""
+    lane = store.lane_paths(record.id)
+    packet = build_packet(record, [], clock=clock, previous=read_packet(lane), look=False)
+    write_packet(lane, packet)
+    store.transition(record, "stalled" if record.result == "LANE-STALLED" else "exited", f"gates not run: {error}")
     return packet
 
 
@@ -60,9 +83,9 @@ async def _check_lane(repo: Path, config: Config, lane_id: str, clock: Clock | N
         if supervisor_alive(repo, lane_id):
             raise LanesError(f"lane {lane_id} is still {record.state}",
                              f"wait for it (`lanes-tui wait {lane_id}`) or stop it first")
+        # An interrupted check's gates may still run: stop them before running the gates again.
+        await asyncio.to_thread(stop_leftover_gates, store.lane_paths(lane_id).dir)
     elif record.state not in CHECKABLE:
         raise LanesError(f"lane {lane_id} is {record.state}; there is nothing left to check")
-    if not Path(record.worktree).is_dir():
-        raise LanesError(f"the worktree of {lane_id} is gone ({record.worktree})",
-                         f"`lanes-tui recover {lane_id} --relaunch` starts a new attempt")
+    # gate_lane refuses a worktree that is gone, or that lane.json names wrongly.
     return await gate_lane(repo, config, store, record, by_lead=True, clock=clock)

@@ -1,7 +1,8 @@
 """`finish`: remove the worktrees and branches of lanes whose work is merged; list what is left.
 
-A leftover is never removed here: a locked or dirty worktree, or a branch with commits the target
-does not have, is listed with the command that resolves it.
+A leftover is never removed here: a locked or dirty worktree, a branch with commits the target
+does not have, or a worktree that is not where the lane's id and root put it (MISPLACED: its record
+disagrees, or git has the branch in another folder), is listed with the command that resolves it.
 """
 
 from __future__ import annotations
@@ -11,18 +12,20 @@ from pathlib import Path
 
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.ids import branch_for
 from lanes_tui.engine.decisions.accept_plan import is_ancestor
 from lanes_tui.engine.git import worktrees
 from lanes_tui.engine.git.commands import git_out
-from lanes_tui.engine.state.model import LIVE_STATES
-from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.git.lane_paths import LaneLocation, locate_lane, remove_lane_worktree
+from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
+from lanes_tui.engine.state.paths import StatePaths, worktree_path
 from lanes_tui.engine.state.store import LaneStore
 
 
 @dataclass(frozen=True)
 class Leftover:
     lane_id: str
-    kind: str  # LOCKED | DIRTY | UNMERGED | RUNNING
+    kind: str  # LOCKED | DIRTY | UNMERGED | RUNNING | MISPLACED
     path: Path
     fix: str
 
@@ -58,10 +61,31 @@ def finish(repo: Path, config: Config) -> FinishReport:
                                       f"lanes-tui accept {lane_id}  (or: lanes-tui abandon {lane_id} --force)"))
             continue
         try:
-            removed.extend(worktrees.remove_worktree(repo, config.lanes.worktree_root, entry.path, entry.branch))
+            location = _location(repo, config, lane_id, record)
+        except LanesError as exc:
+            leftovers.append(Leftover(lane_id, "MISPLACED", entry.path, str(exc)))
+            continue
+        if location.worktree.resolve() != entry.path.resolve():
+            leftovers.append(Leftover(lane_id, "MISPLACED", entry.path,
+                                      f"git has {entry.branch} in {entry.path}, not in the lane's folder "
+                                      f"{location.worktree}; `git worktree move` it there, or remove it by hand"))
+            continue
+        try:
+            removed.extend(remove_lane_worktree(location))
         except LanesError as exc:
             leftovers.append(Leftover(lane_id, "LOCKED", entry.path, str(exc)))
             continue
         if record is not None and record.state not in ("accepted", "abandoned"):
             store.transition(record, "abandoned", "finish: its work was already on the target; cleaned up")
     return FinishReport(removed, leftovers)
+
+
+def _location(repo: Path, config: Config, lane_id: str, record: LaneRecord | None) -> LaneLocation:
+    """Where the lane's worktree must be: from its record and origin, or (a worktree on a `lane/`
+    branch with no lane record) where the configured root would put it."""
+    if record is not None:
+        return locate_lane(repo, lane_id, record, default_root=config.lanes.worktree_root)
+    if StatePaths(repo).lane(lane_id).dir.exists():
+        raise LanesError(f"lane {lane_id}'s record cannot be read", "restore its lane.json (`lanes-tui doctor`)")
+    root = config.lanes.worktree_root
+    return LaneLocation(lane_id, repo.resolve(), root, worktree_path(root, repo, lane_id), branch_for(lane_id), None)

@@ -4,11 +4,15 @@ Each configured command runs in the lane's worktree as an argv list (no shell), 
 group with its own timeout, inside a machine-wide heavy slot so parallel lanes do not run five test
 suites at once on two cores. A gate that could not get a slot is `not-run`, never `failed`: a busy
 machine says nothing about the lane's work.
+
+A gate runs with the environment `check` builds (`lanes.env`): the base set, `[gates] env` and the
+lane's `LANES_*` — never a provider's credentials, since a gate runs code the agent wrote.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shlex
@@ -21,14 +25,18 @@ from typing import Any
 
 from lanes_tui.engine.config.settings import GatesConfig
 from lanes_tui.engine.core import slots
+from lanes_tui.engine.core.atomic import read_json, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
-from lanes_tui.engine.procs.process import ProcessHandle, ProcessRequest, StopDeadlines
+from lanes_tui.engine.procs.process import ProcessHandle, ProcessRequest, ProcKey, StopDeadlines, stop_group_now
 from lanes_tui.engine.state.paths import runtime_dir
 
 log = logging.getLogger(__name__)
 
 TAIL_BYTES = 4000
 PYTEST_NO_TESTS = 5
+#: In the lane's folder while its gates run: their commands and the running gate's process. A check
+#: killed with -9 leaves it behind, and reconcile stops what it names (`stop_leftover_gates`).
+RUNNING_FILE = "gates-running.json"
 
 
 @dataclass(frozen=True)
@@ -68,11 +76,25 @@ def passes(command: list[str], exit_code: int | None) -> bool:
 
 async def run_gates(worktree: Path, gates: GatesConfig, *, env: Mapping[str, str], holder: dict[str, Any],
                     clock: Clock | None = None, slot_dir: Path | None = None,
-                    load_limit: float | None = None) -> list[GateResult]:
-    """Run every gate in order inside one heavy slot; the first failure does not skip the rest."""
-    clk = clock or RealClock()
+                    load_limit: float | None = None, running_file: Path | None = None) -> list[GateResult]:
+    """Run every gate in order inside one heavy slot; the first failure does not skip the rest.
+
+    With `running_file`, the commands and each gate's process are noted there while they run.
+    """
     if not gates.commands:
         return []
+    if running_file is None:
+        return await _run_gates(worktree, gates, env, holder, clock, slot_dir, load_limit, None)
+    write_json_atomic(running_file, {"commands": list(gates.commands), "pid": None})
+    results = await _run_gates(worktree, gates, env, holder, clock, slot_dir, load_limit, running_file)
+    running_file.unlink(missing_ok=True)  # kept when the gates did not finish: reconcile reads it
+    return results
+
+
+async def _run_gates(worktree: Path, gates: GatesConfig, env: Mapping[str, str], holder: dict[str, Any],
+                     clock: Clock | None, slot_dir: Path | None, load_limit: float | None,
+                     running_file: Path | None) -> list[GateResult]:
+    clk = clock or RealClock()
     folder = slot_dir or heavy_slot_dir()
     waited_from = clk.monotonic()
     slot = await slots.acquire(folder, gates.slots, holder, budget_s=gates.slot_wait_s, clock=clk)
@@ -88,12 +110,35 @@ async def run_gates(worktree: Path, gates: GatesConfig, *, env: Mapping[str, str
             reason += " (held by " + ", ".join(f"{h.get('lane', '?')} pid {h.get('pid', '?')}" for h in holders) + ")"
         return [GateResult(c, "not-run", None, reason, 0.0, clk.time()) for c in gates.commands]
     with slot:
-        return [await run_gate(worktree, command, env=env, timeout_s=gates.timeout_s, clock=clk)
+        return [await run_gate(worktree, command, env=env, timeout_s=gates.timeout_s, clock=clk,
+                               running_file=running_file, commands=gates.commands)
                 for command in gates.commands]
 
 
+def stop_leftover_gates(lane_dir: Path) -> tuple[list[str], list[int]]:
+    """After a check died: (the commands it was running, the pids of the gate group stopped).
+
+    Gates run in their own process group, so killing the check leaves them running; the running
+    file names the gate's leader by (pid, create time), so a recycled pid is never signalled.
+    The file is removed once its gate is gone.
+    """
+    path = lane_dir / RUNNING_FILE
+    try:
+        data = read_json(path)
+    except (FileNotFoundError, ValueError):
+        return [], []
+    data = data if isinstance(data, dict) else {}
+    commands = [c for c in data.get("commands") or [] if isinstance(c, str)]
+    stopped: list[int] = []
+    with contextlib.suppress(KeyError, TypeError, ValueError):
+        stopped = stop_group_now(ProcKey(int(data["pid"]), float(data["create_time"])))
+    path.unlink(missing_ok=True)
+    return commands, stopped
+
+
 async def run_gate(worktree: Path, command: str, *, env: Mapping[str, str], timeout_s: float,
-                   clock: Clock) -> GateResult:
+                   clock: Clock, running_file: Path | None = None, commands: tuple[str, ...] | list[str] = ()
+                   ) -> GateResult:
     started_wall = clock.time()
     started = time.monotonic()
     try:
@@ -108,6 +153,13 @@ async def run_gate(worktree: Path, command: str, *, env: Mapping[str, str], time
     except OSError as exc:
         return GateResult(command, "failed", 127, f"cannot start {argv[0]!r}: {exc.strerror or exc}",
                           0.0, started_wall)
+    if running_file is not None:
+        try:
+            write_json_atomic(running_file, {"commands": list(commands), "command": command,
+                                             "pid": handle.pid, "create_time": handle.key.create_time})
+        except BaseException:  # a gate nobody could find again must not run on
+            await asyncio.shield(handle.stop(StopDeadlines(steps=("sigterm", "sigkill"))))
+            raise
     tail = bytearray()
 
     async def collect(stream: asyncio.StreamReader | None) -> None:

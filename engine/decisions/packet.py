@@ -31,11 +31,17 @@ def next_step(result: str | None, gates_status: str) -> str:
 
 
 def build_packet(record: LaneRecord, gates: list[GateResult], *, clock: Clock | None = None,
-                 previous: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Collect the changed files and their digest now, so accept can prove nothing moved since."""
-    worktree = record.worktree
-    changed = worktrees.changed_files(Path(worktree), record.base_sha) if Path(worktree).is_dir() else []
-    digest = worktrees.worktree_digest(Path(worktree), changed) if Path(worktree).is_dir() else ""
+                 previous: dict[str, Any] | None = None, worktree: Path | None = None,
+                 look: bool = True) -> dict[str, Any]:
+    """Collect the changed files and their digest now, so accept can prove nothing moved since.
+
+    `worktree` is the lane's verified folder (`git.lane_paths`); without it the record's is read
+    (reading only). With `look=False` no folder is read at all: the record's path is not trusted.
+    """
+    where = worktree or Path(record.worktree)
+    seen = look and where.is_dir()
+    changed = worktrees.changed_files(where, record.base_sha) if seen else []
+    digest = worktrees.worktree_digest(where, changed) if seen else ""
     gates_status = summarise(gates)
     packet: dict[str, Any] = {
         "lane": record.id,
@@ -44,7 +50,7 @@ def build_packet(record: LaneRecord, gates: list[GateResult], *, clock: Clock | 
         "attempt": record.attempt,
         "providers_tried": [dict(a.__dict__) for a in record.providers_tried],
         "result": record.result,
-        "worktree": worktree,
+        "worktree": str(where),
         "branch": record.branch,
         "base_sha": record.base_sha,
         "target_branch": record.target_branch,

@@ -1,8 +1,10 @@
 """Rebuild lane states from disk: receipts, supervisor pids and their start times.
 
 Run on every engine start and by `status`: a lane whose supervisor is gone is either finished (its
-receipt says how) or `lost`. A pid alone proves nothing, since pids are recycled; the supervisor's
-recorded create time must match too.
+receipt says how) or `lost`; a `checking` lane whose checker is gone had its check interrupted (its
+gates are stopped and it goes back to `exited`). A corrupt record is skipped, never fatal for all.
+A pid alone proves nothing, since pids are recycled; the supervisor's recorded create time must
+match too.
 """
 
 from __future__ import annotations
@@ -13,11 +15,15 @@ from pathlib import Path
 
 from lanes_tui.engine.core.atomic import read_json
 from lanes_tui.engine.core.clock import Clock
+from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept import recover_interrupted_accepts
-from lanes_tui.engine.lanes.launcher import supervisor_alive
+from lanes_tui.engine.decisions.gates import GateResult, stop_leftover_gates
+from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
+from lanes_tui.engine.lanes.launcher import leftover_processes, supervisor_alive
+from lanes_tui.engine.procs.process import kill_processes_now
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
-from lanes_tui.engine.state.store import LaneStore, lane_busy
+from lanes_tui.engine.state.store import LaneStore, lane_busy, lane_operation
 
 log = logging.getLogger(__name__)
 
@@ -35,28 +41,57 @@ class Reconciled:
 
 def reconcile(repo: Path, clock: Clock | None = None) -> list[Reconciled]:
     paths = StatePaths(repo)
-    for line in recover_interrupted_accepts(repo):
-        log.warning("interrupted accept: %s", line)
+    try:  # a journal that cannot be finished is marked stuck; even a broken config must not stop status
+        for line in recover_interrupted_accepts(repo):
+            log.warning("interrupted accept: %s", line)
+    except Exception as exc:
+        log.warning("interrupted accepts not resolved: %s", exc)
     store = LaneStore(paths, clock)
     changes: list[Reconciled] = []
-    for record in store.all():
-        change = reconcile_lane(repo, store, record)
+    records, problems = store.scan()
+    for lane_id, problem in problems.items():  # shown by `status` and the dashboard; never fatal here
+        log.info("skipped lane %s: %s", lane_id, problem)
+    for record in records:
+        try:
+            change = reconcile_lane(repo, store, record)
+        except LanesError as exc:  # e.g. its record turned corrupt since the scan: the others go on
+            log.info("could not reconcile %s: %s", record.id, exc)
+            continue
         if change is not None:
             changes.append(change)
     return changes
 
 
-def reconcile_lane(repo: Path, store: LaneStore, record: LaneRecord) -> Reconciled | None:
+def reconcile_lane(repo: Path, store: LaneStore, record: LaneRecord, *,
+                   lock_held: bool = False) -> Reconciled | None:
+    """Settle one lane whose supervisor is gone. The lane's lock is taken for the repair, so no
+    check or accept starts half-way through it; a lane someone holds (a check or an accept runs
+    its gates outside the supervisor) is left alone. `lock_held`: the caller (recover) holds it —
+    it used to be taken for a busy lane, so recover never settled the lane it was inspecting.
+    """
     if record.state not in SUPERVISED_STATES or supervisor_alive(repo, record.id):
         return None
-    if lane_busy(store.paths, record.id):  # a check or an accept runs the gates outside the supervisor
+    if lock_held:
+        return _settle(repo, store, record)
+    if lane_busy(store.paths, record.id):
         return None
+    try:
+        with lane_operation(store.paths, record.id, "reconcile"):
+            return _settle(repo, store, record)
+    except LanesError as exc:  # taken in the meantime (or gone): the next reconcile looks again
+        log.info("reconcile of %s skipped: %s", record.id, exc)
+        return None
+
+
+def _settle(repo: Path, store: LaneStore, record: LaneRecord) -> Reconciled | None:
     # The supervisor may still be writing its last lines: re-read before judging.
     record = store.read(record.id)
     if record.state not in SUPERVISED_STATES or supervisor_alive(repo, record.id):
         return None
     before = record.state
     lane = store.lane_paths(record.id)
+    if before == "checking":
+        return _interrupted_check(repo, store, record)
     try:
         receipt = read_json(lane.receipt)
     except (FileNotFoundError, ValueError):
@@ -73,6 +108,33 @@ def reconcile_lane(repo: Path, store: LaneStore, record: LaneRecord) -> Reconcil
     _orphan_questions(store.paths, record.id, reason)
     log.info("reconciled %s: %s -> %s (%s)", record.id, before, after, reason)
     return Reconciled(record.id, before, after, reason)
+
+
+def _interrupted_check(repo: Path, store: LaneStore, record: LaneRecord) -> Reconciled:
+    """A `checking` lane nobody runs (no supervisor, no lock holder): its check was killed.
+
+    Its gates run in their own process group, so they outlive the check: stop them (by the running
+    file the check keeps, and by the lane's environment marker), then put the lane back to `exited`
+    with the gates `not-run` in its packet, so nothing reads an old `passed` as current.
+    """
+    lane = store.lane_paths(record.id)
+    commands, stopped = stop_leftover_gates(lane.dir)
+    stopped += kill_processes_now(leftover_processes(repo, record.id))
+    previous = read_packet(lane)
+    if not commands and previous:
+        commands = [str(g.get("command")) for g in previous.get("gates", []) if isinstance(g, dict)]
+    what = f"stopped its gate process(es) {' '.join(map(str, sorted(set(stopped))))}" if stopped else \
+        "no gate process was left"
+    reason = (f"its check was interrupted (the process running the gates is gone; {what}); gates not run: "
+              f"`lanes-tui check {record.id}` runs them again")
+    now = store.clock.time()
+    gates = [GateResult(command, "not-run", None, reason, 0.0, now) for command in commands]
+    packet = build_packet(record, gates, clock=store.clock, previous=previous)
+    packet["gates_status"] = "not-run"  # also when no command is known: never `none` (= nothing to run)
+    write_packet(lane, packet)
+    store.transition(record, "exited", reason, gates="not-run", stopped=sorted(set(stopped)))
+    log.info("reconciled %s: checking -> exited (%s)", record.id, reason)
+    return Reconciled(record.id, "checking", "exited", reason)
 
 
 def _orphan_questions(paths: StatePaths, lane_id: str, reason: str) -> None:

@@ -20,6 +20,7 @@ from lanes_tui.engine.core.ids import lane_id_for
 from lanes_tui.engine.decisions.check import check_lane
 from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.decisions.reconcile import reconcile_lane
+from lanes_tui.engine.git.lane_paths import git_witness, locate_lane
 from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, leftover_processes, stop_lane, supervisor_alive
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
@@ -42,9 +43,13 @@ class Findings:
     failed_gates: list[dict[str, Any]] = field(default_factory=list)
     conflict_files: list[str] = field(default_factory=list)
     answers: list[str] = field(default_factory=list)
+    #: Where lane.json disagrees with the lane's derived worktree and branch (`git.lane_paths`):
+    #: `recheck` refuses until it is restored; `relaunch` makes a fresh lane and is not affected.
+    problems: list[str] = field(default_factory=list)
 
     def describe(self) -> list[str]:
         lines = [f"{self.lane_id}: {self.state} ({self.reason}); result {self.result or '-'}"]
+        lines.extend(f"PROBLEM: {p}" for p in self.problems)
         if self.stopped_pids:
             lines.append(f"stopped leftover processes: {' '.join(map(str, self.stopped_pids))}")
         if self.leftover_pids:
@@ -84,16 +89,16 @@ async def inspect_lane(repo: Path, config: Config, lane_id: str, *, clock: Clock
     environment are stopped first; the dashboard looks without stopping, then stops on the choice.
     """
     with lane_operation(StatePaths(repo), lane_id, "recover"):
-        return await _inspect(repo, lane_id, clock, stop_leftovers)
+        return await _inspect(repo, config, lane_id, clock, stop_leftovers)
 
 
-async def _inspect(repo: Path, lane_id: str, clock: Clock | None, stop_leftovers: bool) -> Findings:
+async def _inspect(repo: Path, config: Config, lane_id: str, clock: Clock | None, stop_leftovers: bool) -> Findings:
     store = LaneStore(StatePaths(repo), clock)
     record = store.read(lane_id)
     if supervisor_alive(repo, lane_id):
         raise LanesError(f"lane {lane_id} is {record.state} and its supervisor is still at work",
                          f"stop it first (`k` in the dashboard), or wait: `lanes-tui wait {lane_id}`")
-    reconcile_lane(repo, store, record)
+    reconcile_lane(repo, store, record, lock_held=True)  # we hold the lane: settle it, do not skip it
     record = store.read(lane_id)
     if record.state not in RECOVERABLE:
         raise LanesError(f"lane {lane_id} is {record.state}; there is nothing to recover")
@@ -109,7 +114,16 @@ async def _inspect(repo: Path, lane_id: str, clock: Clock | None, stop_leftovers
         failed_gates=[g for g in packet.get("gates", []) if g.get("status") in ("failed", "timeout")],
         conflict_files=list(packet.get("conflict_files", [])),
         answers=_orphan_answers(repo, lane_id),
+        problems=_location_problems(repo, config, lane_id, record),
     )
+
+
+def _location_problems(repo: Path, config: Config, lane_id: str, record: LaneRecord) -> list[str]:
+    try:
+        git_witness(locate_lane(repo, lane_id, record, default_root=config.lanes.worktree_root))
+    except LanesError as exc:
+        return [str(exc)]
+    return []
 
 
 async def recheck(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None) -> dict[str, Any]:

@@ -37,7 +37,8 @@ from lanes_tui.engine.state.paths import inside, worktree_path
 # module's code (and anything written against it) reads as before.
 __all__ = [
     "DEFAULT_FIX", "GIT_TIMEOUT_S", "NOT_A_REPO_FIX", "WorktreeEntry", "WorktreeInfo", "ahead_behind",
-    "changed_files", "check_worktree_root", "create_worktree", "current_branch", "find_repo_root", "is_dirty",
+    "changed_files", "check_worktree_root", "create_worktree", "current_branch", "describe_path", "find_repo_root",
+    "is_dirty",
     "list_lane_worktrees", "remove_worktree", "rev_parse", "unique_commits", "worktree_digest",
 ]
 
@@ -200,6 +201,11 @@ def worktree_digest(worktree: Path, files: Iterable[str]) -> str:
     return outer.hexdigest()
 
 
+def describe_path(root: Path, path: Path) -> tuple[str, bytes]:
+    """(kind, content hash) of one path under `root`, as the digest sees it (symlinks not followed)."""
+    return _describe(root.resolve(), path)
+
+
 def _describe(root: Path, path: Path) -> tuple[str, bytes]:
     """(kind, content hash) of one path: regular, exec, symlink, dir, other, missing or outside."""
     if not inside(path.parent, root):
@@ -301,8 +307,12 @@ def remove_worktree(repo: Path, worktree_root: Path, path: Path, branch: str | N
 
 
 def _check_not_foreign(repo: Path, folder: Path) -> None:
-    """An unregistered folder whose `.git` file points at another repository is not ours to delete."""
+    """An unregistered folder whose `.git` file points at another repository is not ours to delete,
+    and one with a `.git` folder is a clone or a repository of its own: never a lane's worktree."""
     dot_git = folder / ".git"
+    if dot_git.is_dir():
+        raise LanesError(f"refusing to remove {folder}: it is a git repository of its own, not a lane worktree",
+                         "lanes-tui only removes worktrees of this repository; move it out of the worktree root")
     text = dot_git.read_text(encoding="utf-8", errors="replace").strip() if dot_git.is_file() else ""
     if not text.startswith("gitdir:"):
         return

@@ -292,7 +292,7 @@ def create_json_exclusive(path: Path, value: Any) -> bool:
     and a reader never sees a partial file.
     """
     data = (json.dumps(value, indent=2, sort_keys=True) + "\n").encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # a lane's questions are the lead's alone
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

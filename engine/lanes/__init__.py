@@ -3,7 +3,7 @@
 Owns: `launcher` (create the worktree and record, spawn the detached supervisor, stop a lane),
 `agent_run` (one provider run: output, classification, the watchdog loop), `watchdog` (when a
 silent lane is stalled), `classify` (exit → result), `inotify` (file activity), `env` (the lane's
-environment and the `lanes-tui` shim), `runner` (the Runner protocol and the local runner).
+allow-list environment and the `lanes-tui` shim), `runner` (the Runner protocol and the local runner).
 May import: `core`, `state`, `config`, `git`, `procs`, `inbox`, `channels`. Never imports
 `decisions`, `live`, `supervisor` (it starts the supervisor by module name), textual or rich.
 """

@@ -17,14 +17,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanes_tui.engine.config.settings import Config
-from lanes_tui.engine.core.atomic import read_json
+from lanes_tui.engine.core.atomic import private_opener, read_json
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import lane_id_for, slugify, validate_slug
-from lanes_tui.engine.git import worktrees
-from lanes_tui.engine.procs.process import ProcKey, kill_processes, processes_with_env, same_process
+from lanes_tui.engine.core.limits import check_prompt
+from lanes_tui.engine.git import lead_checkout, worktrees
+from lanes_tui.engine.git.lane_paths import LaneOrigin, write_origin
+from lanes_tui.engine.lanes.env import supervisor_environment
+from lanes_tui.engine.procs import cgroup
+from lanes_tui.engine.procs.process import (
+    ProcKey,
+    StopDeadlines,
+    kill_processes,
+    processes_with_env,
+    same_process,
+)
 from lanes_tui.engine.state.model import LaneRecord
-from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.paths import StatePaths, repo_key
 from lanes_tui.engine.state.store import LaneStore
 
 SUPERVISOR_START_TIMEOUT_S = 30.0
@@ -48,31 +58,36 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
     chain = config.chain_for(request.task_type, request.lane)
     if not request.prompt.strip():
         raise LanesError("the prompt is empty", "give --prompt TEXT, --prompt-file F or --plan F --phase N")
+    check_prompt(request.prompt)  # 1 MB at most, stored once (the dashboard's start form comes here too)
     slug = validate_slug(request.slug) if request.slug is not None else slugify(request.prompt)
     lane_id = lane_id_for(slug, request.attempt)
     paths = StatePaths(repo)
     store = LaneStore(paths, clock or RealClock())
-    if store.exists(lane_id) or paths.lane(lane_id).dir.exists():
+    if store.taken(lane_id):  # a lane, or a folder with more than a leftover lock in it
         raise LanesError(f"lane {lane_id} already exists",
                          "pick another --id, or `lanes-tui recover` / `abandon` the existing lane")
-    root = config.lanes.worktree_root
+    root = config.lanes.worktree_root.expanduser().resolve()  # this lane's own root, from now on
     worktrees.check_worktree_root(repo, root)
     target = config.lanes.target_branch or worktrees.current_branch(repo)
     if target is None:
         raise LanesError("the repository has no branch checked out (detached HEAD)",
                          "check out the branch lanes should merge into, or set lanes.target_branch")
     paths.ensure()
+    lead = lead_checkout.snapshot(repo)  # compared by check and accept: did an agent write outside its worktree?
     info = worktrees.create_worktree(repo, root, lane_id, request.base or target)
     record = LaneRecord(
         id=lane_id, slug=slug, attempt=request.attempt, task_type=request.task_type,
         prompt=request.prompt, chain=chain, repo=str(repo), worktree=str(info.path),
         branch=info.branch, base_sha=info.base_sha, target_branch=target,
-        state="queued", state_reason="waiting for its supervisor",
+        state="queued", state_reason="waiting for its supervisor", worktree_root=str(root),
     )
     try:
         store.create(record)
+        write_origin(paths.lane(lane_id), LaneOrigin(
+            id=lane_id, repo=str(repo.resolve()), worktree_root=str(root), worktree=str(info.path),
+            branch=info.branch, created=record.created, lead_checkout=lead))
         if detach:
-            spawn_supervisor(repo, lane_id)
+            spawn_supervisor(repo, lane_id, config)
     except BaseException:
         with contextlib.suppress(LanesError, OSError):
             worktrees.remove_worktree(repo, root, info.path, info.branch)
@@ -81,16 +96,23 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
     return store.read(lane_id)
 
 
-def spawn_supervisor(repo: Path, lane_id: str) -> None:
-    """Start the supervisor in a new session and return once it says it is running."""
+def spawn_supervisor(repo: Path, lane_id: str, config: Config) -> None:
+    """Start the supervisor in a new session and return once it says it is running.
+
+    It gets an allow-listed environment (`lanes.env.supervisor_environment`): the lead's secrets
+    that none of the lane's providers or gates is allowed never enter the lane's process tree.
+    """
     paths = StatePaths(repo)
     log_path = paths.lane(lane_id).supervisor_log
-    with open(log_path, "ab") as log:
+    chain = LaneStore(paths).read(lane_id).chain
+    allow = [p for name in chain if name in config.providers for p in config.providers[name].env]
+    env = supervisor_environment(os.environ, [*allow, *config.gates.env])
+    with open(log_path, "ab", opener=private_opener) as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "lanes_tui.engine.supervisor", "--repo", str(repo), "--lane", lane_id,
              "--detach"],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True,
-            cwd=str(repo),
+            cwd=str(repo), env=env,
         )
     try:
         code = proc.wait(SUPERVISOR_START_TIMEOUT_S)
@@ -118,8 +140,16 @@ def supervisor_alive(repo: Path, lane_id: str) -> bool:
     return key is not None and same_process(key.pid, key.create_time)
 
 
-async def stop_lane(repo: Path, lane_id: str, *, grace_s: float = 10.0) -> list[int]:
-    """Stop the lane's supervisor (it stops its agent), then any process left with the lane's env.
+#: How long a stopped supervisor gets to run its own stop sequence (EOF, SIGINT, SIGTERM, SIGKILL on
+#: the agent's group, each with its deadline, then its cgroup) before it is killed itself: longer
+#: than that sequence, so a lane is never cut off half-way through stopping its agent.
+SUPERVISOR_STOP_GRACE_S = sum((StopDeadlines().eof, StopDeadlines().sigint, StopDeadlines().sigterm,
+                               StopDeadlines().sigkill)) + 6.0
+
+
+async def stop_lane(repo: Path, lane_id: str, *, grace_s: float = SUPERVISOR_STOP_GRACE_S) -> list[int]:
+    """Stop the lane's supervisor (it stops its agent), then whatever is left of the lane: its
+    cgroup (every process it started, however it escaped) and any process with the lane's env.
 
     Returns the pids that had to be stopped by force after the supervisor was gone.
     """
@@ -130,10 +160,12 @@ async def stop_lane(repo: Path, lane_id: str, *, grace_s: float = 10.0) -> list[
         await _wait_gone(key, grace_s)
         if key.alive():
             await kill_processes([key], term_s=0.0, kill_s=3.0)
+    lane_dir = StatePaths(repo).lane(lane_id).dir
+    killed = await asyncio.to_thread(cgroup.kill_recorded, lane_dir, repo_key(repo), lane_id)
     left = leftover_processes(repo, lane_id)
     if left:
         await kill_processes(left, term_s=3.0, kill_s=3.0)
-    return [k.pid for k in left]
+    return sorted({*killed, *(k.pid for k in left)})
 
 
 def leftover_processes(repo: Path, lane_id: str) -> list[ProcKey]:

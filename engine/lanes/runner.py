@@ -51,7 +51,7 @@ class LocalRunner:
         return await asyncio.to_thread(launch_lane, self.repo, self.config, request)
 
     async def restart_supervisor(self, lane_id: str) -> None:
-        await asyncio.to_thread(spawn_supervisor, self.repo, lane_id)
+        await asyncio.to_thread(spawn_supervisor, self.repo, lane_id, self.config)
 
     async def attach(self, lane_id: str) -> bool:
         """True if the lane's supervisor is alive (same pid and start time); nothing to connect."""
@@ -68,12 +68,16 @@ class LocalRunner:
         return await stop_lane(self.repo, lane_id)
 
     async def discard(self, lane_id: str) -> list[str]:
-        from lanes_tui.engine.git import worktrees
+        """Stop the lane and remove its worktree and branch: derived from its id and own root and
+        witnessed by git (`git.lane_paths`), never taken from lane.json; checked before the stop."""
+        from lanes_tui.engine.git.lane_paths import git_witness, locate_lane, remove_lane_worktree
 
         record = await asyncio.to_thread(self.store.read, lane_id)
+        location = await asyncio.to_thread(locate_lane, self.repo, lane_id, record,
+                                           default_root=self.config.lanes.worktree_root)
+        await asyncio.to_thread(git_witness, location)
         await self.stop(lane_id)
-        return await asyncio.to_thread(worktrees.remove_worktree, self.repo, self.config.lanes.worktree_root,
-                                       Path(record.worktree), record.branch)
+        return await asyncio.to_thread(remove_lane_worktree, location)
 
 
 def read_output(path: Path, offset: int, max_bytes: int) -> tuple[bytes, int]:

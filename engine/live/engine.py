@@ -41,7 +41,7 @@ from lanes_tui.engine.state.events import (
 )
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
-from lanes_tui.engine.state.status import LaneStatus, lane_status
+from lanes_tui.engine.state.status import LaneStatus, corrupt_status, lane_status
 from lanes_tui.engine.state.store import LaneStore
 
 log = logging.getLogger(__name__)
@@ -309,7 +309,13 @@ class Engine(DecisionCommands):
             watched.record_sig = sig
             try:
                 record = self.store.read(lane_id)
-            except LanesError:
+            except LanesError as exc:
+                if not self.store.exists(lane_id):  # removed under us: the next scan drops it
+                    return
+                # A corrupt record is a row with its problem and fix, not a lane that silently vanishes.
+                watched.status = corrupt_status(self.store, lane_id, exc)
+                previous, watched.state = watched.state, None
+                out.append(LaneChanged(lane_id, watched.status, previous))
                 return
             watched.status = lane_status(self.store, record)
             previous, watched.state = watched.state, record.state

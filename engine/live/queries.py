@@ -8,22 +8,38 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.reconcile import reconcile
 from lanes_tui.engine.lanes.launcher import supervisor_alive
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
-from lanes_tui.engine.state.status import LaneStatus, lane_status
+from lanes_tui.engine.state.status import LaneStatus, corrupt_status, lane_status
 from lanes_tui.engine.state.store import LaneStore
 
 __all__ = ["lane_settled", "lane_statuses", "read_lane"]
 
 
 def lane_statuses(repo: Path, lane_id: str | None = None) -> list[LaneStatus]:
-    """Every lane's status (oldest first), or the one named; an unknown id is a LanesError."""
+    """Every lane's status (oldest first), or the one named; an unknown id is a LanesError.
+
+    A lane whose record cannot be read is a row with its `problem` (and the fix), never missing
+    from the list and never in the way of the others.
+    """
     reconcile(repo)
     store = LaneStore(StatePaths(repo))
-    records = [store.read(lane_id)] if lane_id else store.all()
-    return [lane_status(store, record) for record in records]
+    problems: dict[str, LanesError] = {}
+    if lane_id:
+        try:
+            records = [store.read(lane_id)]
+        except LanesError as exc:
+            if not store.exists(lane_id):
+                raise
+            records, problems = [], {lane_id: exc}
+    else:
+        records, problems = store.scan()
+    statuses = [lane_status(store, record) for record in records]
+    statuses += [corrupt_status(store, bad, exc) for bad, exc in problems.items()]
+    return sorted(statuses, key=lambda s: (s.created, s.id))
 
 
 def read_lane(repo: Path, lane_id: str, *, reconciled: bool = True) -> LaneRecord:

@@ -15,7 +15,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,9 +32,11 @@ class ProcessRequest:
 
     argv: Sequence[str]
     cwd: Path
-    env: Mapping[str, str]
+    env: Mapping[str, str] = field(repr=False)  # never in a log line: it holds the provider's keys
     stdin_pipe: bool = True
     name: str = "agent"
+    #: Run in the child between fork and exec (e.g. `LaneCgroup.joiner()`); system calls only.
+    preexec: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,7 @@ class ProcessHandle:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=request.preexec,
         )
         log.info("started %s pid=%s argv0=%s", request.name, proc.pid, request.argv[0])
         return cls(request, proc, time.monotonic())
@@ -216,6 +219,72 @@ async def kill_processes(
     return targets
 
 
+def stop_group_now(leader: ProcKey, *, term_s: float = 3.0, kill_s: float = 3.0) -> list[int]:
+    """Synchronously stop the process group `leader` leads (SIGTERM, then SIGKILL), for code that is
+    not async (reconcile). Nothing is signalled unless the leader is still that very process;
+    returns the pids of the group that were signalled.
+
+    While any member lives, the kernel keeps the group's id from being reused, so the SIGKILL to the
+    group after the leader has gone still reaches only the members that were in it.
+    """
+    if not leader.alive():
+        return []
+    pgid = leader.pid
+    members = [p.pid for p in psutil.process_iter() if _pgid(p.pid) == pgid]
+    for sig, wait_s in ((signal.SIGTERM, term_s), (signal.SIGKILL, kill_s)):
+        log.info("signal %s to group %s", sig.name, pgid)
+        _signal_group(pgid, sig)
+        end = time.monotonic() + wait_s
+        while _group_exists(pgid) and time.monotonic() < end:
+            time.sleep(0.02)
+        if not _group_exists(pgid):
+            break
+    return members
+
+
+def _group_exists(pgid: int) -> bool:
+    """Any member of the group left (zombies count: not ours to reap, their parent does)?
+
+    Unlike `_group_alive` this reaps nothing, so it is safe in a process whose children asyncio
+    waits for (the dashboard runs reconcile in a thread).
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return any(_pgid(p.pid) == pgid and _not_zombie(p) for p in psutil.process_iter())
+
+
+def _not_zombie(proc: psutil.Process) -> bool:
+    try:
+        return proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def kill_processes_now(keys: Iterable[ProcKey], *, term_s: float = 3.0, kill_s: float = 3.0) -> list[int]:
+    """`kill_processes` for code that is not async: SIGTERM, then SIGKILL survivors; the pids signalled."""
+    targets = [k for k in keys if k.alive()]
+    for sig, wait_s in ((signal.SIGTERM, term_s), (signal.SIGKILL, kill_s)):
+        living = [k for k in targets if k.alive()]
+        for key in living:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(key.pid, sig)
+        end = time.monotonic() + wait_s
+        while any(k.alive() for k in living) and time.monotonic() < end:
+            time.sleep(0.02)
+    return [k.pid for k in targets]
+
+
+def _pgid(pid: int) -> int | None:
+    try:
+        return os.getpgid(pid)
+    except OSError:
+        return None
+
+
 def descendants(pid: int) -> list[psutil.Process]:
     procs = []
     for child in descendant_pids(pid):
@@ -277,8 +346,32 @@ def child_pids(pid: int) -> list[int]:
     return found
 
 
-def descendant_pids(pid: int) -> list[int]:
-    """Every descendant of `pid`, breadth first."""
+#: At most this many reads of a process tree before the union of them is the answer.
+TREE_READS = 5
+
+
+def descendant_pids(pid: int, *, reads: int = TREE_READS) -> list[int]:
+    """Every descendant of `pid` (breadth first), read until two reads in a row agree.
+
+    proc(5) says a task's `children` list is reliable only while the children are stopped or
+    frozen: one read can miss a living child while a sibling is being created or reaped, and a
+    child missed at stop time is a process nobody signals. So the tree is read again until two
+    reads give the same set (at most `reads` reads) and the union of every read is returned; a
+    pid that exited in between costs nothing, since callers go by (pid, create time).
+    """
+    union: dict[int, None] = {}
+    previous: set[int] | None = None
+    for _ in range(max(1, reads)):
+        current = _descendants_once(pid)
+        union.update(dict.fromkeys(current))
+        if previous is not None and set(current) == previous:
+            break
+        previous = set(current)
+    return list(union)
+
+
+def _descendants_once(pid: int) -> list[int]:
+    """One breadth-first walk of the children lists below `pid`."""
     out: list[int] = []
     frontier = [pid]
     seen = {pid}

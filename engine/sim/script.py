@@ -180,7 +180,7 @@ def _parse_simple(word: str, args: list[str]) -> Action:
     if word == "env":
         _count(word, args, 1, 1)
         name = args[0]
-        return lambda sim: sim.emit(f"{name}={os.environ.get(name, '<unset>')}")
+        return lambda sim: sim.emit(_env_line(name))
     # fail-if-exists: a read-only check, so an absolute path (outside the lane) is allowed.
     _count(word, args, 1, 1)
     probe = args[0]
@@ -190,6 +190,12 @@ def _parse_simple(word: str, args: list[str]) -> Action:
             raise SimExit(3)
 
     return run
+
+
+def _env_line(name: str) -> str:
+    """`NAME=value`, or `NAME is not set`: a test can tell an empty value from a dropped variable."""
+    value = os.environ.get(name)
+    return f"{name} is not set" if value is None else f"{name}={value}"
 
 
 STEP_WORDS = frozenset(("print", "say", "write", "append", "sleep", "burn", "touch", "spawn-setsid", "ask",

@@ -5,8 +5,12 @@ The names are a contract with scripts and tests (PRODUCT.md), so they are plain 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+import math
+import types
+from dataclasses import MISSING, asdict, dataclass, field, fields
+from typing import Any, Union, get_args, get_origin, get_type_hints
+
+from lanes_tui.engine.core.errors import LanesError
 
 STATES = (
     "queued", "launching", "running", "waiting", "stalled", "exited", "checking",
@@ -66,6 +70,9 @@ class LaneRecord:
     session_id: str | None = None
     scope: list[str] = field(default_factory=list)
     superseded_by: str | None = None
+    #: The worktree root this lane was created under (`origin.json` keeps the witness copy): a later
+    #: change of `[lanes] worktree_root` applies to new lanes only. Empty in records older than it.
+    worktree_root: str = ""
 
     @property
     def provider(self) -> str | None:
@@ -77,10 +84,100 @@ class LaneRecord:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> LaneRecord:
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        values["providers_tried"] = [
-            ProviderAttempt(**{k: v for k, v in p.items() if k in {f.name for f in fields(ProviderAttempt)}})
-            for p in data.get("providers_tried", [])
-        ]
+        """A record from `lane.json`, every field checked against its annotation.
+
+        `lane.json` is a file anyone (an agent included) can edit, and one wrong type used to crash
+        every `status` and the dashboard for all lanes (`"state": [1, 2]` is unhashable). So a wrong
+        type, a missing field, NaN or infinity, or a state or result outside the contract is a
+        LanesError naming the field; the caller shows that lane as corrupt and goes on with the
+        others. Unknown keys are ignored (a newer lanes-tui may have written them).
+        """
+        if not isinstance(data, dict):
+            raise LanesError(f"it holds {_kind(data)}, not a lane record")
+        values = _checked(cls, data, "")
+        attempts = values.get("providers_tried", [])
+        values["providers_tried"] = [ProviderAttempt(**_checked(ProviderAttempt, item, f"providers_tried[{i}]."))
+                                     for i, item in enumerate(attempts)]
+        if values.get("state", "queued") not in STATES:
+            raise LanesError(f"field 'state' is {values['state']!r}, not one of the lane states")
+        if values.get("result") is not None and values["result"] not in RESULTS:
+            raise LanesError(f"field 'result' is {values['result']!r}, not one of {', '.join(RESULTS)}")
+        if values.get("attempt", 1) < 1:
+            raise LanesError(f"field 'attempt' is {values['attempt']}, not a positive number")
         return cls(**values)
+
+
+_HINTS: dict[type[Any], dict[str, Any]] = {}
+
+
+def _hints(cls: type[Any]) -> dict[str, Any]:
+    """The resolved annotations of a dataclass, computed once (they are strings until resolved)."""
+    if cls not in _HINTS:
+        _HINTS[cls] = get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _checked(cls: type[Any], data: Any, prefix: str) -> dict[str, Any]:
+    """The known fields of `data` for dataclass `cls`, each of the annotated type (or LanesError)."""
+    if not isinstance(data, dict):
+        raise LanesError(f"field {prefix.rstrip('.')!r} must be an object, not {_kind(data)}")
+    hints = _hints(cls)
+    values: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.name not in data:
+            if f.default is MISSING and f.default_factory is MISSING:
+                raise LanesError(f"field {prefix + f.name!r} is missing")
+            continue
+        value = data[f.name]
+        if f.name == "providers_tried" and cls is LaneRecord:  # checked item by item by the caller
+            if not isinstance(value, list):
+                raise LanesError(f"field 'providers_tried' must be a list, not {_kind(value)}")
+        elif not _fits(value, hints[f.name]):
+            raise LanesError(f"field {prefix + f.name!r} must be {_describe(hints[f.name])}, not {_kind(value)}")
+        values[f.name] = value
+    return values
+
+
+def _fits(value: Any, hint: Any) -> bool:
+    """Does a JSON value fit a type annotation (str, int, float, bool, list[…], dict[…], X | None, Any)?"""
+    origin = get_origin(hint)
+    if hint is Any:
+        return True
+    if origin in (Union, types.UnionType):
+        return any(_fits(value, arg) for arg in get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:  # JSON has one number type; NaN and infinity are refused (they pass every comparison)
+        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if hint is str:
+        return isinstance(value, str)
+    if origin is list:
+        (item,) = get_args(hint) or (Any,)
+        return isinstance(value, list) and all(_fits(v, item) for v in value)
+    if origin is dict:
+        return isinstance(value, dict) and all(isinstance(k, str) for k in value)
+    return True  # an annotation this reader does not know: accepted as before
+
+
+def _describe(hint: Any) -> str:
+    origin = get_origin(hint)
+    if origin in (Union, types.UnionType):
+        return " or ".join(_describe(arg) for arg in get_args(hint))
+    names = {str: "a string", int: "a whole number", float: "a finite number", bool: "true or false",
+             type(None): "null"}
+    if hint in names:
+        return names[hint]
+    if origin is list:
+        return f"a list of {_describe((get_args(hint) or (Any,))[0]).removeprefix('a ')}s"
+    return "an object" if origin is dict else str(hint)
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    return {bool: "true/false", int: "a number", float: "a number", str: "a string", list: "a list",
+            dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)

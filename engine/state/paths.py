@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from lanes_tui.engine.core.atomic import PRIVATE_DIR
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import validate_lane_id
 
@@ -84,9 +86,16 @@ class StatePaths:
         return self.inbox / validate_lane_id(lane_id)
 
     def ensure(self) -> None:
-        """Create the state folders and the `.gitignore` that keeps state out of the lead's commits."""
-        for folder in (self.lanes, self.inbox, self.locks, self.bin):
-            folder.mkdir(parents=True, exist_ok=True)
+        """Create the state folders and the `.gitignore` that keeps state out of the lead's commits.
+
+        The state holds prompts, agent output and answers: its folders are the lead's alone (0700),
+        and a state folder an older version made 0755 is tightened here.
+        """
+        self.lanes_dir.mkdir(parents=True, exist_ok=True)
+        for folder in (self.state, self.lanes, self.inbox, self.locks, self.bin):
+            folder.mkdir(mode=PRIVATE_DIR, exist_ok=True)
+        if stat.S_IMODE(self.state.stat().st_mode) & 0o077:
+            self.state.chmod(PRIVATE_DIR)
         ignore = self.lanes_dir / ".gitignore"
         if not ignore.exists():
             ignore.write_text("state/\n", encoding="utf-8")
@@ -134,6 +143,15 @@ class LanePaths:
     @property
     def supervisor_log(self) -> Path:
         return self.dir / "supervisor.log"
+
+    @property
+    def origin(self) -> Path:
+        """Written once when the lane is created (`git.lane_paths`); nothing rewrites it."""
+        return self.dir / "origin.json"
+
+    @property
+    def accept_journal(self) -> Path:
+        return self.dir / "accept.json"
 
 
 def worktree_path(worktree_root: Path, repo: Path, lane_id: str) -> Path:

@@ -17,7 +17,7 @@ from lanes_tui.engine.core.atomic import read_json
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.store import LaneStore
 
-__all__ = ["SAMPLE_FIELDS", "LaneStatus", "lane_status"]
+__all__ = ["SAMPLE_FIELDS", "LaneStatus", "corrupt_status", "lane_status"]
 
 #: The fields a watchdog sample refreshes between two records.
 SAMPLE_FIELDS = ("idle_s", "cpu_percent", "rss_bytes", "procs")
@@ -59,8 +59,18 @@ class LaneStatus:
     #: The watchdog's report when it stopped the lane (idle seconds, the tree it killed).
     stall: Mapping[str, Any] | None = None
     superseded_by: str | None = None
+    #: Why lanes-tui cannot trust this lane's record (e.g. `lane.json` is not valid JSON), with the fix;
+    #: None for a healthy lane. A field, not a state: the states are a contract scripts match on, and
+    #: a corrupt record's lane is shown as `lost` (what lanes-tui knows of it) with this as the why.
+    problem: str | None = None
     #: The live process tree from the newest sample (dashboard only; not part of `status --json`).
     tree: tuple[Mapping[str, Any], ...] | None = field(default=None, compare=False)
+
+    @classmethod
+    def corrupt(cls, lane_id: str, problem: str, when: float = 0.0) -> LaneStatus:
+        """The row of a lane whose record cannot be read: shown, never hidden, never acted on blindly."""
+        return cls(id=lane_id, task=lane_id, state="lost", state_reason=problem, created=when, updated=when,
+                   problem=problem)
 
     @property
     def live(self) -> bool:
@@ -133,6 +143,15 @@ def lane_status(store: LaneStore, record: LaneRecord) -> LaneStatus:
         stall=record.stall,
         superseded_by=record.superseded_by,
     )
+
+
+def corrupt_status(store: LaneStore, lane_id: str, problem: Exception) -> LaneStatus:
+    """The row of a lane whose `lane.json` could not be read, dated by the file's last change."""
+    try:
+        when = store.lane_paths(lane_id).record.stat().st_mtime
+    except OSError:
+        when = 0.0
+    return LaneStatus.corrupt(lane_id, str(problem), when)
 
 
 def _read_meters(store: LaneStore, lane_id: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import signal
@@ -21,7 +22,7 @@ from typing import Any
 from lanes_tui.engine.channels import Channel, ChannelContext, make_channel
 from lanes_tui.engine.config.settings import Config, ProviderConfig, load_config
 from lanes_tui.engine.core import slots
-from lanes_tui.engine.core.atomic import write_json_atomic
+from lanes_tui.engine.core.atomic import private_opener, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.debug import report_modules_at_exit
 from lanes_tui.engine.decisions.check import gate_lane
@@ -29,13 +30,21 @@ from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_p
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
 from lanes_tui.engine.lanes.classify import PatternScanner
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
+from lanes_tui.engine.procs import cgroup
+from lanes_tui.engine.procs.cgroup import LaneCgroup
 from lanes_tui.engine.procs.process import ProcessRequest, process_create_time, set_child_subreaper
 from lanes_tui.engine.state.meters import METERS_FILE, RunMeter
 from lanes_tui.engine.state.model import ProviderAttempt
-from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.paths import StatePaths, repo_key
 from lanes_tui.engine.state.store import LaneStore
 
 log = logging.getLogger("lanes_tui.supervisor")
+
+#: A full disk (or quota) under the state folder: the lane ends FAILED-RESOURCE, not `lost`.
+NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+#: A file the supervisor deletes when the disk fills, so its receipt and last state still fit.
+SPACE_RESERVE = "space-reserve"
+SPACE_RESERVE_BYTES = 64 * 1024
 
 
 class Supervisor:
@@ -52,6 +61,8 @@ class Supervisor:
         self.config = config or load_config(repo)
         self.stop_requested = asyncio.Event()
         self.current: AgentRun | None = None
+        #: The lane's cgroup while its agents run (None where the machine offers none).
+        self.cgroup: LaneCgroup | None = None
 
     def request_stop(self) -> None:
         self.stop_requested.set()
@@ -70,7 +81,11 @@ class Supervisor:
         if parallel is None:
             return self._finish(None, "LANE-FAILED", "stopped by the lead while queued")
         with parallel:
-            outcome = await self._run_chain(holder)
+            self.cgroup = self._contain()
+            try:
+                outcome = await self._run_chain(holder)
+            finally:
+                self._release_cgroup()
         if outcome is None:
             return self._finish(None, "LANE-FAILED", "stopped by the lead while queued")
         self._finish(outcome, outcome.classification.result, outcome.classification.reason)
@@ -138,15 +153,17 @@ class Supervisor:
         self.store.transition(record, "launching", f"starting {provider.name}", provider=provider.name)
         bin_dir = ensure_cli_shim(self.paths.bin).parent
         env = lane_environment(os.environ, lane_id=record.id, attempt=record.attempt,
-                               state_dir=self.paths.state, worktree=worktree, bin_dir=bin_dir)
+                               state_dir=self.paths.state, worktree=worktree, bin_dir=bin_dir,
+                               allow=provider.env)
         inbox = _inbox(self.paths)
         channel = self._channel(provider, attempt, inbox)
         request = ProcessRequest(channel.render_argv(record.prompt, worktree), worktree, env,
-                                 stdin_pipe=channel.stdin_pipe, name=f"{record.id}:{provider.name}")
+                                 stdin_pipe=channel.stdin_pipe, name=f"{record.id}:{provider.name}",
+                                 preexec=self.cgroup.joiner() if self.cgroup else None)
         settings = RunSettings(self.config.lanes.timeout_s, self.config.lanes.idle_timeout_s,
                                self.config.lanes.sample_s, warn_after_s=self.config.lanes.warn_after_s)
         watcher = _tree_watcher(worktree)
-        with open(self.lane.output, "ab") as output:
+        with open(self.lane.output, "ab", opener=private_opener) as output:  # 0600: what the agent printed
             output.write(f"\n=== lanes-tui: {provider.name} ({provider.model}) starting ===\n".encode())
             run = AgentRun(
                 request, stdin_data=channel.stdin_payload(record.prompt),
@@ -195,7 +212,32 @@ class Supervisor:
         self.store.write(self.record)
         self.store.event(self.record.id, "session", provider=attempt.provider, session_id=session_id)
 
+    def _contain(self) -> LaneCgroup | None:
+        """The lane's own cgroup (or None, said once in the events): every agent process joins it."""
+        support = cgroup.detect()
+        made = cgroup.LaneCgroup.create(support, repo_key(self.repo), self.record.id)
+        if made is None:
+            self.store.event(self.record.id, "containment", mechanism="none", detail=support.describe())
+            return None
+        cgroup.write_record(self.lane.dir, made)
+        self.store.event(self.record.id, "containment", mechanism=made.mechanism, cgroup=str(made.path))
+        return made
+
+    def _release_cgroup(self) -> None:
+        """After the chain: whatever the agents left running in the lane's cgroup is killed, however it
+        escaped its process group, and the cgroup is removed."""
+        if self.cgroup is None:
+            return
+        left = self.cgroup.kill()
+        if left:
+            self.store.event(self.record.id, "cgroup-killed", pids=left)
+        self.cgroup.remove()
+
     def _on_started(self, handle: Any) -> None:
+        joined = self.cgroup is None or handle.pid in self.cgroup.pids() or not cgroup.pids_alive([handle.pid])
+        if self.cgroup is not None and not joined:
+            self.store.event(self.record.id, "containment", mechanism="none",
+                             detail=f"the agent (pid {handle.pid}) could not join {self.cgroup.path}")
         self.record.agent_pid = handle.pid
         self.store.transition(self.record, "running", f"{self.record.provider} started", pid=handle.pid)
 
@@ -209,6 +251,26 @@ class Supervisor:
         self.record.stall = report
         self.record.result = "LANE-STALLED"
         self.store.transition(self.record, "stalled", f"no activity for {report['idle_s']}s", stall=report)
+
+    def reserve_space(self) -> None:
+        """Keep a little space for the lane's last words (`out_of_space`); best effort."""
+        with contextlib.suppress(OSError), open(self.lane.dir / SPACE_RESERVE, "wb", opener=private_opener) as f:
+            f.write(bytes(SPACE_RESERVE_BYTES))
+
+    def out_of_space(self, exc: OSError) -> int:
+        """The disk holding the state is full: free the reserve and end FAILED-RESOURCE naming where.
+
+        Without this the supervisor died mid-write, left no receipt, and the lane showed as `lost`.
+        The agent is already stopped: the write that failed ran in the supervisor's own loop, and
+        the agent run stops every descendant on its way out.
+        """
+        with contextlib.suppress(OSError):
+            (self.lane.dir / SPACE_RESERVE).unlink()
+        where = exc.filename or str(self.lane.dir)
+        log.error("no space left writing %s", where)
+        reason = (f"no space left on the device holding {where} ({exc.strerror}): free some space, then "
+                  f"`lanes-tui recover {self.record.id}`")
+        return self._finish(None, "FAILED-RESOURCE", reason)
 
     def _finish(self, outcome: RunOutcome | None, result: str, reason: str) -> int:
         record = self.record
@@ -292,12 +354,21 @@ async def _amain(repo: Path, lane_id: str) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, supervisor.request_stop)
+    supervisor.reserve_space()
     _signal_ready()
     try:
         return await supervisor.run()
+    except OSError as exc:
+        if exc.errno not in NO_SPACE:
+            log.exception("supervisor failed")
+            raise
+        return supervisor.out_of_space(exc)
     except Exception:
         log.exception("supervisor failed")
         raise
+    finally:
+        with contextlib.suppress(OSError):
+            (supervisor.lane.dir / SPACE_RESERVE).unlink()
 
 
 if __name__ == "__main__":
