@@ -143,10 +143,13 @@ def test_id_inside_the_record_must_be_its_folders(programme: Path) -> None:
     write_config(repo)
     lane, other = ready_lane(repo, "idx"), ready_lane(repo, "idy")
     edit_record(repo, lane, id=other)
-    for args in (("check", lane), ("accept", lane), ("abandon", lane, "--force")):
+    for args in (("check", lane), ("accept", lane), ("abandon", lane)):
         one_line_error(cli(repo, *args), lane, other)
+    # `abandon --force` drops such a lane from its own id and origin (tests/test_abandon_corrupt.py): only its own.
+    assert cli(repo, "abandon", lane, "--force").returncode == 0
     assert json.loads(record_path(repo, other).read_text())["id"] == other, "the other record is untouched"
-    assert Path(status(repo, other)["worktree"]).is_dir()
+    assert json.loads(record_path(repo, lane).read_text())["id"] == lane
+    assert Path(status(repo, other)["worktree"]).is_dir() and git(repo, "branch", "--list", f"lane/{other}")
 
 
 def test_root_in_the_record_must_match_the_origin(programme: Path, tmp_path: Path) -> None:
@@ -313,3 +316,24 @@ async def test_runner_discard_refuses_before_stopping(programme: Path) -> None:
     assert victim_tree.is_dir() and git(repo, "branch", "--list", "lane/dvictim-a1")
     removed = await runner.discard(victim)
     assert removed == [f"worktree {victim_tree}", "branch lane/dvictim-a1"] and not victim_tree.exists()
+
+
+def test_the_supervisor_runs_the_agent_only_in_the_derived_worktree(programme: Path) -> None:
+    """A record edited before its supervisor starts cannot move the agent into the lead's checkout."""
+    import sys
+
+    from lanes_tui.engine.config.settings import load_config
+    from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane
+
+    write_config(programme)
+    record = launch_lane(programme, load_config(programme),
+                         LaunchRequest(prompt="write planted.txt agent was here\n", slug="moved"), detach=False)
+    edit_record(programme, record.id, worktree=str(programme))
+    proc = subprocess.run([sys.executable, "-m", "lanes_tui.engine.supervisor", "--repo", str(programme),
+                           "--lane", record.id], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    row = status(programme, record.id)
+    assert (row["state"], row["result"]) == ("exited", "LANE-FAILED"), row
+    assert row["state_reason"].startswith("not started:") and "names worktree" in row["state_reason"], row
+    assert not (programme / "planted.txt").exists()
+    assert not (Path(record.worktree) / "planted.txt").exists()

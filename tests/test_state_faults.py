@@ -22,7 +22,7 @@ import pytest
 
 from lanes_tui.engine import Engine, LanesError, LaneStatus, validate_lane_id
 from lanes_tui.engine.core.ids import validate_slug
-from lanes_tui.engine.procs import process
+from lanes_tui.engine.procs import process, tree
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.widgets import LanesTable
 from tests.conftest import git
@@ -358,11 +358,11 @@ def test_the_tree_is_read_until_two_reads_agree(monkeypatch: pytest.MonkeyPatch)
         calls.append(pid)
         return next(reads) if pid == 1 else []
 
-    monkeypatch.setattr(process, "child_pids", flaky)
+    monkeypatch.setattr(tree, "child_pids", flaky)
     assert sorted(process.descendant_pids(1)) == [11, 12, 13, 14]  # the union: a child missed once is kept
     assert calls.count(1) == 4
     counter = iter(range(100, 200))
-    monkeypatch.setattr(process, "child_pids", lambda pid: [next(counter)] if pid == 1 else [])
+    monkeypatch.setattr(tree, "child_pids", lambda pid: [next(counter)] if pid == 1 else [])
     assert len(process.descendant_pids(1, reads=3)) == 3  # never more reads than allowed
 
 
@@ -386,3 +386,15 @@ def test_children_are_all_found_while_siblings_churn() -> None:
     finally:
         os.killpg(parent.pid, signal.SIGKILL)
         parent.wait()
+
+
+@pytest.mark.parametrize("content", ['{"pid": 1e400, "create_time": 1}', '{"pid": 12, "create_time": 1e400}',
+                                     '{"pid": -5, "create_time": 1}', '{"pid": 12, "create_time": NaN}', '[1, 2]'])
+def test_an_edited_supervisor_file_is_treated_as_no_supervisor(repo: Path, content: str) -> None:
+    """supervisor.json is in an agent's reach: nonsense in it means "no live supervisor", never a crash."""
+    from lanes_tui.engine.lanes.launcher import supervisor_alive, supervisor_key
+
+    lane_dir = repo / ".lanes" / "state" / "lanes" / "x-a1"
+    lane_dir.mkdir(parents=True)
+    (lane_dir / "supervisor.json").write_text(content)
+    assert supervisor_key(repo, "x-a1") is None and not supervisor_alive(repo, "x-a1")

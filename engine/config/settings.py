@@ -37,7 +37,7 @@ DEFAULT_CHAINS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "docs": ("gemini", "claude"),
 })
 assert tuple(DEFAULT_CHAINS) == TASK_TYPES
-NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 
 
 @dataclass(frozen=True)
@@ -168,6 +168,11 @@ class _Parser:
             raise ConfigError(f"malformed TOML: {what}",
                               "fix the syntax on that line (strings need quotes, arrays [a, b], see toml.io)",
                               line=line, path=str(self.path) if self.path else None) from exc
+        except (ValueError, RecursionError) as exc:  # tomllib's own limits, past which it raises these bare
+            what = "an integer with more digits than Python converts" if isinstance(exc, ValueError) \
+                else "arrays or tables nested too deeply"
+            raise ConfigError(f"malformed TOML: {what}", "write ordinary numbers and flat values",
+                              path=str(self.path) if self.path else None) from None
         for name in data:
             if name not in _TABLES:
                 self.fail(name, f"unknown table or key {name!r}", _did_you_mean(name, _TABLES))
@@ -220,13 +225,18 @@ class _Parser:
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.fail(key, f"must be a number of seconds, got {_shown(value)}",
                       "write a number without quotes")
-        if not math.isfinite(value):
-            self.fail(key, f"must be a finite number, got {value}",
+        try:
+            seconds = float(value)
+        except OverflowError:  # an integer no float can hold
+            seconds = math.inf
+        if not math.isfinite(seconds):
+            shown = value if isinstance(value, float) else "a number too large"
+            self.fail(key, f"must be a finite number, got {shown}",
                       "write an ordinary number of seconds (nan and inf are not numbers lanes-tui can use)")
         if value < 0 or (positive and value == 0):
             bound = "greater than 0" if positive else "0 or more"
             self.fail(key, f"must be {bound}, got {value}", f"use a number {bound}")
-        return float(value)
+        return seconds
 
     # tables ---------------------------------------------------------------------------------------
     def lanes(self, raw: dict[str, Any]) -> LanesSettings:
@@ -234,6 +244,8 @@ class _Parser:
         root = default_worktree_root()
         if "worktree_root" in raw:
             written = self.string("lanes.worktree_root", raw["worktree_root"])
+            if "\x00" in written:  # no path holds one: every use of it would raise ValueError
+                self.fail("lanes.worktree_root", f"{written!r} contains a NUL character", "write a plain folder path")
             try:
                 root = Path(written).expanduser()
             except RuntimeError:  # `~nouser/…`, or `~` with no HOME and no password entry
@@ -313,7 +325,7 @@ class _Parser:
                 for pattern in patterns:
                     try:
                         pv.compile_pattern(pattern)
-                    except re.error as exc:
+                    except (re.error, OverflowError, RecursionError) as exc:  # `a{4294967296}`, `((((…`
                         self.fail(f"{key}.{name}", f"pattern {pattern!r} is not a valid regex: {exc}",
                                   r"fix the regex (escape literal ( [ . with a backslash)")
                 values[name] = patterns
@@ -360,13 +372,24 @@ class _Parser:
 
 # --- Finding the line of a key ----------------------------------------------------------------------
 
-_HEADER_RE = re.compile(r"^\s*\[\[?\s*(?P<path>[^\]]+?)\s*\]\]?\s*(?:#.*)?$")
+_HEADER_RE = re.compile(r"^\s*\[\[?(?P<path>[^\]]*)\]\]?\s*(?:#.*)?$")  # linear: no two runs compete
 _KEY_PART = r"""(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')"""
 _ASSIGN_RE = re.compile(rf"^\s*(?P<key>{_KEY_PART}(?:\s*\.\s*{_KEY_PART})*)\s*=")
 
 
+_PART_RE = re.compile(r"""\s*("[^"]*"|'[^']*'|[^.\s"']+)\s*(?:\.|\Z)""")
+
+
 def _split_key(dotted: str) -> tuple[str, ...]:
-    parts = re.findall(r"""\s*("[^"]*"|'[^']*'|[^.\s]+)\s*(?:\.|$)""", dotted)
+    """The parts of a dotted key; () for text that is none (read part by part: linear on any line)."""
+    parts: list[str] = []
+    pos = 0
+    while pos < len(dotted):
+        match = _PART_RE.match(dotted, pos)
+        if match is None:
+            return ()
+        parts.append(match.group(1))
+        pos = match.end()
     return tuple(part[1:-1] if part[:1] in "\"'" else part for part in parts)
 
 

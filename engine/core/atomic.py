@@ -21,6 +21,10 @@ from typing import Any
 #: The mode of a new state file and of a folder created for one.
 PRIVATE_FILE = 0o600
 PRIVATE_DIR = 0o700
+#: Lists and objects inside each other, at most, in JSON read back. No state file comes near it, and
+#: every writer (`json.dumps`, `dataclasses.asdict`) recurses once or more per level: a deeper value
+#: read from a hand-edited file would raise RecursionError later, far from the file.
+MAX_JSON_DEPTH = 64
 
 
 def write_bytes_atomic(path: Path, data: bytes, *, mode: int | None = PRIVATE_FILE) -> None:
@@ -64,9 +68,26 @@ def write_json_atomic(path: Path, value: Any) -> None:
 
 
 def read_json(path: Path) -> Any:
-    """Read a JSON file; raises FileNotFoundError or ValueError (json.JSONDecodeError)."""
+    """Read a JSON file; raises FileNotFoundError or ValueError (json.JSONDecodeError, or nested too deeply)."""
     with open(path, encoding="utf-8") as handle:
-        return json.load(handle)
+        try:
+            value = json.load(handle)
+        except RecursionError:  # `[[[[…` deeper than the decoder's own stack
+            raise ValueError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep") from None
+    if nested_deeper(value, MAX_JSON_DEPTH):
+        raise ValueError(f"JSON nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+def nested_deeper(value: Any, limit: int) -> bool:
+    """Does `value` hold more than `limit` lists and objects inside each other? (Level by level: no recursion.)"""
+    level = [value]
+    for _ in range(limit):
+        level = [child for item in level if isinstance(item, list | dict)
+                 for child in (item.values() if isinstance(item, dict) else item)]
+        if not level:
+            return False
+    return any(isinstance(item, list | dict) for item in level)
 
 
 def append_jsonl(path: Path, value: Any) -> None:
@@ -92,7 +113,7 @@ def read_jsonl(path: Path) -> list[Any]:
                     continue
                 try:
                     records.append(json.loads(raw))
-                except ValueError:
+                except (ValueError, RecursionError):
                     continue
     except FileNotFoundError:
         return []

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+#: Every character `str.splitlines` breaks a line at, and how it is shown instead (its escape).
+_LINE_BREAKS = str.maketrans({c: repr(c)[1:-1] for c in "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"})
+
 
 class LanesError(Exception):
     """A refusal the lead can act on: what is wrong and how to fix it, in one line.
@@ -11,6 +14,8 @@ class LanesError(Exception):
     """
 
     def __init__(self, what: str, fix: str | None = None) -> None:
+        # A value quoted from a file (a key, a path) may hold a line break: shown escaped, one line stays one.
+        what, fix = what.translate(_LINE_BREAKS), fix and fix.translate(_LINE_BREAKS)
         self.what = what
         self.fix = fix
         super().__init__(f"{what} — {fix}" if fix else what)

@@ -12,9 +12,9 @@ import re
 
 from lanes_tui.engine.core.errors import LanesError
 
-LANE_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}$")
-SLUG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*$")
-LANE_ID_PARTS_RE = re.compile(r"^(?P<slug>[A-Za-z0-9_][A-Za-z0-9_-]*)-a(?P<attempt>[0-9]+)$")
+LANE_ID_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]{0,63}\Z")
+SLUG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_-]*\Z")
+LANE_ID_PARTS_RE = re.compile(r"^(?P<slug>[A-Za-z0-9_][A-Za-z0-9_-]*)-a(?P<attempt>[0-9]+)\Z")
 #: The id rules as the lead reads them in every refusal.
 ID_RULE = "letters, digits, '-' or '_', not starting with '-' (no '/', '.', spaces)"
 BRANCH_PREFIX = "lane/"

@@ -4,22 +4,32 @@ Paths and branches never come from `lane.json`, a file anyone can edit: they are
 lane id and the root the lane was created under (`git.lane_paths`), the record must agree, and git
 must list the folder as the lane's worktree on `lane/<id>`; any disagreement refuses before anything
 is stopped or deleted. A lane created under an older `worktree_root` is abandoned from that root.
+
+A lane whose `lane.json` is corrupt (not JSON, a wrong type, another lane's id) is abandoned only
+with `--force`, and then from its id and `origin.json` alone (`lane_paths.locate_by_id`), git
+confirming the folder; the corrupt file is kept aside as `lane.json.corrupt-<time>` and a minimal
+valid record takes its place, so the lane is `abandoned` and nothing of it is lost.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lanes_tui.engine.config.settings import Config
+from lanes_tui.engine.core.atomic import private_opener
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.ids import split_lane_id
 from lanes_tui.engine.git import worktrees
 from lanes_tui.engine.git.commands import branch_exists
-from lanes_tui.engine.git.lane_paths import LaneLocation, git_witness, locate_lane, remove_lane_worktree
+from lanes_tui.engine.git.lane_paths import LaneLocation, git_witness, locate_by_id, locate_lane, remove_lane_worktree
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.lanes.launcher import stop_lane
+from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
-from lanes_tui.engine.state.store import LaneStore, lane_operation
+from lanes_tui.engine.state.store import CorruptRecord, LaneStore, lane_operation
 
 
 @dataclass(frozen=True)
@@ -76,6 +86,12 @@ def plan_abandon(repo: Path, config: Config, lane_id: str, *, force: bool = Fals
 async def abandon_lane(repo: Path, config: Config, lane_id: str, *, force: bool = False) -> list[str]:
     """Returns what was removed; raises LanesError (nothing touched) when the plan refuses."""
     with lane_operation(StatePaths(repo), lane_id, "abandon"):
+        try:
+            LaneStore(StatePaths(repo)).read(lane_id)
+        except CorruptRecord as exc:
+            if not force:
+                raise
+            return await _abandon_corrupt(repo, config, lane_id, exc)
         return await _abandon(repo, config, lane_id, force)
 
 
@@ -90,3 +106,48 @@ async def _abandon(repo: Path, config: Config, lane_id: str, force: bool) -> lis
     store.transition(record, "abandoned", "abandoned by the lead", removed=removed, force=force)
     InboxStore(StatePaths(repo).inbox).orphan_lane(lane_id, "the lane was abandoned")
     return removed + [f"stopped pid {pid}" for pid in stopped]
+
+
+async def _abandon_corrupt(repo: Path, config: Config, lane_id: str, problem: CorruptRecord) -> list[str]:
+    """`abandon --force` of a lane whose record cannot be read: nothing is taken from that record."""
+    location = locate_by_id(repo, lane_id, default_root=config.lanes.worktree_root)
+    try:
+        git_witness(location)  # before anything is stopped: a folder git does not confirm is never touched
+    except LanesError as exc:
+        raise LanesError(f"abandon {lane_id} refused: {exc.what}: refusing to delete it", exc.fix) from None
+    store = LaneStore(StatePaths(repo))
+    kept = _set_aside(store.lane_paths(lane_id).record, store.clock.time())
+    unique = worktrees.unique_commits(repo, location.branch)
+    stopped = await stop_lane(repo, lane_id)  # by lane id: supervisor.json, cgroup.json, the env marker
+    removed = remove_lane_worktree(location)  # asks git once more
+    try:
+        record = store.read(lane_id)  # the stopped supervisor may have written its own record back
+    except LanesError:
+        slug, attempt = split_lane_id(lane_id)
+        origin = location.origin
+        record = LaneRecord(id=lane_id, slug=slug, attempt=attempt, task_type="", prompt="", chain=[],
+                            repo=str(location.repo), worktree=str(location.worktree), branch=location.branch,
+                            base_sha="", target_branch="", created=origin.created if origin else store.clock.time(),
+                            worktree_root=str(location.root))
+    reason = f"abandoned by the lead; its lane.json was corrupt ({problem.what}), kept as {kept.name}"
+    store.transition(record, "abandoned", reason, removed=removed, force=True, corrupt=kept.name)
+    InboxStore(StatePaths(repo).inbox).orphan_lane(lane_id, "the lane was abandoned")
+    lost = [f"with {unique} commit(s) on no other branch"] if unique and f"branch {location.branch}" in removed else []
+    return [f"kept the corrupt record as {kept}", *removed, *lost, *(f"stopped pid {pid}" for pid in stopped)]
+
+
+def _set_aside(record: Path, now: float) -> Path:
+    """A copy of the corrupt `lane.json` next to it (`lane.json.corrupt-<time>`, never over an earlier one)."""
+    data = record.read_bytes()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(now))
+    for n in range(1000):
+        aside = record.with_name(f"{record.name}.corrupt-{stamp}" + (f"-{n}" if n else ""))
+        try:
+            with open(aside, "xb", opener=private_opener) as out:
+                out.write(data)
+                os.fsync(out.fileno())
+        except FileExistsError:
+            continue
+        return aside
+    raise LanesError(f"cannot keep {record} aside: too many earlier copies",
+                     f"move the old copies out of {record.parent}")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import signal
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,7 @@ from lanes_tui.engine.config.settings import Config, load_config
 from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
+from lanes_tui.engine.core.debug import crash_point  # `LANES_TUI_CRASH_AT=merge:before`: a test's kill -9
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept_journal import mark_stuck, read_journal
 from lanes_tui.engine.decisions.accept_plan import AcceptPlan, checkout_of, is_ancestor, plan_accept
@@ -32,8 +32,6 @@ from lanes_tui.engine.state.store import LaneStore, lane_operation
 
 log = logging.getLogger(__name__)
 
-#: A test hook: `LANES_TUI_CRASH_AT=merge:before` SIGKILLs this process at that point of the accept.
-CRASH_ENV = "LANES_TUI_CRASH_AT"
 LOCK_WAIT_S = 300.0
 
 
@@ -173,12 +171,6 @@ def fast_forward(repo: Path, target: str, expected: str, new: str) -> None:
     else:
         run_git(repo, "update-ref", "-m", f"lanes-tui accept {new[:10]}", f"refs/heads/{target}", new, expected,
                 fix="the target changed under the accept; run the accept again")
-
-
-def crash_point(name: str) -> None:
-    if os.environ.get(CRASH_ENV) == name:
-        log.warning("test hook: crashing at %s", name)
-        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _first_line(text: str) -> str:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.clock import Clock, RealClock
+from lanes_tui.engine.core.debug import crash_point
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.gates import RUNNING_FILE, run_gates, stop_leftover_gates, summarise
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, state_after_gates, write_packet
@@ -42,15 +43,18 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
     gates = []
     if record.result == "OK" or by_lead:
         store.transition(record, "checking", "running the gates")
+        crash_point("check:checking")  # tests kill -9 `check` at each step (LANES_TUI_CRASH_AT)
         env = lane_environment(os.environ, lane_id=record.id, attempt=record.attempt, state_dir=paths.state,
                                worktree=worktree, bin_dir=ensure_cli_shim(paths.bin).parent,
                                allow=config.gates.env)  # the base set and [gates] env: no provider's keys
         gates = await run_gates(worktree, config.gates, env=env,
                                 holder={"lane": record.id, "repo": str(repo)}, clock=clock or RealClock(),
                                 running_file=lane.dir / RUNNING_FILE)  # found again if this check dies
+        crash_point("check:gates")
     packet = build_packet(record, gates, clock=clock, previous=read_packet(lane), worktree=worktree)
     packet["warnings"] = lead_checkout.changed_since(repo, record.id, location.origin and location.origin.lead_checkout)
     write_packet(lane, packet)
+    crash_point("check:packet")
     status = summarise(gates)
     state, reason = state_after_gates(record, status, by_lead=by_lead)
     failed = [g.command for g in gates if g.status == "failed" or g.status == "timeout"]
@@ -73,6 +77,7 @@ def _not_gated(store: LaneStore, record: LaneRecord, error: LanesError, clock: C
 async def check_lane(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None) -> dict[str, object]:
     """The lead's `check ID`: refuses a lane that is still running or already decided."""
     with lane_operation(StatePaths(repo), lane_id, "check"):
+        crash_point("check:locked")
         return await _check_lane(repo, config, lane_id, clock)
 
 

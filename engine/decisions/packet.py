@@ -69,12 +69,30 @@ def build_packet(record: LaneRecord, gates: list[GateResult], *, clock: Clock | 
     return packet
 
 
+#: The fields readers use, with the type each must have (lists: the type of every item).
+TYPED_FIELDS: dict[str, tuple[type, type | None]] = {
+    "gates": (list, dict), "changed_files": (list, str), "conflict_files": (list, str),
+    "gates_status": (str, None), "review": (str, None), "next": (str, None),
+}
+
+
 def read_packet(lane: LanePaths) -> dict[str, Any] | None:
+    """The lane's packet; None when there is none, or when it is not one readers can use (a hand
+    edit's `"gates": 5` or `"changed_files": "a.py"`): then it is as good as missing, so `accept`
+    asks for a `check`, which writes a new one."""
     try:
         data = read_json(lane.packet)
     except (FileNotFoundError, ValueError):
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return None
+    for name, (kind, item) in TYPED_FIELDS.items():
+        value = data.get(name, kind())
+        if not isinstance(value, kind):
+            return None
+        if item is not None and isinstance(value, list) and not all(isinstance(v, item) for v in value):
+            return None
+    return data
 
 
 def write_packet(lane: LanePaths, packet: dict[str, Any]) -> None:

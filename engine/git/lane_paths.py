@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,13 +96,14 @@ def read_origin(lane: LanePaths) -> LaneOrigin | None:
         raise _damaged(lane, "it does not hold an object")
     try:
         strings = {name: data[name] for name in ("id", "repo", "worktree_root", "worktree", "branch")}
-        if not all(isinstance(v, str) for v in strings.values()) or not isinstance(data["created"], int | float):
+        if not all(isinstance(v, str) and "\x00" not in v for v in strings.values()) \
+                or not isinstance(data["created"], int | float) or not math.isfinite(data["created"]):
             raise TypeError("a field has the wrong type")
         checkout = data.get("lead_checkout") or {}
         if not isinstance(checkout, dict):
             raise TypeError("lead_checkout is not an object")
         origin = LaneOrigin(**strings, created=float(data["created"]), lead_checkout=checkout)
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, OverflowError) as exc:  # OverflowError: a `created` no float can hold
         raise _damaged(lane, f"a field is missing or of the wrong type ({exc})") from None
     if data.get("digest") != origin.digest():
         raise _damaged(lane, "its digest does not match its fields")
@@ -127,7 +129,7 @@ def locate_lane(repo: Path, lane_id: str, record: LaneRecord, *, default_root: P
     if record.id != lane_id:
         raise LanesError(f"{where} names id {record.id!r}, but it is the record of lane {lane_id}",
                          f'restore "id": "{lane_id}" in it')
-    if Path(record.repo).resolve() != repo:
+    if "\x00" in record.repo or Path(record.repo).resolve() != repo:  # (a NUL: resolve raises ValueError)
         raise LanesError(f"{where} names repository {record.repo}, not {repo}", f'restore "repo": "{repo}" in it')
     branch = branch_for(lane_id)
     origin = read_origin(lane)
@@ -170,9 +172,9 @@ def _legacy_root(repo: Path, lane_id: str, record: LaneRecord, default_root: Pat
     if record.worktree_root and Path(record.worktree_root).is_absolute():
         return Path(os.path.normpath(record.worktree_root))
     key = repo_key(repo)
-    for entry in list_worktrees(repo):
-        if entry.branch == branch_for(lane_id) and entry.path.name == lane_id and entry.path.parent.name == key:
-            return entry.path.parent.parent
+    from_git = _root_from_git(repo, lane_id)
+    if from_git is not None:
+        return from_git
     claimed = Path(os.path.normpath(record.worktree))
     if claimed.is_absolute() and claimed.name == lane_id and claimed.parent.name == key:
         return claimed.parent.parent
@@ -181,6 +183,34 @@ def _legacy_root(repo: Path, lane_id: str, record: LaneRecord, default_root: Pat
     raise LanesError(f"lane {lane_id} has no origin.json, git lists no worktree on {branch_for(lane_id)}, "
                      f"and lane.json names no folder of this lane ({record.worktree})",
                      f"restore lane.json, or clean up by hand with `git branch -D {branch_for(lane_id)}`")
+
+
+def _root_from_git(repo: Path, lane_id: str) -> Path | None:
+    """The root above `<repo>-<hash8>/<id>` where git has `lane/<id>` checked out, if it does."""
+    key = repo_key(repo)
+    for entry in list_worktrees(repo):
+        if entry.branch == branch_for(lane_id) and entry.path.name == lane_id and entry.path.parent.name == key:
+            return entry.path.parent.parent
+    return None
+
+
+def locate_by_id(repo: Path, lane_id: str, *, default_root: Path) -> LaneLocation:
+    """Where a lane whose `lane.json` cannot be read must be: from its id and `origin.json` alone.
+
+    Nothing comes from the record. The root is the origin's; a lane without one (older than
+    origins, or a `run` killed before writing it) takes it from where git has `lane/<id>` checked
+    out, else the configured root. A damaged origin refuses, as everywhere; `git_witness` must still
+    confirm the folder before anything is removed.
+    """
+    validate_lane_id(lane_id)
+    repo = repo.resolve()
+    lane = StatePaths(repo).lane(lane_id)
+    origin = read_origin(lane)
+    if origin is not None:
+        root = _root_from_origin(lane, origin, repo, lane_id)
+    else:
+        root = _root_from_git(repo, lane_id) or default_root.expanduser().resolve()
+    return LaneLocation(lane_id, repo, root, worktree_path(root, repo, lane_id), branch_for(lane_id), origin)
 
 
 def git_witness(loc: LaneLocation) -> WorktreeEntry | None:

@@ -78,7 +78,8 @@ def compare(repo: Path, before: Any, now: dict[str, Any]) -> list[str]:
     changes = []
     if before.get("branch") != now["branch"]:
         changes.append(f"it is on {_branch(now['branch'])}, not {_branch(before.get('branch'))}")
-    elif before.get("head") and before["head"] != now["head"] and not _contains(repo, now["head"], before["head"]):
+    elif isinstance(before.get("head"), str) and before["head"] and before["head"] != now["head"] \
+            and not _contains(repo, now["head"], before["head"]):  # (a str: origin.json may be hand-made)
         changes.append(f"its HEAD {now['head'][:10] or '(none)'} no longer contains {str(before['head'])[:10]}")
     if before.get("index") != now["index"]:
         changes.append("its staged changes differ")

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from lanes_tui.engine.core.atomic import fsync_dir
+from lanes_tui.engine.core.atomic import MAX_JSON_DEPTH, fsync_dir, nested_deeper
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import LANE_ID_RE
 
@@ -34,12 +34,12 @@ MARKS = ("delivered", "cancelled", "expired", "orphaned")
 #: Every state a question can be in; the precedence is explained in `inbox.store`.
 STATES = ("open", "answered", "delivered", "cancelled", "expired", "orphaned")
 
-QID_RE = re.compile(r"^q_[0-9a-f]{12,64}$")
-OPTION_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
-BY_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}$")
+QID_RE = re.compile(r"^q_[0-9a-f]{12,64}\Z")
+OPTION_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,64}\Z")
+BY_RE = re.compile(r"^[A-Za-z0-9_.:@-]{1,64}\Z")
 #: `<qid>.json` is the question; `<qid>.<suffix>.json` the answer and the marks.
 FILE_RE = re.compile(
-    r"^(?P<qid>q_[0-9a-f]{12,64})(?:\.(?P<suffix>answer|delivered|cancelled|expired|orphaned))?\.json$"
+    r"^(?P<qid>q_[0-9a-f]{12,64})(?:\.(?P<suffix>answer|delivered|cancelled|expired|orphaned))?\.json\Z"
 )
 
 MAX_TITLE = 500
@@ -166,9 +166,12 @@ def read_json_file(path: Path, limit: int) -> Any:
     finally:
         os.close(fd)
     try:
-        return json.loads(b"".join(chunks).decode("utf-8"))
+        value = json.loads(b"".join(chunks).decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise BadFile(f"is not valid JSON ({str(exc)[:80]})") from None
+    if nested_deeper(value, MAX_JSON_DEPTH):  # `inbox --json` and every writer would recurse past the limit
+        raise BadFile(f"is nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
 
 
 def _str(record: Mapping[str, Any], key: str, *, limit: int | None = None, nullable: bool = False) -> Any:
@@ -186,9 +189,16 @@ def _number(record: Mapping[str, Any], key: str, *, nullable: bool = False) -> f
     value = record.get(key)
     if value is None and nullable:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not _finite(value):
         raise BadFile(f"field {key!r} is not a finite number")
     return float(value)
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer no float can hold
+        return False
 
 
 def _object(raw: Any) -> Mapping[str, Any]:

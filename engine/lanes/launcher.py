@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import shutil
 import subprocess
@@ -19,8 +20,9 @@ from pathlib import Path
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.atomic import private_opener, read_json
 from lanes_tui.engine.core.clock import Clock, RealClock
+from lanes_tui.engine.core.debug import crash_point
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.core.ids import lane_id_for, slugify, validate_slug
+from lanes_tui.engine.core.ids import branch_for, lane_id_for, slugify, validate_slug
 from lanes_tui.engine.core.limits import check_prompt
 from lanes_tui.engine.git import lead_checkout, worktrees
 from lanes_tui.engine.git.lane_paths import LaneOrigin, write_origin
@@ -33,9 +35,9 @@ from lanes_tui.engine.procs.process import (
     processes_with_env,
     same_process,
 )
-from lanes_tui.engine.state.model import LaneRecord
-from lanes_tui.engine.state.paths import StatePaths, repo_key
-from lanes_tui.engine.state.store import LaneStore
+from lanes_tui.engine.state.model import FINAL_STATES, LaneRecord
+from lanes_tui.engine.state.paths import StatePaths, repo_key, worktree_path
+from lanes_tui.engine.state.store import LaneStore, lane_operation
 
 SUPERVISOR_START_TIMEOUT_S = 30.0
 
@@ -54,7 +56,7 @@ class LaunchRequest:
 
 def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Clock | None = None,
                 detach: bool = True) -> LaneRecord:
-    """Create the lane (worktree, branch, record) and start its supervisor; returns the record."""
+    """Create the lane (record, origin, then worktree and branch) and start its supervisor; returns the record."""
     chain = config.chain_for(request.task_type, request.lane)
     if not request.prompt.strip():
         raise LanesError("the prompt is empty", "give --prompt TEXT, --prompt-file F or --plan F --phase N")
@@ -64,36 +66,54 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
     paths = StatePaths(repo)
     store = LaneStore(paths, clock or RealClock())
     if store.taken(lane_id):  # a lane, or a folder with more than a leftover lock in it
-        raise LanesError(f"lane {lane_id} already exists",
-                         "pick another --id, or `lanes-tui recover` / `abandon` the existing lane")
+        raise LanesError(f"lane {lane_id} already exists", _taken_fix(store, lane_id))
     root = config.lanes.worktree_root.expanduser().resolve()  # this lane's own root, from now on
     worktrees.check_worktree_root(repo, root)
     target = config.lanes.target_branch or worktrees.current_branch(repo)
     if target is None:
         raise LanesError("the repository has no branch checked out (detached HEAD)",
                          "check out the branch lanes should merge into, or set lanes.target_branch")
+    crash_point("run:validated")  # tests kill -9 `run` at each step (LANES_TUI_CRASH_AT)
     paths.ensure()
     lead = lead_checkout.snapshot(repo)  # compared by check and accept: did an agent write outside its worktree?
-    info = worktrees.create_worktree(repo, root, lane_id, request.base or target)
+    base_sha = worktrees.rev_parse(repo, request.base or target)
+    path, branch = worktree_path(root, repo, lane_id), branch_for(lane_id)  # where create_worktree puts it
     record = LaneRecord(
         id=lane_id, slug=slug, attempt=request.attempt, task_type=request.task_type,
-        prompt=request.prompt, chain=chain, repo=str(repo), worktree=str(info.path),
-        branch=info.branch, base_sha=info.base_sha, target_branch=target,
+        prompt=request.prompt, chain=chain, repo=str(repo), worktree=str(path),
+        branch=branch, base_sha=base_sha, target_branch=target,
         state="queued", state_reason="waiting for its supervisor", worktree_root=str(root),
     )
-    try:
+    info: worktrees.WorktreeInfo | None = None
+    try:  # the record and origin first: a `run` killed at any later step leaves a lane abandon can clean
         store.create(record)
-        write_origin(paths.lane(lane_id), LaneOrigin(
-            id=lane_id, repo=str(repo.resolve()), worktree_root=str(root), worktree=str(info.path),
-            branch=info.branch, created=record.created, lead_checkout=lead))
-        if detach:
-            spawn_supervisor(repo, lane_id, config)
+        with lane_operation(paths, lane_id, "run"):  # reconcile leaves it alone until its supervisor is up
+            crash_point("run:record")
+            write_origin(paths.lane(lane_id), LaneOrigin(
+                id=lane_id, repo=str(repo.resolve()), worktree_root=str(root), worktree=str(path),
+                branch=branch, created=record.created, lead_checkout=lead))
+            crash_point("run:origin")
+            info = worktrees.create_worktree(repo, root, lane_id, base_sha)
+            crash_point("run:worktree")
+            if detach:
+                spawn_supervisor(repo, lane_id, config)
     except BaseException:
-        with contextlib.suppress(LanesError, OSError):
-            worktrees.remove_worktree(repo, root, info.path, info.branch)
+        if info is not None:  # never a branch or folder that was there before (create_worktree refuses those)
+            with contextlib.suppress(LanesError, OSError):
+                worktrees.remove_worktree(repo, root, info.path, info.branch)
         shutil.rmtree(paths.lane(lane_id).dir, ignore_errors=True)
         raise
+    crash_point("run:spawned")
     return store.read(lane_id)
+
+
+def _taken_fix(store: LaneStore, lane_id: str) -> str:
+    """What to do about a taken id: a decided lane's id is never reused (recover and abandon refuse it)."""
+    with contextlib.suppress(LanesError):
+        state = store.read(lane_id).state
+        if state in FINAL_STATES:
+            return f"it is {state} and lane ids are never reused: pick another --id"
+    return "pick another --id, or `lanes-tui recover` / `abandon` the existing lane"
 
 
 def spawn_supervisor(repo: Path, lane_id: str, config: Config) -> None:
@@ -130,9 +150,12 @@ def supervisor_key(repo: Path, lane_id: str) -> ProcKey | None:
     """The supervisor's identity from `supervisor.json`, or None if it never wrote one."""
     try:
         data = read_json(StatePaths(repo).lane(lane_id).supervisor)
-        return ProcKey(int(data["pid"]), float(data["create_time"]))
-    except (FileNotFoundError, ValueError, KeyError, TypeError):
+        pid, created = int(data["pid"]), float(data["create_time"])
+    except (OSError, ValueError, KeyError, TypeError, OverflowError):  # missing, or edited into nonsense
         return None
+    if not 0 < pid < 2**22 or not math.isfinite(created):
+        return None
+    return ProcKey(pid, created)
 
 
 def supervisor_alive(repo: Path, lane_id: str) -> bool:

@@ -41,7 +41,7 @@ from lanes_tui.engine.state.events import (
 )
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
-from lanes_tui.engine.state.status import LaneStatus, corrupt_status, lane_status
+from lanes_tui.engine.state.status import LaneStatus, clean_sample, corrupt_status, lane_status
 from lanes_tui.engine.state.store import LaneStore
 
 log = logging.getLogger(__name__)
@@ -295,7 +295,7 @@ class Engine(DecisionCommands):
             if sample is not None:
                 if watched.status is not None:
                     watched.status = watched.status.with_sample(sample)
-                out.append(MetersSampled(lane_id, sample))
+                out.append(MetersSampled(lane_id, clean_sample(sample)))
         size = _size(lane.events)
         if size != watched.events_size:
             old, watched.events_size = watched.events_size, size

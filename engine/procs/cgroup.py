@@ -306,7 +306,7 @@ def write_record(lane_dir: Path, cgroup: LaneCgroup) -> None:
 def read_record(lane_dir: Path, repo_key: str, lane_id: str) -> LaneCgroup | None:
     try:
         data = json.loads((lane_dir / RECORD).read_text())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
     return LaneCgroup.from_record(data, repo_key, lane_id)
 

@@ -24,6 +24,7 @@ Token semantics, the same for every provider so the sums mean something:
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,8 +219,9 @@ class RunMeter:
         estimated = False
         for run in runs:
             total = total + Usage.from_json(run)
-            if isinstance(run.get("usd"), int | float):
-                usd = (usd or 0.0) + float(run["usd"])
+            run_usd = dollars(run.get("usd"))
+            if run_usd is not None:
+                usd = (usd or 0.0) + run_usd
                 estimated = estimated or run.get("usd_source") == "estimated"
         source = None if usd is None else ("estimated" if estimated else "reported")
         return {
@@ -257,9 +259,34 @@ class RunMeter:
 
 
 def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    """A token count: a number from 0 to 2**63 (so NaN, infinity and a hand edit's 10**400 count 0)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 2**63:
         return 0
     return int(value)
+
+
+def dollars(value: Any) -> float | None:
+    """A cost read back from a file: a finite number of dollars, or None."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        usd = float(value)
+    except OverflowError:  # an integer no float can hold
+        return None
+    return usd if math.isfinite(usd) else None
+
+
+def lane_figures(data: Any) -> dict[str, Any]:
+    """The figures `status` shows from a `meters.json` read back (anyone can edit it): token counts
+    as `_count` reads them, the cost a finite number or None, `cost_estimated` true or false."""
+    if not isinstance(data, dict):
+        return {}
+    tokens = data.get("tokens")
+    return {
+        "tokens": {str(k): _count(v) for k, v in tokens.items()} if isinstance(tokens, dict) else None,
+        "cost_usd": dollars(data.get("cost_usd")),
+        "cost_estimated": data.get("cost_estimated") is True,
+    }
 
 
 def _read_runs(path: Path) -> list[dict[str, Any]]:

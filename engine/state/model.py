@@ -152,7 +152,7 @@ def _fits(value: Any, hint: Any) -> bool:
     if hint is int:
         return isinstance(value, int) and not isinstance(value, bool)
     if hint is float:  # JSON has one number type; NaN and infinity are refused (they pass every comparison)
-        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        return isinstance(value, int | float) and not isinstance(value, bool) and _finite(value)
     if hint is str:
         return isinstance(value, str)
     if origin is list:
@@ -161,6 +161,13 @@ def _fits(value: Any, hint: Any) -> bool:
     if origin is dict:
         return isinstance(value, dict) and all(isinstance(k, str) for k in value)
     return True  # an annotation this reader does not know: accepted as before
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an integer no float can hold
+        return False
 
 
 def _describe(hint: Any) -> str:
@@ -179,5 +186,7 @@ def _describe(hint: Any) -> str:
 def _kind(value: Any) -> str:
     if isinstance(value, float) and not math.isfinite(value):
         return str(value)
+    if isinstance(value, int) and not isinstance(value, bool) and not _finite(value):
+        return "a number too large"
     return {bool: "true/false", int: "a number", float: "a number", str: "a string", list: "a list",
             dict: "an object", type(None): "null"}.get(type(value), type(value).__name__)

@@ -9,15 +9,17 @@ filling what is missing with defaults, which is how tests and fakes build status
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from lanes_tui.engine.core.atomic import read_json
+from lanes_tui.engine.state.meters import lane_figures
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.store import LaneStore
 
-__all__ = ["SAMPLE_FIELDS", "LaneStatus", "corrupt_status", "lane_status"]
+__all__ = ["SAMPLE_FIELDS", "LaneStatus", "clean_sample", "corrupt_status", "lane_status"]
 
 #: The fields a watchdog sample refreshes between two records.
 SAMPLE_FIELDS = ("idle_s", "cpu_percent", "rss_bytes", "procs")
@@ -84,9 +86,10 @@ class LaneStatus:
 
     def with_sample(self, sample: Mapping[str, Any]) -> LaneStatus:
         """This status with a newer watchdog sample's meters (and process tree) folded in."""
-        fresh: dict[str, Any] = {k: sample[k] for k in SAMPLE_FIELDS if k in sample}
-        tree = sample.get("tree")
-        fresh["tree"] = tuple(tree) if isinstance(tree, list | tuple) else None
+        clean = clean_sample(sample)
+        fresh: dict[str, Any] = {k: clean[k] for k in SAMPLE_FIELDS if k in clean}
+        tree = clean.get("tree")
+        fresh["tree"] = tuple(tree) if isinstance(tree, list) else None
         return dataclasses.replace(self, **fresh)
 
     def to_json(self) -> dict[str, Any]:
@@ -109,9 +112,28 @@ class LaneStatus:
         return cls(**values)
 
 
+def clean_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
+    """The sample with every figure the panes format checked: `samples.jsonl` is a file an agent can
+    write, and a string or a NaN where a number belongs must not break a pane. A bad figure is
+    dropped (shown as unknown); other keys pass as they are."""
+    out = dict(sample)
+    for key in ("idle_s", "cpu_percent"):
+        value = out.pop(key, None)
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+            out[key] = float(value)
+    for key in ("rss_bytes", "procs", "output_bytes"):
+        value = out.pop(key, None)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63:
+            out[key] = value
+    tree = out.pop("tree", None)
+    if isinstance(tree, list):
+        out["tree"] = [p for p in tree if isinstance(p, Mapping)]
+    return out
+
+
 def lane_status(store: LaneStore, record: LaneRecord) -> LaneStatus:
     """The status of one lane from its record, its newest sample and its meters file."""
-    sample = store.last_sample(record.id) or {}
+    sample = clean_sample(store.last_sample(record.id) or {})
     meters = _read_meters(store, record.id)
     live = record.state in LIVE_STATES
     return LaneStatus(
@@ -160,4 +182,4 @@ def _read_meters(store: LaneStore, lane_id: str) -> dict[str, Any]:
         data = read_json(store.lane_paths(lane_id).dir / "meters.json")
     except (FileNotFoundError, ValueError):
         return {}
-    return data if isinstance(data, dict) else {}
+    return lane_figures(data)

@@ -23,6 +23,10 @@ from lanes_tui.engine.state.model import STATES, LaneRecord
 from lanes_tui.engine.state.paths import LanePaths, StatePaths
 
 
+class CorruptRecord(LanesError):
+    """`lane.json` is there but cannot be trusted at all: not JSON, a wrong type, or another lane's id."""
+
+
 class LaneStore:
     def __init__(self, paths: StatePaths, clock: Clock | None = None) -> None:
         self.paths = paths
@@ -42,18 +46,18 @@ class LaneStore:
         except FileNotFoundError:
             raise LanesError(f"no lane {lane_id!r}", "see `lanes-tui status` for the lanes") from None
         except ValueError as exc:
-            raise LanesError(f"lane {lane_id}: lane.json is not valid JSON ({exc})", corrupt_fix(lane_id)) from None
+            raise CorruptRecord(f"lane {lane_id}: lane.json is not valid JSON ({exc})", corrupt_fix(lane_id)) from None
         except OSError as exc:
             raise LanesError(f"lane {lane_id}: cannot read {path}: {exc.strerror}",
                              "make the state folder readable again: chmod -R u+rwX .lanes/state") from None
         try:
             record = LaneRecord.from_json(data)
         except LanesError as exc:
-            raise LanesError(f"lane {lane_id}: lane.json is corrupt: {exc.what}", corrupt_fix(lane_id)) from None
+            raise CorruptRecord(f"lane {lane_id}: lane.json is corrupt: {exc.what}", corrupt_fix(lane_id)) from None
         if record.id != lane_id:
             # A record never speaks for another lane: written back, it would clobber that lane's record.
-            raise LanesError(f"lane {lane_id}: lane.json names lane {record.id!r}, not its own folder's name",
-                             corrupt_fix(lane_id))
+            raise CorruptRecord(f"lane {lane_id}: lane.json names lane {record.id!r}, not its own folder's name",
+                                corrupt_fix(lane_id))
         return record
 
     def all(self) -> list[LaneRecord]:
@@ -124,7 +128,7 @@ def last_json_line(path: Path, window: int = 65536) -> dict[str, Any] | None:
     for raw in reversed(tail.splitlines()):
         try:
             value = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # a torn line, or `[[[[…` past the decoder's stack
             continue
         if isinstance(value, dict):
             return value
@@ -133,7 +137,7 @@ def last_json_line(path: Path, window: int = 65536) -> dict[str, Any] | None:
 
 @contextlib.contextmanager
 def lane_operation(paths: StatePaths, lane_id: str, what: str) -> Iterator[None]:
-    """Hold the lane for one command (check, accept, abandon, recover) so no other command and no
+    """Hold the lane for one command (run, check, accept, abandon, recover) so no other command and no
     reconcile judges it half-way; the lock dies with the process, so a crash never leaves it held.
 
     Only a lane that exists is locked: locking `ghost-a1` used to create its folder, and `run --id
@@ -205,8 +209,9 @@ def lane_busy(paths: StatePaths, lane_id: str) -> bool:
 def corrupt_fix(lane_id: str) -> str:
     """What the lead can do about a lane whose `lane.json` cannot be trusted (one place to say it).
 
-    Nothing destructive may act on such a lane (its paths and names cannot be trusted), so the way
-    out is by hand: restore the record, or drop the lane and clean its worktree with git itself.
+    Nothing may take a path or a name from such a record, so `abandon --force` works from the lane
+    id and `origin.json` alone, with git as the witness, and keeps the corrupt file aside.
     """
-    return (f"restore .lanes/state/lanes/{lane_id}/lane.json from a backup, or drop the lane by moving that "
-            f"folder aside (its worktree and branch stay: `git worktree remove`, `git branch -D lane/{lane_id}`)")
+    return (f"restore .lanes/state/lanes/{lane_id}/lane.json from a backup, or `lanes-tui abandon {lane_id} "
+            f"--force` (stops the lane and removes its worktree and lane/{lane_id}, found from its id and "
+            "origin.json with git's confirmation; the corrupt file is kept aside)")

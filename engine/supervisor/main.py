@@ -25,8 +25,10 @@ from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import private_opener, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.debug import report_modules_at_exit
+from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.check import gate_lane
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
+from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
 from lanes_tui.engine.lanes.classify import PatternScanner
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
@@ -63,6 +65,8 @@ class Supervisor:
         self.current: AgentRun | None = None
         #: The lane's cgroup while its agents run (None where the machine offers none).
         self.cgroup: LaneCgroup | None = None
+        #: The lane's worktree as derived from its id and root and listed by git (set by `run`).
+        self.worktree = Path(self.record.worktree)
 
     def request_stop(self) -> None:
         self.stop_requested.set()
@@ -80,6 +84,12 @@ class Supervisor:
                                          f"{self.config.lanes.max_parallel} slots")
         if parallel is None:
             return self._finish(None, "LANE-FAILED", "stopped by the lead while queued")
+        try:  # the worktree the agent works in is derived and witnessed by git, never read from lane.json
+            self.worktree = working_tree(locate_lane(self.repo, record.id, record,
+                                                     default_root=self.config.lanes.worktree_root))
+        except LanesError as exc:
+            parallel.release()
+            return self._finish(None, "LANE-FAILED", f"not started: {exc}")
         with parallel:
             self.cgroup = self._contain()
             try:
@@ -147,7 +157,7 @@ class Supervisor:
 
     async def _run_provider(self, provider: ProviderConfig) -> RunOutcome:
         record = self.record
-        worktree = Path(record.worktree)
+        worktree = self.worktree
         attempt = ProviderAttempt(provider=provider.name, model=provider.model, started=self.clock.time())
         record.providers_tried.append(attempt)
         self.store.transition(record, "launching", f"starting {provider.name}", provider=provider.name)
