@@ -169,9 +169,8 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def test_no_circle_between_engine_subpackages() -> None:
-    graph: dict[str, set[str]] = {p: set() for p in SUBPACKAGES}
-    where: dict[tuple[str, str], str] = {}
+def _package_edges() -> Iterator[tuple[str, str, str]]:
+    """(`file:line`, importing subpackage, imported subpackage) for every cross-subpackage import."""
     for path in source_files("engine"):
         here = _package_of(module_name(path))
         if here is None:
@@ -179,8 +178,15 @@ def test_no_circle_between_engine_subpackages() -> None:
         for line, name in imports(path):
             there = _package_of(name)
             if there is not None and there != here:
-                graph[here].add(there)
-                where.setdefault((here, there), f"{path.relative_to(ROOT)}:{line}")
+                yield f"{path.relative_to(ROOT)}:{line}", here, there
+
+
+def test_no_circle_between_engine_subpackages() -> None:
+    graph: dict[str, set[str]] = {p: set() for p in SUBPACKAGES}
+    where: dict[tuple[str, str], str] = {}
+    for place, here, there in _package_edges():
+        graph[here].add(there)
+        where.setdefault((here, there), place)
     cycle = _cycle(graph)
     assert cycle is None, "subpackage circle " + " → ".join(cycle) + ": " + ", ".join(
         where[(a, b)] for a, b in itertools.pairwise(cycle))
@@ -193,15 +199,8 @@ LAYERS = ["core", "state", "config", "git", "procs", "inbox", "channels", "lanes
 
 def test_subpackages_import_only_downwards() -> None:
     assert sorted(LAYERS) == SUBPACKAGES, "a new subpackage needs its place in LAYERS and in docs/layout.md"
-    upward = []
-    for path in source_files("engine"):
-        here = _package_of(module_name(path))
-        if here is None:
-            continue
-        for line, name in imports(path):
-            there = _package_of(name)
-            if there is not None and LAYERS.index(there) > LAYERS.index(here):
-                upward.append(f"{path.relative_to(ROOT)}:{line} {here} → {there}")
+    upward = [f"{place} {here} → {there}" for place, here, there in _package_edges()
+              if LAYERS.index(there) > LAYERS.index(here)]
     assert upward == [], "imports against the layering of docs/layout.md: " + "; ".join(sorted(set(upward)))
 
 

@@ -167,15 +167,22 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
+def _group_signalable(pgid: int) -> bool:
+    """Does the kernel still know the group (zombies included)? A group we may not signal counts."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
 def _group_alive(pgid: int) -> bool:
     """Any member of the group left? Zombies we adopted are reaped first so they do not count."""
     for attempt in range(2):
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
+        if not _group_signalable(pgid):
             return False
-        except PermissionError:
-            return True
         if attempt == 0 and not reap_adopted_zombies(keep=(pgid,)):
             return True
     return True
@@ -235,12 +242,8 @@ def _group_exists(pgid: int) -> bool:
     Unlike `_group_alive` this reaps nothing, so it is safe in a process whose children asyncio
     waits for (the dashboard runs reconcile in a thread).
     """
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
+    if not _group_signalable(pgid):
         return False
-    except PermissionError:
-        return True
     return any(_pgid(p.pid) == pgid and _not_zombie(p) for p in psutil.process_iter())
 
 
