@@ -159,6 +159,10 @@ def test_recover_after_supervisor_kill_stops_the_escapee(repo: Path, tmp_path: P
     proc = cli(repo, "recover", lane)
     assert proc.returncode == 0, proc.stderr
     wait_for(lambda: not _alive(escapee), timeout=10)
+    # Abandoning the lost lane records how it ended instead of leaving its result empty.
+    assert cli(repo, "abandon", lane, "--force").returncode == 0
+    row = json.loads(cli(repo, "status", lane, "--json").stdout)[0]
+    assert (row["state"], row["result"]) == ("abandoned", "LANE-FAILED"), row
 
 
 @pytest.mark.slow

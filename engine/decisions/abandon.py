@@ -103,6 +103,8 @@ async def _abandon(repo: Path, config: Config, lane_id: str, force: bool) -> lis
     store = LaneStore(StatePaths(repo))
     removed = remove_lane_worktree(plan.location)  # asks git once more: the stop may have taken seconds
     record = store.read(lane_id)
+    if record.result is None:  # lost, queued or never finished: say how it ended, not nothing
+        record.result = "LANE-FAILED"
     store.transition(record, "abandoned", "abandoned by the lead", removed=removed, force=force)
     InboxStore(StatePaths(repo).inbox).orphan_lane(lane_id, "the lane was abandoned")
     return removed + [f"stopped pid {pid}" for pid in stopped]
