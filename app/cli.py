@@ -25,13 +25,15 @@ COMMAND_MODULES: dict[str, str] = {
     "check": "cli_decisions", "accept": "cli_decisions", "abandon": "cli_decisions", "recover": "cli_decisions",
     "finish": "cli_decisions",
     "ask": "cli_inbox", "answer": "cli_inbox", "inbox": "cli_inbox",
+    "lock": "cli_lock",
 }
 #: Global options that take a value: their value is not the command word.
 _VALUE_OPTIONS = ("--repo", "--demo-dir")
 #: The lead's decisions: refused in a shell that belongs to a lane (`LANES_LANE` set). `check` is one
 #: of them: it runs the gates as the lead and rewrites the packet accept trusts, so an agent could
 #: otherwise bless its own (or another lane's) work. `ask`, `status`, `wait`, `inbox` and `doctor`
-#: only ask or look (`inbox` lists the lane's own questions there).
+#: only ask or look (`inbox` lists the lane's own questions there); `lock` is the agent's own (it runs
+#: the agent's heavy commands in a heavy slot).
 LEAD_ONLY = frozenset({"answer", "accept", "abandon", "recover", "finish", "run", "init", "check"})
 
 

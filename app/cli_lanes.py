@@ -22,6 +22,7 @@ from lanes_tui.engine import (
     LaunchRequest,
     StatePaths,
     check_prompt,
+    describe_heavy_slots,
     describe_limit,
     detect_containment,
     find_repo_root,
@@ -53,6 +54,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--type", default="backend", dest="task_type", help="task type (default: backend)")
     p.add_argument("--lane", help="provider to try first (moved to the front of the chain)")
     p.add_argument("--id", dest="slug", help="the task slug; the lane id is <slug>-a<attempt>")
+    p.add_argument("--allow-load", action="store_true",
+                   help="allow a prompt that asks to stress, load-test or benchmark the machine")
+    p.add_argument("--raw", action="store_true",
+                   help="send the prompt alone, without the preamble and .lanes/rules.md (docs/lanes.md)")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("status", help="lanes and their state")
@@ -100,7 +105,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         prompt = check_prompt(args.prompt, "--prompt")
     _check_state_writable(StatePaths(repo))
     record = launch_lane(repo, config, LaunchRequest(prompt=prompt, task_type=args.task_type,
-                                                     lane=args.lane, slug=args.slug))
+                                                     lane=args.lane, slug=args.slug,
+                                                     allow_load=args.allow_load, raw=args.raw))
     print(f"started lane {record.id} in {record.worktree} (chain: {' → '.join(record.chain)})")
     print(record.id)
     return 0
@@ -198,6 +204,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         return 1
     print(f"config: {config.path or 'defaults (no .lanes/config.toml; `lanes-tui init` writes one)'}")
     print(f"containment: {detect_containment().describe()}")
+    try:
+        print(f"heavy slots: {describe_heavy_slots(os.environ, Path.cwd(), repo)}")
+    except LanesError as exc:
+        problems += 1
+        print(f"PROBLEM: heavy slots: {exc}")
     for name, provider in sorted(config.providers.items()):
         exe = provider.executable()
         found = shutil.which(exe) if os.sep not in exe else (exe if os.access(exe, os.X_OK) else None)

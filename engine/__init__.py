@@ -56,6 +56,7 @@ _EXPORTS: dict[str, str] = {
     # lanes
     "LaunchRequest": "lanes.launcher", "launch_lane": "lanes.launcher", "stop_lane": "lanes.launcher",
     "supervisor_alive": "lanes.launcher", "passed_env_names": "lanes.env",
+    "run_locked": "lanes.heavy", "describe_heavy_slots": "lanes.heavy:describe_slots",
     "phase_prompt": "plans.phases",
     # decisions
     "Accept": "decisions.accept", "AcceptOutcome": "decisions.accept",
@@ -107,6 +108,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.inbox.store import InboxStore, wait_for_answer
     from lanes_tui.engine.inbox.view import QuestionView
     from lanes_tui.engine.lanes.env import passed_env_names
+    from lanes_tui.engine.lanes.heavy import describe_slots as describe_heavy_slots
+    from lanes_tui.engine.lanes.heavy import run_locked
     from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, stop_lane, supervisor_alive
     from lanes_tui.engine.live.engine import Engine
     from lanes_tui.engine.live.queries import lane_settled, lane_statuses, read_lane
@@ -169,6 +172,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "build_demo",
     "check_lane",
     "check_prompt",
+    "describe_heavy_slots",
     "describe_limit",
     "detect_containment",
     "find_repo_root",
@@ -188,6 +192,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "reconcile",
     "relaunch",
     "report_modules_at_exit",
+    "run_locked",
     "set_config_value",
     "split_lane_id",
     "start_demo_lanes",

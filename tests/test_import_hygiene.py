@@ -161,3 +161,26 @@ def test_ask_answer_inbox_load_only_the_inbox(repo: Path, tmp_path: Path) -> Non
         assert isinstance(argv, list)
         # Only an `ask` that waits starts an event loop; listing and answering never load asyncio.
         assert ("asyncio" in modules) == (argv[0] == "ask" and "--help" not in argv), argv
+
+
+def test_lock_stays_as_lean_as_ask(repo: Path, tmp_path: Path) -> None:
+    """`lanes-tui lock -- CMD` wraps every heavy command an agent runs: no third-party package."""
+    report = tmp_path / "modules.jsonl"
+    home = repo / ".lanes" / "state"
+    home.mkdir(parents=True)
+    env = {**os.environ, "LANESTUI_DEBUG_MODULES": str(report), "LANES_HOME": str(home),
+           "LANES_LANE": "probe-a1", "LANES_HEAVY_LOAD": "0"}
+    proc = subprocess.run([sys.executable, "-m", "lanes_tui.app", "lock", "--", sys.executable, "-c", "pass"],
+                          cwd=repo, capture_output=True, text=True, env=env, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    commands = [r for r in _reports(report) if r["program"] == "lanes-tui"]
+    assert len(commands) == 1, commands
+    modules = commands[0]["modules"]
+    assert isinstance(modules, list)
+    assert _top(set(modules), "tomlkit", "git", "textual", "rich", "psutil", "pyte") == []
+    assert sorted(m for m in modules if m.startswith("lanes_tui.app.")) == ["lanes_tui.app.cli",
+                                                                            "lanes_tui.app.cli_lock"]
+    parts = _engine_parts(modules)
+    assert parts <= {"lanes_tui.engine.core", "lanes_tui.engine.state", "lanes_tui.engine.config",
+                     "lanes_tui.engine.lanes"}, parts
+    assert sorted(m for m in modules if m.startswith("lanes_tui.engine.lanes.")) == ["lanes_tui.engine.lanes.heavy"]

@@ -21,11 +21,12 @@ from lanes_tui.app.cli import LEAD_ONLY, lane_refusal
 from tests.conftest import git
 from tests.helpers import cli, output, run_lane, status, wait_for, wait_state, write_config
 
-#: The agent of the rogue lane: runs each `lanes-tui` command of its prompt (a JSON list) and prints
-#: one `RESULT {...}` line per command with its exit code and output.
+#: The agent of the rogue lane: runs each `lanes-tui` command of its task (a JSON list, the last line
+#: of the prompt it receives after the lane's preamble) and prints one `RESULT {...}` line per command
+#: with its exit code and output.
 ROGUE = """\
 import json, subprocess, sys
-for argv in json.loads(sys.argv[-1]):
+for argv in json.loads(sys.argv[-1].strip().splitlines()[-1]):
     proc = subprocess.run(["lanes-tui", *argv], capture_output=True, text=True, timeout=60)
     print("RESULT " + json.dumps({"argv": argv, "rc": proc.returncode, "out": proc.stdout,
                                   "err": proc.stderr}), flush=True)
@@ -136,7 +137,7 @@ def test_looking_and_asking_stay_available_in_a_lane(repo: Path) -> None:
 
 def test_the_refusal_rules() -> None:
     assert {"answer", "accept", "abandon", "recover", "finish", "run", "init", "check"} == LEAD_ONLY
-    for word in ("ask", "status", "inbox", "wait", "doctor"):
+    for word in ("ask", "status", "inbox", "wait", "doctor", "lock"):  # lock: the agent's heavy runs
         assert lane_refusal(word, [word], {"LANES_LANE": "a-a1"}) is None
     assert lane_refusal("accept", ["accept", "x"], {}) is None
     assert lane_refusal("accept", ["accept", "x"], {"LANES_LANE": ""}) is None  # empty: not a lane

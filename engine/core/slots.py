@@ -96,3 +96,34 @@ def holders(folder: Path) -> list[dict[str, Any]]:
         finally:
             os.close(fd)
     return found
+
+
+def default_load_limit() -> float:
+    """The 1-minute load above which heavy runs hold back: twice the cores, the point where a test
+    suite started now mostly waits for CPU and slows everything else down with it."""
+    return 2.0 * (os.cpu_count() or 1)
+
+
+async def wait_for_load(limit: float, budget_s: float, clock: Clock) -> None:
+    """Hold back while the machine is overloaded (load > `limit`), but never beyond the budget.
+
+    A slot bounds only lanes-tui's own heavy runs; the load also counts what else runs on the machine
+    (the lead's build, another user), so a free slot on a saturated machine still waits a while.
+    """
+    start = clock.monotonic()
+    while os.getloadavg()[0] > limit and clock.monotonic() - start < budget_s:
+        await clock.sleep(1.0)
+
+
+def describe_holder(holder: dict[str, Any]) -> str:
+    """`lane X since 12:03 (pytest -q)`: who holds a slot, as `lock`'s wait line and `doctor` say it."""
+    lane = "".join(ch if ch.isprintable() else "?" for ch in str(holder.get("lane") or "?"))[:64]
+    who = "the lead" if lane == "lead" else f"lane {lane}"
+    since = holder.get("since")
+    if isinstance(since, int | float):
+        who += " since " + time.strftime("%H:%M", time.localtime(since))
+    what = holder.get("command") or ("gates" if holder.get("repo") else "")
+    if what:
+        text = "".join(ch if ch.isprintable() else "?" for ch in str(what))
+        who += f" ({text[:60] + '…' if len(text) > 60 else text})"
+    return who

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import shlex
 import sys
 import time
@@ -27,8 +26,9 @@ from lanes_tui.engine.config.settings import GatesConfig
 from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import read_json, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
+from lanes_tui.engine.lanes.heavy import HEAVY_SLOT_ENV
 from lanes_tui.engine.procs.process import ProcessHandle, ProcessRequest, ProcKey, StopDeadlines, stop_group_now
-from lanes_tui.engine.state.paths import runtime_dir
+from lanes_tui.engine.state.paths import heavy_slot_dir
 
 log = logging.getLogger(__name__)
 
@@ -56,10 +56,6 @@ class GateResult:
 
     def to_json(self) -> dict[str, Any]:
         return dict(asdict(self), passed=self.passed)
-
-
-def heavy_slot_dir() -> Path:
-    return runtime_dir() / "heavy-slots"
 
 
 def gate_argv(command: str) -> list[str]:
@@ -100,8 +96,8 @@ async def _run_gates(worktree: Path, gates: GatesConfig, env: Mapping[str, str],
     slot = await slots.acquire(folder, gates.slots, holder, budget_s=gates.slot_wait_s, clock=clk)
     if slot is not None:
         remaining = max(0.0, gates.slot_wait_s - (clk.monotonic() - waited_from))
-        await _wait_for_load(load_limit if load_limit is not None else 2.0 * (os.cpu_count() or 1),
-                             remaining, clk)
+        await slots.wait_for_load(load_limit if load_limit is not None else slots.default_load_limit(),
+                                  remaining, clk)
     if slot is None:
         waited = clk.monotonic() - waited_from
         reason = f"not run: every heavy slot ({gates.slots}) stayed busy for {waited:.0f}s"
@@ -109,6 +105,9 @@ async def _run_gates(worktree: Path, gates: GatesConfig, env: Mapping[str, str],
         if holders:
             reason += " (held by " + ", ".join(f"{h.get('lane', '?')} pid {h.get('pid', '?')}" for h in holders) + ")"
         return [GateResult(c, "not-run", None, reason, 0.0, clk.time()) for c in gates.commands]
+    # A gate that runs `lanes-tui lock -- …` (a Makefile target, a script) is already inside this
+    # slot: the marker makes that lock re-entrant instead of waiting on its own gate.
+    env = {**env, HEAVY_SLOT_ENV: str(slot.index)}
     with slot:
         return [await run_gate(worktree, command, env=env, timeout_s=gates.timeout_s, clock=clk,
                                running_file=running_file, commands=gates.commands)
@@ -190,13 +189,6 @@ async def run_gate(worktree: Path, command: str, *, env: Mapping[str, str], time
     log.info("gate %r in %s: %s (exit %s)", command, worktree, status, code)
     return GateResult(command, status, handle.proc.returncode if status != "timeout" else None, text,
                       round(time.monotonic() - started, 3), started_wall)
-
-
-async def _wait_for_load(limit: float, budget_s: float, clock: Clock) -> None:
-    """Hold back while the machine is overloaded (load > 2x cores), but never beyond the budget."""
-    start = clock.monotonic()
-    while os.getloadavg()[0] > limit and clock.monotonic() - start < budget_s:
-        await clock.sleep(1.0)
 
 
 def summarise(results: list[GateResult]) -> str:

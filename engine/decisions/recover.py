@@ -138,7 +138,7 @@ async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | N
     attempt = next_attempt(StatePaths(repo), old.slug)
     prompt = _original_prompt(old.prompt) + findings.prompt_block(old.attempt)
     request = LaunchRequest(prompt=prompt, task_type=old.task_type, slug=old.slug, attempt=attempt,
-                            lane=old.chain[0] if old.chain else None)
+                            lane=old.chain[0] if old.chain else None, allow_load=old.allow_load, raw=old.raw)
     new = launch_lane(repo, config, request, clock=clock)
     old = store.read(lane_id)
     old.superseded_by = new.id

@@ -3,7 +3,9 @@
 Owns: `launcher` (create the worktree and record, spawn the detached supervisor, stop a lane),
 `agent_run` (one provider run: output, classification, the watchdog loop), `watchdog` (when a
 silent lane is stalled), `classify` (exit → result), `inotify` (file activity), `env` (the lane's
-allow-list environment and the `lanes-tui` shim), `runner` (the Runner protocol and the local runner).
+allow-list environment and the `lanes-tui` shim), `runner` (the Runner protocol and the local runner),
+`load_guard` (refusing prompts that ask to load the machine), `preamble` (the contract every prompt
+is wrapped in, with `.lanes/rules.md`).
 May import: `core`, `state`, `config`, `git`, `procs`, `inbox`, `channels`. Never imports
 `decisions`, `live`, `supervisor` (it starts the supervisor by module name), textual or rich.
 """

@@ -27,6 +27,8 @@ from lanes_tui.engine.core.limits import check_prompt
 from lanes_tui.engine.git import lead_checkout, worktrees
 from lanes_tui.engine.git.lane_paths import LaneOrigin, write_origin
 from lanes_tui.engine.lanes.env import supervisor_environment
+from lanes_tui.engine.lanes.load_guard import check_load_wording
+from lanes_tui.engine.lanes.preamble import read_rules
 from lanes_tui.engine.procs import cgroup
 from lanes_tui.engine.procs.process import (
     ProcKey,
@@ -52,6 +54,10 @@ class LaunchRequest:
     slug: str | None = None
     attempt: int = 1
     base: str | None = None
+    #: Allow a prompt that asks to stress or benchmark the machine (`run --allow-load`).
+    allow_load: bool = False
+    #: Send the prompt alone, without the preamble and `.lanes/rules.md` (`run --raw`).
+    raw: bool = False
 
 
 def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Clock | None = None,
@@ -61,6 +67,9 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
     if not request.prompt.strip():
         raise LanesError("the prompt is empty", "give --prompt TEXT, --prompt-file F or --plan F --phase N")
     check_prompt(request.prompt)  # 1 MB at most, stored once (the dashboard's start form comes here too)
+    check_load_wording(request.prompt, allow_load=request.allow_load)  # one line naming the words and line
+    if not request.raw:
+        read_rules(repo)  # a rules file the supervisor could not use is refused now, not inside the lane
     slug = validate_slug(request.slug) if request.slug is not None else slugify(request.prompt)
     lane_id = lane_id_for(slug, request.attempt)
     paths = StatePaths(repo)
@@ -83,6 +92,7 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
         prompt=request.prompt, chain=chain, repo=str(repo), worktree=str(path),
         branch=branch, base_sha=base_sha, target_branch=target,
         state="queued", state_reason="waiting for its supervisor", worktree_root=str(root),
+        allow_load=request.allow_load, raw=request.raw,
     )
     info: worktrees.WorktreeInfo | None = None
     try:  # the record and origin first: a `run` killed at any later step leaves a lane abandon can clean

@@ -16,7 +16,7 @@ import psutil
 
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core import slots
-from lanes_tui.engine.decisions.gates import heavy_slot_dir
+from lanes_tui.engine.state.paths import heavy_slot_dir
 from lanes_tui.engine.state.status import LaneStatus
 
 RUNNING_STATES = frozenset({"launching", "running", "waiting", "checking"})

@@ -73,6 +73,11 @@ class LaneRecord:
     #: The worktree root this lane was created under (`origin.json` keeps the witness copy): a later
     #: change of `[lanes] worktree_root` applies to new lanes only. Empty in records older than it.
     worktree_root: str = ""
+    #: `run --allow-load`: the lead allowed a prompt that asks to load the machine (`lanes.load_guard`);
+    #: `recover --relaunch` keeps it.
+    allow_load: bool = False
+    #: `run --raw`: the agent gets the prompt alone, without the preamble (`lanes.preamble`).
+    raw: bool = False
 
     @property
     def provider(self) -> str | None:

@@ -26,6 +26,12 @@ def runtime_dir() -> Path:
     return Path(base) / "lanes-tui"
 
 
+def heavy_slot_dir() -> Path:
+    """The machine-wide heavy slots: gates and `lanes-tui lock` take the same ones, so together they
+    never run more suites at once than the machine was sized for."""
+    return runtime_dir() / "heavy-slots"
+
+
 def repo_key(repo: Path) -> str:
     """`<repo-name>-<hash8>`: one folder per repository under the worktree root."""
     digest = hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:8]

@@ -32,6 +32,7 @@ from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
 from lanes_tui.engine.lanes.classify import PatternScanner
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
+from lanes_tui.engine.lanes.preamble import agent_prompt, read_rules
 from lanes_tui.engine.procs import cgroup
 from lanes_tui.engine.procs.cgroup import LaneCgroup
 from lanes_tui.engine.procs.process import ProcessRequest, process_create_time, set_child_subreaper
@@ -67,6 +68,8 @@ class Supervisor:
         self.cgroup: LaneCgroup | None = None
         #: The lane's worktree as derived from its id and root and listed by git (set by `run`).
         self.worktree = Path(self.record.worktree)
+        #: What the agent receives: the record's prompt in the preamble, with the rules (set by `run`).
+        self.prompt = self.record.prompt
 
     def request_stop(self) -> None:
         self.stop_requested.set()
@@ -87,6 +90,8 @@ class Supervisor:
         try:  # the worktree the agent works in is derived and witnessed by git, never read from lane.json
             self.worktree = working_tree(locate_lane(self.repo, record.id, record,
                                                      default_root=self.config.lanes.worktree_root))
+            # The record keeps the lead's prompt (status, recover read it); the agent gets it wrapped.
+            self.prompt = agent_prompt(record.prompt, None if record.raw else read_rules(self.repo), record.raw)
         except LanesError as exc:
             parallel.release()
             return self._finish(None, "LANE-FAILED", f"not started: {exc}")
@@ -167,7 +172,7 @@ class Supervisor:
                                allow=provider.env)
         inbox = _inbox(self.paths)
         channel = self._channel(provider, attempt, inbox)
-        request = ProcessRequest(channel.render_argv(record.prompt, worktree), worktree, env,
+        request = ProcessRequest(channel.render_argv(self.prompt, worktree), worktree, env,
                                  stdin_pipe=channel.stdin_pipe, name=f"{record.id}:{provider.name}",
                                  preexec=self.cgroup.joiner() if self.cgroup else None)
         settings = RunSettings(self.config.lanes.timeout_s, self.config.lanes.idle_timeout_s,
@@ -176,7 +181,7 @@ class Supervisor:
         with open(self.lane.output, "ab", opener=private_opener) as output:  # 0600: what the agent printed
             output.write(f"\n=== lanes-tui: {provider.name} ({provider.model}) starting ===\n".encode())
             run = AgentRun(
-                request, stdin_data=channel.stdin_payload(record.prompt),
+                request, stdin_data=channel.stdin_payload(self.prompt),
                 keep_stdin_open=channel.keep_stdin_open, output=output, samples_path=self.lane.samples,
                 scanner=PatternScanner.from_patterns(provider.budget_patterns, provider.config_patterns),
                 settings=settings, clock=self.clock,

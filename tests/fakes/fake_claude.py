@@ -3,7 +3,8 @@
 --permission-prompt-tool stdio`: speaks the stream-json control protocol byte for byte (compact JSON,
 one object a line) so the claude channel is tested against a real process.
 
-The prompt (the text of the first stream-json `user` message on stdin) picks what it does:
+The prompt's last line (the text of the first stream-json `user` message on stdin; lanes-tui's
+preamble comes before the task) picks what it does:
 
 * `permission` (default): asks `can_use_tool` for Bash `rm -rf build`, waits for the control_response,
   says "permission allowed" or "permission denied: <message>";
@@ -86,7 +87,8 @@ def main() -> int:
     except (ValueError, KeyError, IndexError, TypeError, AssertionError):
         print(f"fake_claude: expected a stream-json user message, got {first[:200]!r}", file=sys.stderr)
         return 2
-    mode = prompt.strip().split()[0] if prompt.strip() else "permission"
+    # The task is the prompt's last line: lanes-tui puts its preamble before it (docs/lanes.md).
+    mode = prompt.strip().splitlines()[-1].split()[0] if prompt.strip() else "permission"
     emit({"type": "system", "subtype": "init", "cwd": os.getcwd(), "session_id": SESSION,
           "tools": ["Bash", "Edit", "Read", "AskUserQuestion"], "mcp_servers": [],
           "model": "claude-sonnet-4-5-20250929", "permissionMode": "default", "apiKeySource": "none"})

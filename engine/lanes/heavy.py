@@ -1,0 +1,222 @@
+"""`lanes-tui lock -- CMD…`: an agent's own heavy run (its test suite, its build) in a heavy slot.
+
+The gates already run inside machine-wide heavy slots (`core.slots`, `state.paths.heavy_slot_dir`);
+an agent that starts `pytest -n 32` from its shell did not, so five lanes on two cores ran five
+suites at once. `lock` makes the agent's run take the same slots as the gates:
+
+* the slot count is `LANES_HEAVY_SLOTS` if set, else `[gates] slots` of the repository's config
+  (inside a lane `LANES_HOME` names it), else cores ÷ 2 (at least 1); `0` turns the lock off;
+* it is re-entrant through `LANES_HEAVY_SLOT` (set for CMD, and for gates): a `lock` inside a lock
+  — a Makefile target that locks, run by a gate or a locked script — runs at once instead of waiting
+  on its own slot;
+* each slot has its own TMPDIR, emptied before CMD starts (and after it ends), so a suite never
+  reads what another run left behind and temp files do not pile up;
+* the gates' load wait applies too: a free slot on a saturated machine still holds back a while.
+
+CMD is an argv list (never a shell). It stays in the caller's process group and session, so the
+stop signals of the agent's tool reach it directly; SIGINT / SIGTERM / SIGHUP sent to `lock` alone
+are forwarded, and `lock` waits for CMD and exits with its code.
+
+This module runs in agents' shells: it loads only the standard library, `core`, `state.paths` and
+`config.settings` (tomllib) — no psutil, no tomlkit — to start as fast as `ask`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from lanes_tui.engine.config.settings import load_config
+from lanes_tui.engine.core import slots
+from lanes_tui.engine.core.clock import RealClock
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.state.paths import StatePaths, heavy_slot_dir
+
+#: Set for CMD to the index of the slot it runs in: the re-entrancy marker.
+HEAVY_SLOT_ENV = "LANES_HEAVY_SLOT"
+#: Overrides the slot count (`0` = no lock at all).
+SLOTS_ENV = "LANES_HEAVY_SLOTS"
+#: Overrides the load limit of the load wait (`0` = never wait for the load).
+LOAD_ENV = "LANES_HEAVY_LOAD"
+#: CMD could not be started (not found, not executable): the shell's own code for it.
+EXIT_NOT_STARTED = 127
+#: No slot came free within `--wait`: EX_TEMPFAIL, "try again later".
+EXIT_NO_SLOT = 75
+#: How long the load wait may hold a run that got its slot, when `--wait` set no budget.
+DEFAULT_LOAD_WAIT_S = 600.0
+FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+Say = Callable[[str], None]
+
+
+def find_repo(environ: Mapping[str, str], cwd: Path, repo: Path | None = None) -> Path | None:
+    """The repository whose config sizes the slots: `--repo`, else the lane's (`LANES_HOME` is
+    `<repo>/.lanes/state`), else the nearest folder above `cwd` with a `.lanes/config.toml`."""
+    if repo is not None:
+        return repo
+    home = environ.get("LANES_HOME", "")
+    if home:
+        state = Path(home)
+        if state.name == "state" and state.parent.name == ".lanes":
+            return state.parent.parent
+    for folder in (cwd, *cwd.parents):
+        if StatePaths(folder).config.is_file():
+            return folder
+    return None
+
+
+def slot_count(environ: Mapping[str, str], repo: Path | None) -> tuple[int, str]:
+    """(how many heavy slots, where that number came from) — `doctor` shows both."""
+    raw = environ.get(SLOTS_ENV, "").strip()
+    if raw:
+        if not raw.isdigit():
+            raise LanesError(f"{SLOTS_ENV}={raw!r} is not a whole number",
+                             "set it to 0 (no lock), 1, 2, … or unset it")
+        return int(raw), SLOTS_ENV
+    if repo is not None:
+        config = load_config(repo)
+        if config.path is not None:
+            return config.gates.slots, f"[gates] slots of {config.path}"
+    return max(1, (os.cpu_count() or 1) // 2), "cores ÷ 2"
+
+
+def load_limit(environ: Mapping[str, str]) -> float:
+    """The load above which a run holds back (`LANES_HEAVY_LOAD`, else twice the cores; 0 = off)."""
+    raw = environ.get(LOAD_ENV, "").strip()
+    if not raw:
+        return slots.default_load_limit()
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also refuses nan
+        raise LanesError(f"{LOAD_ENV}={raw!r} is not a load figure", "set it to e.g. 4 (0 = do not wait) or unset it")
+    return value
+
+
+def slot_tmpdir(folder: Path, index: int) -> Path:
+    return folder / f"tmp-{index}"
+
+
+def empty_dir(path: Path) -> None:
+    """Create `path` (private) or empty it; what cannot be removed (a read-only tree) is left."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    for entry in os.scandir(path):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            try:
+                os.unlink(entry.path)
+            except FileNotFoundError:
+                continue
+
+
+def describe_slots(environ: Mapping[str, str], cwd: Path, repo: Path | None = None) -> str:
+    """`doctor`'s line: `2 (cores ÷ 2), used by lane a since 12:03 (pytest -q)` or `…, all free`."""
+    count, source = slot_count(environ, find_repo(environ, cwd, repo))
+    if count == 0:
+        return f"off ({SLOTS_ENV}=0): lanes-tui lock runs commands at once"
+    held = slots.holders(heavy_slot_dir())
+    used = ", ".join(slots.describe_holder(h) for h in held)
+    return f"{count} ({source}), " + (f"used by {used}" if used else "all free")
+
+
+def holders_line(folder: Path) -> str:
+    """`lane a since 12:03 (pytest), lane b since 12:04 (gates)`, or `?` while they change hands."""
+    return ", ".join(slots.describe_holder(h) for h in slots.holders(folder)) or "?"
+
+
+async def take_slot(folder: Path, count: int, holder: dict[str, Any], *, wait_s: float | None,
+                    load: float, say: Say) -> slots.Slot | None:
+    """A slot (None if `wait_s` passed first), then the load wait with what is left of the budget.
+
+    Says once that it waits, and for whom: an agent whose suite seems to hang sees why.
+    """
+    clock = RealClock()
+    start = clock.monotonic()
+    slot = slots.try_acquire(folder, count, holder)
+    if slot is None:
+        say(f"waiting for a heavy slot, held by {holders_line(folder)}")
+        slot = await slots.acquire(folder, count, holder, budget_s=wait_s, clock=clock)
+        if slot is None:
+            return None
+    if load > 0 and os.getloadavg()[0] > load:
+        say(f"waiting for the machine's load to drop ({os.getloadavg()[0]:.1f} > {load:g})")
+        left = DEFAULT_LOAD_WAIT_S if wait_s is None else max(0.0, wait_s - (clock.monotonic() - start))
+        await slots.wait_for_load(load, left, clock)
+    return slot
+
+
+def run_locked(argv: list[str], *, environ: Mapping[str, str], cwd: Path, say: Say,
+               repo: Path | None = None, wait_s: float | None = None,
+               slot_dir: Path | None = None) -> int:
+    """Run `argv` inside a heavy slot and return its exit code (see the module docstring).
+
+    Refusals (bad settings, a broken config) raise LanesError; everything else is an exit code:
+    CMD's own, 128+N if a signal N ended it, 127 if it could not start, 75 if no slot came free.
+    """
+    if not argv:
+        raise LanesError("lock needs a command to run", "put it after `--`: lanes-tui lock -- pytest -q")
+    env = dict(environ)
+    if env.get(HEAVY_SLOT_ENV, "").strip().isdigit():  # already inside a slot: do not wait on ourselves
+        return run_child(argv, env, cwd, say)
+    count, _ = slot_count(environ, find_repo(environ, cwd, repo))
+    if count == 0:  # the lead turned the lock off
+        return run_child(argv, env, cwd, say)
+    folder = slot_dir or heavy_slot_dir()
+    holder = {"lane": environ.get("LANES_LANE") or "lead", "kind": "lock",
+              "command": shlex.join(argv)[:200], "cwd": str(cwd)}
+    slot = asyncio.run(take_slot(folder, count, holder, wait_s=wait_s, load=load_limit(environ), say=say))
+    if slot is None:
+        say(f"no heavy slot came free within {wait_s:g}s (held by {holders_line(folder)}) "
+            "— try again later, or raise --wait")
+        return EXIT_NO_SLOT
+    with slot:
+        tmp = slot_tmpdir(folder, slot.index)
+        empty_dir(tmp)
+        env.update({HEAVY_SLOT_ENV: str(slot.index), "TMPDIR": str(tmp)})
+        try:
+            return run_child(argv, env, cwd, say)
+        finally:
+            empty_dir(tmp)
+
+
+def run_child(argv: list[str], env: Mapping[str, str], cwd: Path, say: Say) -> int:
+    """Start CMD in the caller's process group and session, forward the stop signals sent to us alone, wait for it.
+
+    The handlers go in before the start: a signal that arrives in between is delivered once CMD
+    exists rather than killing `lock` and leaving CMD behind.
+    """
+    child: list[subprocess.Popen[bytes]] = []
+    pending: list[int] = []
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        if child:
+            with contextlib.suppress(ProcessLookupError):
+                child[0].send_signal(signum)
+        else:
+            pending.append(signum)
+
+    previous = {sig: signal.signal(sig, forward) for sig in FORWARDED}
+    try:
+        try:
+            child.append(subprocess.Popen(argv, cwd=cwd, env=dict(env)))
+        except OSError as exc:
+            say(f"cannot start {argv[0]!r}: {exc.strerror or exc} — check the command and PATH")
+            return EXIT_NOT_STARTED
+        for signum in pending:
+            child[0].send_signal(signum)
+        code = child[0].wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 128 - code if code < 0 else code

@@ -1,0 +1,79 @@
+"""The prompt preamble: the short contract every agent's prompt is wrapped in (issue 10, item 7).
+
+An agent does not know it is one of several lanes on one machine, that the lead reviews and merges
+its work, or that `lanes-tui lock` and `lanes-tui ask` exist; the preamble tells it, plus the
+repository's own `.lanes/rules.md` when there is one. `run --raw` sends the lead's prompt alone.
+
+The lane record keeps the prompt as the lead wrote it (status, recover and findings read it): the
+supervisor wraps it only on the way to the agent, with `agent_prompt`, a pure function.
+
+The sim reads its prompt as a script (docs/sim.md), so no preamble line may start with a step word:
+every line below starts with `#`, `-` or a word that is not one (a test parses it with the sim's
+parser and finds no step), and each line of the rules is quoted with `> ` for the same reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lanes_tui.engine.core.errors import LanesError
+
+__all__ = ["MAX_RULES_BYTES", "PREAMBLE", "RULES_FILE", "agent_prompt", "read_rules"]
+
+#: Where a repository keeps the rules every agent gets (next to `.lanes/config.toml`).
+RULES_FILE = Path(".lanes") / "rules.md"
+#: Rules go into every prompt of every lane: a file larger than this is a mistake, not rules.
+MAX_RULES_BYTES = 64 * 1024
+
+PREAMBLE = """\
+# Working in this lane (lanes-tui)
+You are one of several agents the lead runs at once, each in its own git worktree.
+- Work only in this worktree (your current directory) and only on the task below.
+- Do not commit, push or open pull requests: the lead reviews your changes and merges them.
+- Never use --no-verify, or any other way around hooks and checks.
+- Run heavy commands (test suites, builds) through `lanes-tui lock -- CMD`, so lanes take turns with the machine.
+- To ask the lead, run `lanes-tui ask "QUESTION"` (add --yes-no for a yes/no question) and wait for the answer.
+- Finish with a summary of what you changed and what is left to do.
+"""
+
+RULES_HEADING = "# Rules of this repository (.lanes/rules.md)"
+TASK_HEADING = "# Your task"
+
+
+def agent_prompt(prompt: str, rules: str | None, raw: bool) -> str:
+    """What the agent receives: the preamble, the rules (quoted) and the lead's prompt; or, raw, the prompt alone."""
+    if raw:
+        return prompt
+    parts = [PREAMBLE]
+    if rules is not None and rules.strip():
+        quoted = "\n".join(f"> {line}".rstrip() for line in rules.strip("\n").splitlines())
+        parts.append(f"{RULES_HEADING}\n{quoted}\n")
+    parts.append(f"{TASK_HEADING}\n{prompt}")
+    return "\n".join(parts)
+
+
+def read_rules(repo: Path) -> str | None:
+    """`.lanes/rules.md` of the lead's checkout, None when there is none; LanesError when unusable.
+
+    Read from the lead's checkout, not the lane's worktree, so an agent cannot rewrite the rules the
+    next attempt gets. Over MAX_RULES_BYTES, not UTF-8 or with NUL bytes is one line with its fix.
+    """
+    path = repo / RULES_FILE
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_RULES_BYTES + 1)  # enough to know it is too big, never more
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise LanesError(f"cannot read the rules file {path}: {exc.strerror or exc}",
+                         "make it a readable text file, or remove it") from None
+    if len(data) > MAX_RULES_BYTES:
+        raise LanesError(f"the rules file {path} is larger than 64 KB ({MAX_RULES_BYTES:,} bytes)",
+                         "shorten it: every lane's prompt carries it whole")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise LanesError(f"the rules file {path} is not UTF-8 text", "save it as UTF-8") from None
+    if "\x00" in text:
+        raise LanesError(f"the rules file {path} contains NUL bytes", "give a text file")
+    return text
