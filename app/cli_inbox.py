@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import signal
 import subprocess
@@ -28,6 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
+from lanes_tui.app import cli_args
 from lanes_tui.engine import (
     QUESTION_STATES,
     InboxStore,
@@ -67,7 +67,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                        help="a free-text answer, printed on stdout")
     ask.add_argument("--body", default="", help="details shown under the title")
     ask.add_argument("--default", help="applied (and the result) if nobody answers within --timeout")
-    ask.add_argument("--timeout", type=_seconds, default=DEFAULT_TIMEOUT_S, metavar="S",
+    ask.add_argument("--timeout", type=cli_args.seconds, default=DEFAULT_TIMEOUT_S, metavar="S",
                      help="seconds to wait (default 600: agents' shell tools kill long commands; "
                           "use --wait to keep waiting)")
     ask.add_argument("--wait", metavar="QID", help="wait again on a question this lane asked before")
@@ -114,16 +114,6 @@ def _guarded(handler: Handler) -> Handler:
             return EXIT_REFUSED
     run.__doc__ = handler.__doc__
     return run
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds, 0 or more")
-    return value
 
 
 # --- ask ------------------------------------------------------------------------------------------

@@ -10,11 +10,11 @@ stderr lines. Exit codes: CMD's own (128+N when signal N ended it), 127 if CMD c
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import sys
 from pathlib import Path
 
+from lanes_tui.app import cli_args
 from lanes_tui.engine import run_locked
 
 
@@ -27,7 +27,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                     "CMD gets its slot's own emptied TMPDIR; a lock inside a lock does not wait. "
                     "Exit: CMD's code, 127 if it cannot start, 75 if no slot came free within --wait.",
     )
-    lock.add_argument("--wait", type=_seconds, default=None, metavar="S",
+    lock.add_argument("--wait", type=cli_args.seconds, default=None, metavar="S",
                       help="give up (exit 75) if no slot is free within S seconds (default: wait)")
     lock.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ...", help="the command and its arguments")
     lock.set_defaults(func=cmd_lock)
@@ -43,13 +43,4 @@ def cmd_lock(args: argparse.Namespace) -> int:
 def _say(line: str) -> None:
     print(f"lanes-tui lock: {line}", file=sys.stderr, flush=True)
 
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds ≥ 0")
-    return value
 

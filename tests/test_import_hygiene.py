@@ -125,7 +125,7 @@ def _inbox_only(modules: list[str]) -> None:
     state = sorted(m for m in modules if m.startswith("lanes_tui.engine.state."))
     assert state == ["lanes_tui.engine.state.paths"], state
     app = sorted(m for m in modules if m.startswith("lanes_tui.app."))
-    assert app == ["lanes_tui.app.cli", "lanes_tui.app.cli_inbox"], app
+    assert app == ["lanes_tui.app.cli", "lanes_tui.app.cli_args", "lanes_tui.app.cli_inbox"], app
     third_party = _top(set(modules), "tomlkit", "git", "textual", "rich", "psutil", "pyte")
     assert third_party == [], third_party
 
@@ -178,8 +178,8 @@ def test_lock_stays_as_lean_as_ask(repo: Path, tmp_path: Path) -> None:
     modules = commands[0]["modules"]
     assert isinstance(modules, list)
     assert _top(set(modules), "tomlkit", "git", "textual", "rich", "psutil", "pyte") == []
-    assert sorted(m for m in modules if m.startswith("lanes_tui.app.")) == ["lanes_tui.app.cli",
-                                                                            "lanes_tui.app.cli_lock"]
+    app = sorted(m for m in modules if m.startswith("lanes_tui.app."))
+    assert app == ["lanes_tui.app.cli", "lanes_tui.app.cli_args", "lanes_tui.app.cli_lock"], app
     parts = _engine_parts(modules)
     assert parts <= {"lanes_tui.engine.core", "lanes_tui.engine.state", "lanes_tui.engine.config",
                      "lanes_tui.engine.lanes"}, parts
