@@ -30,8 +30,9 @@ import tomlkit
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from lanes_tui.engine.config.key_lines import find_key_line
 from lanes_tui.engine.config.providers import CHANNELS, PROMPT_MODES, ProviderConfig
-from lanes_tui.engine.config.settings import Config, find_key_line, load_config, parse_config
+from lanes_tui.engine.config.settings import Config, load_config, parse_config
 from lanes_tui.engine.core.clock import FakeClock
 from lanes_tui.engine.core.errors import ConfigError, LanesError
 from lanes_tui.engine.core.ids import validate_lane_id

@@ -1,6 +1,7 @@
 """`.lanes/config.toml`: typed, validated settings, the provider presets, and the config writer.
 
 Owns: `settings` (read with tomllib into frozen dataclasses; every mistake names key, line and fix),
+`key_lines` (the line of the config text a key sits on, for those errors),
 `providers` (presets for claude, codex, gemini, aider and sim: argv, channel, patterns, the
 environment each may receive), `write`
 (`lanes-tui init` and edits that keep the lead's comments, through tomlkit).

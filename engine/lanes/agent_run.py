@@ -333,7 +333,7 @@ class AgentRun:
 
     async def _stop_descendants(self) -> None:
         """Whatever is still below the supervisor once the agent is gone (setsid grandchildren)."""
-        left = sample_tree()
+        left = sample_tree(stable=True)
         if left:
             keys: Sequence[ProcKey] = [ProcKey(p.pid, p.create_time) for p in left]
             log.info("stopping %d leftover descendant(s): %s", len(keys), [k.pid for k in keys])

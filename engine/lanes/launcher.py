@@ -176,8 +176,7 @@ def supervisor_alive(repo: Path, lane_id: str) -> bool:
 #: How long a stopped supervisor gets to run its own stop sequence (EOF, SIGINT, SIGTERM, SIGKILL on
 #: the agent's group, each with its deadline, then its cgroup) before it is killed itself: longer
 #: than that sequence, so a lane is never cut off half-way through stopping its agent.
-SUPERVISOR_STOP_GRACE_S = sum((StopDeadlines().eof, StopDeadlines().sigint, StopDeadlines().sigterm,
-                               StopDeadlines().sigkill)) + 6.0
+SUPERVISOR_STOP_GRACE_S = StopDeadlines().total_s + 6.0
 
 
 async def stop_lane(repo: Path, lane_id: str, *, grace_s: float = SUPERVISOR_STOP_GRACE_S) -> list[int]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.reconcile import reconcile
 from lanes_tui.engine.lanes.launcher import supervisor_alive
-from lanes_tui.engine.state.model import LaneRecord
+from lanes_tui.engine.state.model import SETTLED_STATES, LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.status import LaneStatus, corrupt_status, lane_status
 from lanes_tui.engine.state.store import LaneStore
@@ -52,8 +52,6 @@ def read_lane(repo: Path, lane_id: str, *, reconciled: bool = True) -> LaneRecor
 def lane_settled(repo: Path, record: LaneRecord) -> bool:
     """True once the lane does nothing more by itself: `exited` and `stalled` still count as
     moving while the supervisor is alive, since it is on the way to a packet."""
-    from lanes_tui.engine.state.model import SETTLED_STATES
-
     if record.state not in SETTLED_STATES:
         return False
     return not (record.state in ("exited", "stalled") and supervisor_alive(repo, record.id))

@@ -30,7 +30,6 @@ process is killed (an agent can edit files in the state folder).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -38,6 +37,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from lanes_tui.engine.core.atomic import read_json, write_json_atomic
 
 log = logging.getLogger(__name__)
 
@@ -297,16 +298,14 @@ def _inside(path: Path, root: Path) -> bool:
 
 
 def write_record(lane_dir: Path, cgroup: LaneCgroup) -> None:
-    """Note where the lane's cgroup is (plain write: the folder is the lane's own)."""
-    tmp = lane_dir / f".{RECORD}.tmp"
-    tmp.write_text(json.dumps(cgroup.to_json()))
-    os.replace(tmp, lane_dir / RECORD)
+    """Note where the lane's cgroup is, for a stop after the supervisor is gone."""
+    write_json_atomic(lane_dir / RECORD, cgroup.to_json())
 
 
 def read_record(lane_dir: Path, repo_key: str, lane_id: str) -> LaneCgroup | None:
     try:
-        data = json.loads((lane_dir / RECORD).read_text())
-    except (OSError, ValueError, RecursionError):
+        data = read_json(lane_dir / RECORD)
+    except (OSError, ValueError):  # read_json turns nesting past its depth limit into ValueError too
         return None
     return LaneCgroup.from_record(data, repo_key, lane_id)
 

@@ -81,6 +81,11 @@ class StopDeadlines:
     sigkill: float = 5.0
     steps: tuple[str, ...] = field(default=("eof", "sigint", "sigterm", "sigkill"))
 
+    @property
+    def total_s(self) -> float:
+        """The longest a whole stop sequence can take."""
+        return float(sum(getattr(self, step) for step in self.steps))
+
 
 def set_child_subreaper() -> bool:
     """Adopt orphaned descendants (e.g. a grandchild that called setsid) so they can be found and stopped."""

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import psutil
 
-from lanes_tui.engine.procs.process import descendants
+from lanes_tui.engine.procs.tree import TREE_READS, descendants
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,16 @@ class ProcInfo:
 
 
 
-def sample_tree(root_pid: int | None = None, *, exclude_self: bool = True) -> tuple[ProcInfo, ...]:
-    """The living descendants of `root_pid` (default: this process)."""
+def sample_tree(root_pid: int | None = None, *, exclude_self: bool = True,
+                stable: bool = False) -> tuple[ProcInfo, ...]:
+    """The living descendants of `root_pid` (default: this process).
+
+    A meter sample reads the tree once: a child missed in one tick is seen in the next. `stable`
+    (the stop sweep, where a missed child is one nobody signals) re-reads until two reads agree.
+    """
     root = root_pid or os.getpid()
     infos: list[ProcInfo] = []
-    children = descendants(root)
+    children = descendants(root, reads=TREE_READS if stable else 1)
     for proc in children:
         if exclude_self and proc.pid == os.getpid():
             continue

@@ -18,6 +18,9 @@ __all__ = [
     "processes_with_env", "reap_adopted_zombies", "same_process",
 ]
 
+#: At most this many reads of a process tree before the union of them is the answer.
+TREE_READS = 5
+
 
 @dataclass(frozen=True)
 class ProcKey:
@@ -50,9 +53,10 @@ def same_process(pid: int | None, create_time: float | None, tolerance: float = 
         return False
 
 
-def descendants(pid: int) -> list[psutil.Process]:
+def descendants(pid: int, *, reads: int = TREE_READS) -> list[psutil.Process]:
+    """The living descendants as psutil processes; `reads` as in `descendant_pids`."""
     procs = []
-    for child in descendant_pids(pid):
+    for child in descendant_pids(pid, reads=reads):
         try:
             procs.append(psutil.Process(child))
         except psutil.Error:
@@ -109,10 +113,6 @@ def child_pids(pid: int) -> list[int]:
         except OSError:
             return [c.pid for c in _psutil_children(pid, recursive=False)]
     return found
-
-
-#: At most this many reads of a process tree before the union of them is the answer.
-TREE_READS = 5
 
 
 def descendant_pids(pid: int, *, reads: int = TREE_READS) -> list[int]:
