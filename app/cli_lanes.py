@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from lanes_tui.app import cli_args
 from lanes_tui.engine import (
     MAX_PLAN_BYTES,
     MAX_PROMPT_BYTES,
@@ -21,15 +22,20 @@ from lanes_tui.engine import (
     LanesError,
     LaunchRequest,
     StatePaths,
+    check_capped,
     check_prompt,
     describe_heavy_slots,
     describe_limit,
     detect_containment,
     find_repo_root,
+    governor_summary,
+    lane_caps,
     lane_settled,
     lane_statuses,
     launch_lane,
     load_config,
+    parse_bytes,
+    parse_percent,
     passed_env_names,
     phase_prompt,
     read_lane,
@@ -58,6 +64,16 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help="allow a prompt that asks to stress, load-test or benchmark the machine")
     p.add_argument("--raw", action="store_true",
                    help="send the prompt alone, without the preamble and .lanes/rules.md (docs/lanes.md)")
+    caps = p.add_argument_group("caps for this lane (over [lanes] of the config; docs/governor.md)")
+    caps.add_argument("--cpu", metavar="PERCENT", help="CPU cap in percent of one core, e.g. 150%% (0 or off: none)")
+    caps.add_argument("--memory", metavar="SIZE", help="memory cap, e.g. 4G or 512M (0 or off: none)")
+    caps.add_argument("--pids", type=cli_args.count, metavar="N", help="most processes at once (0: no cap)")
+    caps.add_argument("--max-cost", type=cli_args.dollars, metavar="USD",
+                      help="spend cap: at this cost the lane pauses and asks you (0: none)")
+    caps.add_argument("--max-tokens", type=cli_args.count, metavar="N",
+                      help="token cap: at this many tokens the lane pauses and asks you (0: none)")
+    caps.add_argument("--allow-uncapped", action="store_true",
+                      help="run even when no mechanism holds the lane's memory, or its memory cap is off")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("status", help="lanes and their state")
@@ -106,10 +122,28 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_state_writable(StatePaths(repo))
     record = launch_lane(repo, config, LaunchRequest(prompt=prompt, task_type=args.task_type,
                                                      lane=args.lane, slug=args.slug,
-                                                     allow_load=args.allow_load, raw=args.raw))
+                                                     allow_load=args.allow_load, raw=args.raw,
+                                                     caps=_run_caps(args)))
     print(f"started lane {record.id} in {record.worktree} (chain: {' → '.join(record.chain)})")
     print(record.id)
     return 0
+
+
+def _run_caps(args: argparse.Namespace) -> dict[str, Any]:
+    """The caps given on the command line, checked now (one line naming the flag), kept as written."""
+    caps: dict[str, Any] = {}
+    if args.cpu is not None:
+        parse_percent(args.cpu, "--cpu")
+        caps["cpu"] = args.cpu
+    if args.memory is not None:
+        parse_bytes(args.memory, "--memory")
+        caps["memory"] = args.memory
+    for key, value in (("pids", args.pids), ("max_cost_usd", args.max_cost), ("max_tokens", args.max_tokens)):
+        if value is not None:
+            caps[key] = value
+    if args.allow_uncapped:
+        caps["allow_uncapped"] = True
+    return caps
 
 
 def _check_plan_file(plan: Path) -> None:
@@ -204,6 +238,13 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         return 1
     print(f"config: {config.path or 'defaults (no .lanes/config.toml; `lanes-tui init` writes one)'}")
     print(f"containment: {detect_containment().describe()}")
+    for cap in governor_summary(config):  # which mechanism enforces which cap on this machine
+        print(f"cap {cap['cap']:<8} {cap['value']:<12} {cap['mechanism']}")
+    try:
+        check_capped(lane_caps(config.lanes))
+    except LanesError as exc:
+        problems += 1
+        print(f"PROBLEM: caps: {exc}")
     try:
         print(f"heavy slots: {describe_heavy_slots(os.environ, Path.cwd(), repo)}")
     except LanesError as exc:

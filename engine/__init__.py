@@ -57,6 +57,8 @@ _EXPORTS: dict[str, str] = {
     "LaunchRequest": "lanes.launcher", "launch_lane": "lanes.launcher", "stop_lane": "lanes.launcher",
     "supervisor_alive": "lanes.launcher", "passed_env_names": "lanes.env",
     "run_locked": "lanes.heavy", "describe_heavy_slots": "lanes.heavy:describe_slots",
+    "governor_summary": "lanes.caps", "check_capped": "lanes.caps", "lane_caps": "lanes.caps",
+    "parse_bytes": "core.sizes", "parse_percent": "core.sizes",
     "phase_prompt": "plans.phases",
     # decisions
     "Accept": "decisions.accept", "AcceptOutcome": "decisions.accept",
@@ -94,6 +96,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
         describe_limit,
         read_text_file,
     )
+    from lanes_tui.engine.core.sizes import parse_bytes, parse_percent
     from lanes_tui.engine.decisions.abandon import AbandonPlan, abandon_lane, plan_abandon
     from lanes_tui.engine.decisions.accept import Accept, AcceptOutcome
     from lanes_tui.engine.decisions.accept_journal import StuckAccept, stuck_accepts
@@ -107,6 +110,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.inbox.files import validate_qid
     from lanes_tui.engine.inbox.store import InboxStore, wait_for_answer
     from lanes_tui.engine.inbox.view import QuestionView
+    from lanes_tui.engine.lanes.caps import check_capped, governor_summary, lane_caps
     from lanes_tui.engine.lanes.env import passed_env_names
     from lanes_tui.engine.lanes.heavy import describe_slots as describe_heavy_slots
     from lanes_tui.engine.lanes.heavy import run_locked
@@ -170,6 +174,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "StuckAccept",
     "abandon_lane",
     "build_demo",
+    "check_capped",
     "check_lane",
     "check_prompt",
     "describe_heavy_slots",
@@ -177,11 +182,15 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "detect_containment",
     "find_repo_root",
     "finish",
+    "governor_summary",
     "inspect_lane",
+    "lane_caps",
     "lane_settled",
     "lane_statuses",
     "launch_lane",
     "load_config",
+    "parse_bytes",
+    "parse_percent",
     "passed_env_names",
     "phase_prompt",
     "plan_abandon",

@@ -46,6 +46,15 @@ def default_config_text(repo: Path) -> str:
                               "out when the lane starts"))
     table.add(tomlkit.comment("warn_idle_s = 450  # the dashboard marks a quiet lane after this long; "
                               "default: half of idle_timeout_s"))
+    table.add(tomlkit.comment("The governor's caps per lane (docs/governor.md); `run --cpu/--memory/--pids` "
+                              "override them. 0 or \"off\" turns one off."))
+    _add(table, "cpu", f"{lanes.cpu:g}%", "CPU, in percent of one core")
+    table.add(tomlkit.comment('memory = "4G"  # default: half of this machine\'s memory ÷ max_parallel'))
+    _add(table, "pids", lanes.pids, "processes at once (a fork bomb stops here)")
+    _add(table, "nice", lanes.nice, "CPU priority of the whole lane, 0 (yours) to 19 (lowest)")
+    _add(table, "allow_uncapped", lanes.allow_uncapped, "run lanes even when nothing can hold their memory")
+    _add(table, "max_cost_usd", lanes.max_cost_usd, "spend cap per lane: reached, the lane pauses and asks; 0: none")
+    _add(table, "max_tokens", lanes.max_tokens, "token cap per lane, the same way; 0: none")
     doc.add("lanes", table)
     table = tomlkit.table()
     table.add(tomlkit.comment("task type -> providers, first tried first; OUT-OF-BUDGET moves on to the "
@@ -69,8 +78,9 @@ def default_config_text(repo: Path) -> str:
 
 
 def _add(table: Any, key: str, value: object, comment: str) -> None:
-    table.add(key, value)
-    table[key].comment(comment)
+    item = tomlkit.item(value)  # an item keeps its comment whatever the type (a bare bool has none)
+    item.comment(comment)
+    table.add(key, item)
 
 
 def write_default_config(repo: Path, *, force: bool = False) -> Path:

@@ -46,6 +46,8 @@ class Findings:
     #: Where lane.json disagrees with the lane's derived worktree and branch (`git.lane_paths`):
     #: `recheck` refuses until it is restored; `relaunch` makes a fresh lane and is not affected.
     problems: list[str] = field(default_factory=list)
+    #: The cap that stopped the lane (`lanes.governor`: cap, value, peak, mechanism, killed), if one did.
+    fired: dict[str, str] | None = None
 
     def describe(self) -> list[str]:
         lines = [f"{self.lane_id}: {self.state} ({self.reason}); result {self.result or '-'}"]
@@ -62,6 +64,8 @@ class Findings:
         if self.conflict_files:
             lines.append("conflicts in: " + ", ".join(self.conflict_files))
         lines.extend(f"your answer: {a}" for a in self.answers)
+        if self.fired:
+            lines.append(f"cap: {self.fired.get('reason', self.fired.get('cap'))}")
         lines.append("recheck: run the gates again on the worktree as it is (ready if they pass)")
         lines.append("relaunch: start the next attempt from the current target with these findings in its prompt")
         return lines
@@ -78,6 +82,8 @@ class Findings:
         if self.conflict_files:
             body.append("Rebasing onto the target conflicted in: " + ", ".join(self.conflict_files))
         body.extend(f"The lead answered: {a}" for a in self.answers)
+        if self.fired:
+            body.append(resource_advice(self.fired))
         return f"\n\n## Findings from attempt {attempt}\n" + "\n".join("> " + line for line in body) + "\n"
 
 
@@ -115,7 +121,29 @@ async def _inspect(repo: Path, config: Config, lane_id: str, clock: Clock | None
         conflict_files=list(packet.get("conflict_files", [])),
         answers=_orphan_answers(repo, lane_id),
         problems=_location_problems(repo, config, lane_id, record),
+        fired=_fired(record),
     )
+
+
+def _fired(record: LaneRecord) -> dict[str, str] | None:
+    """The cap that fired, from a record anyone may have edited: string values of known keys only."""
+    fired = (record.governor or {}).get("fired")
+    if not isinstance(fired, dict):
+        return None
+    keys = ("cap", "value", "peak", "mechanism", "killed", "reason")
+    return {k: fired[k] for k in keys if isinstance(fired.get(k), str)} or None
+
+
+def resource_advice(fired: dict[str, str]) -> str:
+    """What the next attempt should do differently after a cap stopped the last one."""
+    cap, value, peak = fired.get("cap", "?"), fired.get("value", "?"), fired.get("peak", "?")
+    advice = {
+        "memory": "use less memory: run the tests with fewer workers (e.g. `pytest -n 2`) and one suite at a "
+                  "time through `lanes-tui lock --`, and do not load whole large files into memory",
+        "pids": "start fewer processes at once: fewer test workers or build jobs (`make -j2`), and no "
+                "unbounded process spawning",
+    }.get(cap, "stay within the lane's caps")
+    return f"You were stopped at the {cap} cap of {value} (peak {peak}); {advice}."
 
 
 def _location_problems(repo: Path, config: Config, lane_id: str, record: LaneRecord) -> list[str]:
@@ -138,7 +166,8 @@ async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | N
     attempt = next_attempt(StatePaths(repo), old.slug)
     prompt = _original_prompt(old.prompt) + findings.prompt_block(old.attempt)
     request = LaunchRequest(prompt=prompt, task_type=old.task_type, slug=old.slug, attempt=attempt,
-                            lane=old.chain[0] if old.chain else None, allow_load=old.allow_load, raw=old.raw)
+                            lane=old.chain[0] if old.chain else None, allow_load=old.allow_load, raw=old.raw,
+                            caps=dict(old.caps))
     new = launch_lane(repo, config, request, clock=clock)
     old = store.read(lane_id)
     old.superseded_by = new.id

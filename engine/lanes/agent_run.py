@@ -20,6 +20,7 @@ from lanes_tui.engine.channels import Channel
 from lanes_tui.engine.core.atomic import append_jsonl
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.lanes.classify import Classification, PatternScanner, classify
+from lanes_tui.engine.lanes.guard import Finding, RunGuard
 from lanes_tui.engine.lanes.watchdog import ProcInfo, Sample, Verdict, Watchdog
 from lanes_tui.engine.procs.process import (
     ProcessHandle,
@@ -56,6 +57,8 @@ class RunOutcome:
     started: float
     ended: float
     stall_report: dict[str, Any] | None = None
+    #: Set when a guard (a cap, the spend) ended or explained the run.
+    finding: Finding | None = None
 
 
 class LineFramer:
@@ -120,7 +123,7 @@ class AgentRun:
                  on_waiting: Callable[[bool], None], on_line: Callable[[bytes], None] | None = None,
                  on_stall: Callable[[dict[str, Any]], None] | None = None,
                  on_started: Callable[[ProcessHandle], None] | None = None,
-                 channel: Channel | None = None) -> None:
+                 channel: Channel | None = None, guards: Sequence[RunGuard] = ()) -> None:
         self.request = request
         self.stdin_data = stdin_data
         self.keep_stdin_open = keep_stdin_open
@@ -136,12 +139,14 @@ class AgentRun:
         self.on_stall = on_stall
         self.on_started = on_started
         self.channel = channel
+        self.guards = tuple(guards)
         self.output_bytes = 0
         self.handle: ProcessHandle | None = None
         self.terminal: PtyTerminal | None = None
         self.stop_requested = asyncio.Event()
         self.waiting = False
         self._last_procs: tuple[ProcInfo, ...] = ()
+        self._last_sample: Sample | None = None
 
     async def _start(self) -> tuple[ProcessHandle, list[asyncio.StreamReader]]:
         channel = self.channel
@@ -183,6 +188,7 @@ class AgentRun:
         stalled: Verdict | None = None
         stall_report: dict[str, Any] | None = None
         timed_out: float | None = None
+        finding: Finding | None = None
         try:
             while not waiter.done():
                 done, _ = await asyncio.wait({waiter, stop_wait}, timeout=self.settings.sample_s,
@@ -198,6 +204,9 @@ class AgentRun:
                     if self.on_stall is not None:
                         self.on_stall(stall_report)
                     break
+                finding = self._check_guards()
+                if finding is not None:
+                    break
                 now = self.clock.monotonic()
                 if "waiting" in verdict.reasons:
                     waited += now - last_tick
@@ -210,11 +219,15 @@ class AgentRun:
                 # We are about to kill the agent: its channel must not read the dying screen as a
                 # vanished prompt; open questions are orphaned when the channel closes.
                 ticker.cancel()
+                self._release_guards()
                 await handle.stop(self.settings.deadlines,
                                   extra=[ProcKey(p.pid, p.create_time) for p in self._last_procs])
             await waiter
+            if finding is None and stalled is None and timed_out is None and not self.stop_requested.is_set():
+                finding = self._after_exit(handle.proc.returncode)
             await asyncio.wait(pumps, timeout=5.0)
         finally:
+            self._release_guards()
             for task in (feeder, ticker, stop_wait, *pumps):
                 task.cancel()
             for task in (feeder, ticker, stop_wait, *pumps):
@@ -226,9 +239,44 @@ class AgentRun:
                 self.terminal.close()
             await self._stop_descendants()
         rc = handle.proc.returncode
-        result = classify(rc, self.scanner, stalled=stalled is not None, timed_out=timed_out,
-                          stopped_by_lead=self.stop_requested.is_set())
-        return RunOutcome(result, rc, started, self.clock.time(), stall_report)
+        if finding is not None:
+            result = Classification(finding.result, finding.reason)
+        else:
+            result = classify(rc, self.scanner, stalled=stalled is not None, timed_out=timed_out,
+                              stopped_by_lead=self.stop_requested.is_set())
+        return RunOutcome(result, rc, started, self.clock.time(), stall_report, finding)
+
+    def _check_guards(self) -> Finding | None:
+        """The first finding of a guard on this tick's sample (a guard that fails is logged, not fatal)."""
+        if self._last_sample is None:
+            return None
+        for guard in self.guards:
+            try:
+                finding = guard.check(self._last_sample)
+            except Exception:
+                log.exception("guard %r failed", guard)
+                continue
+            if finding is not None:
+                return finding
+        return None
+
+    def _after_exit(self, returncode: int | None) -> Finding | None:
+        for guard in self.guards:
+            try:
+                finding = guard.after_exit(returncode, self._last_procs)
+            except Exception:
+                log.exception("guard %r failed after the exit", guard)
+                continue
+            if finding is not None:
+                return finding
+        return None
+
+    def _release_guards(self) -> None:
+        for guard in self.guards:
+            try:
+                guard.release()
+            except Exception:
+                log.exception("guard %r failed to release", guard)
 
     def _set_waiting(self, waiting: bool) -> None:
         if waiting != self.waiting:
@@ -317,6 +365,7 @@ class AgentRun:
         self._last_procs = procs or self._last_procs
         sample = Sample(self.clock.monotonic(), self.output_bytes, self.files_changed(), procs,
                         waiting=self.is_waiting())
+        self._last_sample = sample
         verdict = watchdog.observe(sample)
         record: dict[str, object] = {
             "t": self.clock.time(), "idle_s": round(verdict.idle_s, 2),

@@ -14,8 +14,9 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.atomic import private_opener, read_json
@@ -26,10 +27,11 @@ from lanes_tui.engine.core.ids import branch_for, lane_id_for, slugify, validate
 from lanes_tui.engine.core.limits import check_prompt
 from lanes_tui.engine.git import lead_checkout, worktrees
 from lanes_tui.engine.git.lane_paths import LaneOrigin, write_origin
+from lanes_tui.engine.lanes.caps import check_capped, lane_caps
 from lanes_tui.engine.lanes.env import supervisor_environment
 from lanes_tui.engine.lanes.load_guard import check_load_wording
 from lanes_tui.engine.lanes.preamble import read_rules
-from lanes_tui.engine.procs import cgroup
+from lanes_tui.engine.procs import caps_cgroup, cgroup
 from lanes_tui.engine.procs.process import (
     ProcKey,
     StopDeadlines,
@@ -58,6 +60,9 @@ class LaunchRequest:
     allow_load: bool = False
     #: Send the prompt alone, without the preamble and `.lanes/rules.md` (`run --raw`).
     raw: bool = False
+    #: The lead's caps for this lane over the config's (`[lanes]` keys: cpu, memory, pids, nice,
+    #: max_cost_usd, max_tokens, allow_uncapped), e.g. from `run --cpu 150% --memory 4G`.
+    caps: dict[str, Any] = field(default_factory=dict)
 
 
 def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Clock | None = None,
@@ -68,6 +73,7 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
         raise LanesError("the prompt is empty", "give --prompt TEXT, --prompt-file F or --plan F --phase N")
     check_prompt(request.prompt)  # 1 MB at most, stored once (the dashboard's start form comes here too)
     check_load_wording(request.prompt, allow_load=request.allow_load)  # one line naming the words and line
+    check_capped(lane_caps(config.lanes, request.caps))  # refuse to run uncapped unless the lead said so
     if not request.raw:
         read_rules(repo)  # a rules file the supervisor could not use is refused now, not inside the lane
     slug = validate_slug(request.slug) if request.slug is not None else slugify(request.prompt)
@@ -92,7 +98,7 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
         prompt=request.prompt, chain=chain, repo=str(repo), worktree=str(path),
         branch=branch, base_sha=base_sha, target_branch=target,
         state="queued", state_reason="waiting for its supervisor", worktree_root=str(root),
-        allow_load=request.allow_load, raw=request.raw,
+        allow_load=request.allow_load, raw=request.raw, caps=dict(request.caps),
     )
     info: worktrees.WorktreeInfo | None = None
     try:  # the record and origin first: a `run` killed at any later step leaves a lane abandon can clean
@@ -197,6 +203,7 @@ async def stop_lane(repo: Path, lane_id: str, *, grace_s: float = SUPERVISOR_STO
     left = leftover_processes(repo, lane_id)
     if left:
         await kill_processes(left, term_s=3.0, kill_s=3.0)
+    caps_cgroup.remove_lane_folders(repo_key(repo), lane_id)  # a supervisor killed hard left them
     return sorted({*killed, *(k.pid for k in left)})
 
 

@@ -252,6 +252,46 @@ class LaneCgroup:
             with contextlib.suppress(OSError):
                 state.write_text("THAWED")
 
+    # pausing ----------------------------------------------------------------------------------------
+    def freeze(self, timeout_s: float = 5.0) -> bool:
+        """Pause every process in the cgroup (a spend cap waits for the lead): unlike SIGSTOP on
+        listed pids, a freeze also holds a child forked a moment ago, and the agent cannot see or
+        undo it. True once the kernel reports the cgroup frozen within `timeout_s`; False when the
+        file cannot be written or the freeze did not complete (the caller falls back to signals and
+        must still `thaw`)."""
+        v2 = self.mechanism == "cgroup-v2"
+        control = self.path / ("cgroup.freeze" if v2 else "freezer.state")
+        try:
+            control.write_text("1" if v2 else "FROZEN")
+        except OSError as exc:
+            log.warning("cannot freeze cgroup %s: %s", self.path, exc)
+            return False
+        end = time.monotonic() + timeout_s
+        while True:
+            try:
+                if v2:
+                    frozen = "frozen 1" in (self.path / "cgroup.events").read_text().splitlines()
+                else:
+                    frozen = control.read_text().strip() == "FROZEN"
+            except OSError:
+                frozen = False
+            if frozen:
+                return True
+            if time.monotonic() >= end:
+                log.warning("cgroup %s not frozen after %.1fs", self.path, timeout_s)
+                return False
+            time.sleep(0.005)
+
+    def thaw(self) -> None:
+        """Let a frozen cgroup run again (a no-op when it is not frozen or is gone)."""
+        v2 = self.mechanism == "cgroup-v2"
+        control = self.path / ("cgroup.freeze" if v2 else "freezer.state")
+        try:
+            control.write_text("0" if v2 else "THAWED")
+        except OSError as exc:
+            if self.path.exists():
+                log.warning("cannot thaw cgroup %s: %s", self.path, exc)
+
     def remove(self) -> bool:
         """Remove the (empty) cgroup folder, and its repository's folder once no lane is left in it;
         False if the lane's cgroup still has members or is already gone."""
@@ -331,3 +371,8 @@ def pids_alive(pids: Iterable[int]) -> list[int]:
         except OSError:
             continue
     return alive
+
+
+#: For the caps' controllers (`procs.caps_cgroup`), which look in the same mounts and own paths.
+mounts = _mounts
+own_path = _own_path

@@ -10,6 +10,10 @@ does not parse is treated as prompt text and noted on stderr, so a typo in a scr
 Import cost matters: benchmarks start a hundred of these, so only the standard library is used and
 ``subprocess``/``json``/``shutil`` are imported only by the steps that need them. The script parser
 lives in `sim.script`; its names are re-exported here.
+
+The resource steps (``alloc``, ``fork-bomb``, ``burn --procs``) exist for the governor's tests of
+per-lane caps. Their forked children run `_child` and nothing else: stdio on /dev/null, the work,
+then ``os._exit``, so a child never runs the rest of the script nor flushes the parent's buffers.
 """
 
 from __future__ import annotations
@@ -31,6 +35,11 @@ from lanes_tui.engine.sim.script import (
     parse_step,
 )
 
+TYPE_CHECKING = False  # not `typing` at run time: the import budget above (mypy reads this as true)
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import NoReturn
+
 __all__ = [
     "ACTIVITY_DIR", "ASK_CMD_ENV", "CONFIG_ERROR", "OUT_OF_BUDGET", "STEP_WORDS", "USAGE", "Action", "ScriptError",
     "Sim", "SimExit", "ask_command", "main", "parse_script", "parse_step", "run",
@@ -39,6 +48,8 @@ __all__ = [
 ASK_CMD_ENV = "LANES_TUI_ASK_CMD"
 ACTIVITY_DIR = ".sim-activity"
 _CHUNK = 64 * 1024
+_MIB = 1024 * 1024
+_PAGE = 4096
 
 
 class Sim:
@@ -97,12 +108,71 @@ class Sim:
             sys.stderr.write(f"sim: cannot write {rel}: {exc}\n")
             raise SimExit(2) from exc
 
-    def burn(self, seconds: float) -> None:
-        end = time.monotonic() + seconds
-        n = 0
-        while time.monotonic() < end:
-            for _ in range(10_000):
-                n += 1
+    def burn(self, seconds: float, procs: int = 1) -> None:
+        """Busy loops in `procs` processes (procs - 1 forked helpers and this one), then reap them."""
+        end = time.monotonic() + seconds  # CLOCK_MONOTONIC is system-wide: the helpers share it
+        helpers: list[int] = []
+        if procs > 1:
+            self.flush()
+        for _ in range(procs - 1):
+            try:
+                pid = os.fork()
+            except OSError as exc:
+                sys.stderr.write(f"sim: burn started only {len(helpers)} of {procs - 1} helper processes: "
+                                 f"{exc.strerror or exc}\n")
+                sys.stderr.flush()
+                break
+            if pid == 0:
+                _child(lambda: _spin(end))
+            helpers.append(pid)
+        _spin(end)
+        for pid in helpers:
+            os.waitpid(pid, 0)
+
+    def flush(self) -> None:
+        """Empty every stdio buffer before a fork, so a child has nothing of the parent's to write."""
+        sys.stdout.flush()
+        self.out.flush()
+        sys.stderr.flush()
+
+    def alloc(self, mib: int, step: int, every: float, hold: float) -> None:
+        """Allocate `mib` MiB, `step` MiB every `every` seconds, every page touched; hold, then free."""
+        held: list[bytearray] = []  # the references that keep the memory resident until the step ends
+        done = 0
+        start = time.monotonic()
+        while done < mib:
+            size = min(step, mib - done)
+            try:
+                block = bytearray(size * _MIB)
+            except MemoryError:  # an address-space limit (a cgroup memory cap kills instead)
+                self.emit(f"sim: alloc refused after {done} MiB: out of memory")
+                break
+            block[::_PAGE] = b"\x01" * len(range(0, len(block), _PAGE))  # resident, not just mapped
+            held.append(block)
+            done += size
+            self.emit(f"sim: allocated {done} MiB")
+            if done < mib:
+                time.sleep(max(0.0, start + len(held) * every - time.monotonic()))  # scheduled, no drift
+        time.sleep(hold)
+        held.clear()
+
+    def fork_bomb(self, count: int, hold: float) -> None:
+        """Fork up to `count` children that sleep `hold` seconds; stop at the first refused fork.
+
+        Not waited for: they stay in the sim's process group, which is what the supervisor kills.
+        """
+        self.flush()
+        forked = 0
+        while forked < count:
+            try:
+                pid = os.fork()
+            except OSError as exc:  # EAGAIN from a pids cap (or RLIMIT_NPROC)
+                self.emit(f"sim: fork refused after {forked} children: {exc.strerror or exc}")
+                return
+            if pid == 0:
+                _child(lambda: time.sleep(hold))
+            forked += 1
+        self.emit(f"sim: forked {forked} children")
 
     def touch(self, seconds: float, every: float) -> None:
         """Rewrite one file every `every` seconds: file activity with no output, for the watchdog."""
@@ -159,6 +229,29 @@ class Sim:
                 answer = "error"
         self.last_answer = answer
         self.emit(f'sim: asked "{question}" -> {answer}')
+
+
+def _spin(end: float) -> None:
+    n = 0
+    while time.monotonic() < end:
+        for _ in range(10_000):
+            n += 1
+
+
+def _child(work: Callable[[], object]) -> NoReturn:
+    """A forked child's whole life: stdio on /dev/null (so the supervisor's pipe reaches EOF when the
+    sim exits, whatever its children do), `work`, then `os._exit`: never the rest of the script, never
+    a flush of buffers inherited from the parent, never the parent's exit handlers."""
+    code = 0
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        work()
+    except BaseException:  # a child reports nothing: its exit code is all
+        code = 1
+    finally:
+        os._exit(code)
 
 
 def ask_command() -> list[str]:

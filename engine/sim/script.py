@@ -28,18 +28,26 @@ if TYPE_CHECKING:
         def emit(self, line: str) -> None: ...
         def print_lines(self, count: int, rate: float | None, text: str) -> None: ...
         def write(self, rel: str, text: str, mode: str) -> None: ...
-        def burn(self, seconds: float) -> None: ...
+        def burn(self, seconds: float, procs: int) -> None: ...
+        def alloc(self, mib: int, step: int, every: float, hold: float) -> None: ...
+        def fork_bomb(self, count: int, hold: float) -> None: ...
         def touch(self, seconds: float, every: float) -> None: ...
         def spawn_setsid(self, seconds: float) -> None: ...
         def ask(self, question: str, flags: list[str], yes_no: bool) -> None: ...
 
 __all__ = [
-    "CONFIG_ERROR", "OUT_OF_BUDGET", "STEP_WORDS", "Action", "ScriptError", "SimExit", "parse_script",
-    "parse_step",
+    "ALLOC_MAX_MIB", "BURN_MAX_PROCS", "CONFIG_ERROR", "FORK_MAX", "OUT_OF_BUDGET", "STEP_WORDS", "Action",
+    "ScriptError", "SimExit", "parse_script", "parse_step",
 ]
 
 OUT_OF_BUDGET = "SIM-OUT-OF-BUDGET: You've hit your usage limit"
 CONFIG_ERROR = "SIM-CONFIG-ERROR: Unknown Model, please check the model code"
+
+# Bounds of the resource steps (`alloc`, `fork-bomb`, `burn --procs`): they exist for the governor's
+# tests of per-lane caps, and a typo must not take the machine down with the lane.
+ALLOC_MAX_MIB = 65536
+FORK_MAX = 100_000
+BURN_MAX_PROCS = 64
 
 Action = Callable[["Sim"], None]
 
@@ -60,12 +68,14 @@ class SimExit(Exception):
 # --- parsing --------------------------------------------------------------------------------------
 
 
-def _number(word: str, value: str, *, whole: bool = False, positive: bool = False) -> float:
+def _number(word: str, value: str, *, whole: bool = False, positive: bool = False,
+            most: float | None = None) -> float:
     try:
         num = int(value) if whole else float(value)
     except ValueError:
         raise ScriptError(f"{word}: {value!r} is not a {'whole ' if whole else ''}number") from None
-    if num < 0 or (positive and num == 0) or num != num or num == float("inf"):
+    if (num < 0 or (positive and num == 0) or num != num or num == float("inf")
+            or (most is not None and num > most)):
         raise ScriptError(f"{word}: {value!r} is out of range")
     return num
 
@@ -108,6 +118,32 @@ def _parse_print(args: list[str]) -> Action:
     rate = _number("print", opts["--rate"], positive=True) if "--rate" in opts else None
     text = opts.get("--text", "simulated output")
     return lambda sim: sim.print_lines(count, rate, text)
+
+
+def _parse_alloc(args: list[str]) -> Action:
+    opts, rest = _options("alloc", args, {"--step": True, "--every": True, "--hold": True})
+    _count("alloc", rest, 1, 1)
+    mib = int(_number("alloc", rest[0], whole=True, positive=True, most=ALLOC_MAX_MIB))
+    step = int(_number("alloc", opts.get("--step", "16"), whole=True, positive=True, most=ALLOC_MAX_MIB))
+    every = _number("alloc", opts.get("--every", "0.05"))
+    hold = _number("alloc", opts.get("--hold", "0"))
+    return lambda sim: sim.alloc(mib, step, every, hold)
+
+
+def _parse_fork_bomb(args: list[str]) -> Action:
+    opts, rest = _options("fork-bomb", args, {"--hold": True})
+    _count("fork-bomb", rest, 1, 1)
+    count = int(_number("fork-bomb", rest[0], whole=True, positive=True, most=FORK_MAX))
+    hold = _number("fork-bomb", opts.get("--hold", "30"))
+    return lambda sim: sim.fork_bomb(count, hold)
+
+
+def _parse_burn(args: list[str]) -> Action:
+    opts, rest = _options("burn", args, {"--procs": True})
+    _count("burn", rest, 1, 1)
+    secs = _number("burn", rest[0])
+    procs = int(_number("burn", opts.get("--procs", "1"), whole=True, positive=True, most=BURN_MAX_PROCS))
+    return lambda sim: sim.burn(secs, procs)
 
 
 def _parse_ask(args: list[str]) -> Action:
@@ -159,12 +195,10 @@ def _parse_simple(word: str, args: list[str]) -> Action:
         _count(word, args, 1)
         path, text, mode = args[0], " ".join(args[1:]), "w" if word == "write" else "a"
         return lambda sim: sim.write(path, text, mode)
-    if word in ("sleep", "burn", "spawn-setsid"):
+    if word in ("sleep", "spawn-setsid"):
         _count(word, args, 1, 1)
         secs = _number(word, args[0])
-        if word == "sleep":
-            return lambda sim: time.sleep(secs)
-        return (lambda sim: sim.burn(secs)) if word == "burn" else (lambda sim: sim.spawn_setsid(secs))
+        return (lambda sim: time.sleep(secs)) if word == "sleep" else (lambda sim: sim.spawn_setsid(secs))
     if word == "touch":
         opts, rest = _options(word, args, {"--every": True})
         _count(word, rest, 1, 1)
@@ -199,7 +233,13 @@ def _env_line(name: str) -> str:
 
 
 STEP_WORDS = frozenset(("print", "say", "write", "append", "sleep", "burn", "touch", "spawn-setsid", "ask",
-                        "if", "out-of-budget", "config-error", "exit", "env", "fail-if-exists"))
+                        "if", "out-of-budget", "config-error", "exit", "env", "fail-if-exists", "alloc",
+                        "fork-bomb"))
+
+_PARSERS: dict[str, Callable[[list[str]], Action]] = {
+    "print": _parse_print, "ask": _parse_ask, "if": _parse_if, "alloc": _parse_alloc,
+    "fork-bomb": _parse_fork_bomb, "burn": _parse_burn,
+}
 
 
 def parse_step(words: list[str]) -> Action | None:
@@ -207,13 +247,8 @@ def parse_step(words: list[str]) -> Action | None:
     word, args = words[0], words[1:]
     if word not in STEP_WORDS:
         return None
-    if word == "print":
-        return _parse_print(args)
-    if word == "ask":
-        return _parse_ask(args)
-    if word == "if":
-        return _parse_if(args)
-    return _parse_simple(word, args)
+    parser = _PARSERS.get(word)
+    return parser(args) if parser is not None else _parse_simple(word, args)
 
 
 def parse_script(text: str) -> tuple[list[tuple[int, Action]], list[str]]:

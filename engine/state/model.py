@@ -78,6 +78,11 @@ class LaneRecord:
     allow_load: bool = False
     #: `run --raw`: the agent gets the prompt alone, without the preamble (`lanes.preamble`).
     raw: bool = False
+    #: The lead's caps for this lane from `run --cpu/--memory/--pids/--max-cost/--max-tokens/
+    #: --allow-uncapped` (keys as in `[lanes]`), over the config's; `recover --relaunch` keeps them.
+    caps: dict[str, Any] = field(default_factory=dict)
+    #: What the governor enforces for this lane and how (`lanes.caps`), written by the supervisor.
+    governor: dict[str, Any] | None = None
 
     @property
     def provider(self) -> str | None:

@@ -33,13 +33,13 @@ from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
 from lanes_tui.engine.lanes.classify import PatternScanner
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
 from lanes_tui.engine.lanes.preamble import agent_prompt, read_rules
-from lanes_tui.engine.procs import cgroup
-from lanes_tui.engine.procs.cgroup import LaneCgroup
 from lanes_tui.engine.procs.process import ProcessRequest, process_create_time, set_child_subreaper
 from lanes_tui.engine.state.meters import METERS_FILE, RunMeter
 from lanes_tui.engine.state.model import ProviderAttempt
-from lanes_tui.engine.state.paths import StatePaths, repo_key
+from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
+from lanes_tui.engine.supervisor import containment
+from lanes_tui.engine.supervisor.containment import Hold
 
 log = logging.getLogger("lanes_tui.supervisor")
 
@@ -64,8 +64,8 @@ class Supervisor:
         self.config = config or load_config(repo)
         self.stop_requested = asyncio.Event()
         self.current: AgentRun | None = None
-        #: The lane's cgroup while its agents run (None where the machine offers none).
-        self.cgroup: LaneCgroup | None = None
+        #: The lane's cgroup and caps while its agents run (`supervisor.containment`).
+        self.hold: Hold | None = None
         #: The lane's worktree as derived from its id and root and listed by git (set by `run`).
         self.worktree = Path(self.record.worktree)
         #: What the agent receives: the record's prompt in the preamble, with the rules (set by `run`).
@@ -96,11 +96,14 @@ class Supervisor:
             parallel.release()
             return self._finish(None, "LANE-FAILED", f"not started: {exc}")
         with parallel:
-            self.cgroup = self._contain()
+            try:
+                self.hold = containment.enter(self.repo, self.config, self.store, record, self.lane.dir)
+            except LanesError as exc:
+                return self._finish(None, "LANE-FAILED", f"not started: {exc}")
             try:
                 outcome = await self._run_chain(holder)
             finally:
-                self._release_cgroup()
+                containment.leave(self.store, record, self.hold)
         if outcome is None:
             return self._finish(None, "LANE-FAILED", "stopped by the lead while queued")
         self._finish(outcome, outcome.classification.result, outcome.classification.reason)
@@ -174,7 +177,7 @@ class Supervisor:
         channel = self._channel(provider, attempt, inbox)
         request = ProcessRequest(channel.render_argv(self.prompt, worktree), worktree, env,
                                  stdin_pipe=channel.stdin_pipe, name=f"{record.id}:{provider.name}",
-                                 preexec=self.cgroup.joiner() if self.cgroup else None)
+                                 preexec=self.hold.governor.preexec() if self.hold else None)
         settings = RunSettings(self.config.lanes.timeout_s, self.config.lanes.idle_timeout_s,
                                self.config.lanes.sample_s, warn_after_s=self.config.lanes.warn_after_s)
         watcher = _tree_watcher(worktree)
@@ -188,8 +191,10 @@ class Supervisor:
                 files_changed=watcher.changed_since_last if watcher else (lambda: False),
                 is_waiting=(lambda: inbox.lane_is_waiting(record.id)) if inbox else (lambda: False),
                 on_waiting=self._on_waiting, on_stall=self._on_stall, on_started=self._on_started,
-                channel=channel,
+                channel=channel, guards=[self.hold.governor] if self.hold else [],
             )
+            if self.hold is not None:
+                self.hold.governor.begin_run()
             self.current = run
             if self.stop_requested.is_set():
                 run.stop_requested.set()
@@ -207,6 +212,11 @@ class Supervisor:
         record.agent_pid = None
         if outcome.stall_report is not None:
             record.stall = outcome.stall_report
+        if self.hold is not None:
+            record.governor = self.hold.governor.record()
+        if outcome.finding is not None:
+            self.store.event(record.id, "cap-fired" if outcome.finding.result == "FAILED-RESOURCE" else "guard",
+                             **outcome.finding.detail)
         self.store.write(record)
         self.store.event(record.id, "provider-exit", provider=provider.name, result=attempt.result,
                          returncode=attempt.returncode, reason=attempt.reason, duration_s=attempt.duration_s)
@@ -227,32 +237,9 @@ class Supervisor:
         self.store.write(self.record)
         self.store.event(self.record.id, "session", provider=attempt.provider, session_id=session_id)
 
-    def _contain(self) -> LaneCgroup | None:
-        """The lane's own cgroup (or None, said once in the events): every agent process joins it."""
-        support = cgroup.detect()
-        made = cgroup.LaneCgroup.create(support, repo_key(self.repo), self.record.id)
-        if made is None:
-            self.store.event(self.record.id, "containment", mechanism="none", detail=support.describe())
-            return None
-        cgroup.write_record(self.lane.dir, made)
-        self.store.event(self.record.id, "containment", mechanism=made.mechanism, cgroup=str(made.path))
-        return made
-
-    def _release_cgroup(self) -> None:
-        """After the chain: whatever the agents left running in the lane's cgroup is killed, however it
-        escaped its process group, and the cgroup is removed."""
-        if self.cgroup is None:
-            return
-        left = self.cgroup.kill()
-        if left:
-            self.store.event(self.record.id, "cgroup-killed", pids=left)
-        self.cgroup.remove()
-
     def _on_started(self, handle: Any) -> None:
-        joined = self.cgroup is None or handle.pid in self.cgroup.pids() or not cgroup.pids_alive([handle.pid])
-        if self.cgroup is not None and not joined:
-            self.store.event(self.record.id, "containment", mechanism="none",
-                             detail=f"the agent (pid {handle.pid}) could not join {self.cgroup.path}")
+        name = Path(str(self.current.request.argv[0])).name if self.current is not None else "agent"
+        containment.check_joined(self.store, self.record, self.hold, handle.pid, name)
         self.record.agent_pid = handle.pid
         self.store.transition(self.record, "running", f"{self.record.provider} started", pid=handle.pid)
 
