@@ -17,6 +17,7 @@ from lanes_tui.engine import (
     plan_accept,
     recheck,
     relaunch,
+    wake_parked,
 )
 
 
@@ -94,6 +95,9 @@ def cmd_recover(args: argparse.Namespace) -> int:
         record = asyncio.run(relaunch(repo, config, args.lane_id))
         print(f"relaunched {args.lane_id} as {record.id} in {record.worktree}")
         print(record.id)
+        return 0
+    if wake_parked(repo, args.lane_id):
+        print(f"{args.lane_id} was parked; its provider starts again now")
         return 0
     findings = asyncio.run(inspect_lane(repo, config, args.lane_id))
     print("\n".join(findings.describe()))

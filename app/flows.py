@@ -117,6 +117,9 @@ class DecisionFlows(Screen[None]):
         if lane is None:
             return
         engine = self.lanes_app.engine
+        if await self._guard(lambda: engine.wake(lane)):  # a parked lane: its supervisor resumes it now
+            self.app.notify(f"{lane} was parked; its provider starts again now", title="Resumed")
+            return
         findings = await self._guard(lambda: engine.inspect(lane))
         if findings is None:
             return

@@ -30,6 +30,7 @@ from lanes_tui.app.messages import (
     QuestionsUpdated,
     StallRaised,
 )
+from lanes_tui.app.meters_feed import GovernorCaps, meters_mapping
 from lanes_tui.engine import LaneStatus
 from lanes_tui.widgets import (
     AttentionBar,
@@ -57,6 +58,7 @@ class DashboardScreen(DecisionFlows, Screen[None]):
         self._known_questions: set[str] = set()
         self._known_stalls: set[str] = set()
         self._poll_timers: dict[str, Timer] = {}
+        self._caps = GovernorCaps()
 
     @property
     def lanes_app(self) -> DashboardHost:
@@ -85,7 +87,7 @@ class DashboardScreen(DecisionFlows, Screen[None]):
     def on_mount(self) -> None:
         self.query_one("#lanes").border_title = "Lanes"
         self.query_one("#inbox").border_title = "Inbox"
-        self.query_one("#stalls").border_title = "Stalls"
+        self.query_one("#stalls").border_title = "Stalls & caps"
         self.query_one("#meters").border_title = "Meters"
         engine = self.lanes_app.engine
         self._apply_lanes(engine.lanes())
@@ -165,7 +167,8 @@ class DashboardScreen(DecisionFlows, Screen[None]):
 
     def _update_attention(self) -> None:
         open_q = sum(1 for q in self.questions if q.get("state") in OPEN_STATES)
-        stalls = sum(1 for s in self.lanes.values() if s.state == "stalled")
+        # A lane a cap stopped needs the lead as much as a stalled one: both are in Stalls & caps.
+        stalls = sum(1 for s in self.lanes.values() if s.state == "stalled" or (s.fired and s.state == "exited"))
         ready = sum(1 for s in self.lanes.values() if s.state == "ready")
         self.query_one(AttentionBar).set_counts(open_q, stalls, ready)
         self.app.title = f"lanes-tui  ?{open_q} !{stalls} ✓{ready}"
@@ -214,7 +217,9 @@ class DashboardScreen(DecisionFlows, Screen[None]):
     async def _poll_machine(self) -> None:
         try:
             if self.app.screen is self:
-                self.query_one(MetersPane).update_machine(await self.lanes_app.engine.machine())
+                engine = self.lanes_app.engine
+                machine, caps = await engine.machine(), await self._caps.for_config(engine.config)
+                self.query_one(MetersPane).update_machine(meters_mapping(machine, caps, self.lanes.values()))
                 self._apply_lanes(())  # elapsed and idle keep counting between engine events
         finally:
             self._reschedule("machine", self.machine_every_s, self._poll_machine)

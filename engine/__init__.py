@@ -57,6 +57,7 @@ _EXPORTS: dict[str, str] = {
     "LaunchRequest": "lanes.launcher", "launch_lane": "lanes.launcher", "stop_lane": "lanes.launcher",
     "supervisor_alive": "lanes.launcher", "passed_env_names": "lanes.env",
     "run_locked": "lanes.heavy", "describe_heavy_slots": "lanes.heavy:describe_slots",
+    "wake_parked": "decisions.recover",
     "governor_summary": "lanes.caps", "check_capped": "lanes.caps", "lane_caps": "lanes.caps",
     "parse_bytes": "core.sizes", "parse_percent": "core.sizes",
     "phase_prompt": "plans.phases",
@@ -104,7 +105,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.decisions.check import check_lane
     from lanes_tui.engine.decisions.finish import FinishReport, finish
     from lanes_tui.engine.decisions.reconcile import reconcile
-    from lanes_tui.engine.decisions.recover import RECOVERABLE, Findings, inspect_lane, recheck, relaunch
+    from lanes_tui.engine.decisions.recover import RECOVERABLE, Findings, inspect_lane, recheck, relaunch, wake_parked
     from lanes_tui.engine.git.worktrees import find_repo_root
     from lanes_tui.engine.inbox.files import STATES as QUESTION_STATES
     from lanes_tui.engine.inbox.files import validate_qid
@@ -211,6 +212,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "validate_lane_id",
     "validate_qid",
     "wait_for_answer",
+    "wake_parked",
     "write_default_config",
 ]
 

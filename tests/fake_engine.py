@@ -137,6 +137,10 @@ class FakeEngine:
         self.change_lane(lane_id, state="abandoned")
         return [f"worktree {lane_id}"]
 
+    async def wake(self, lane_id: str) -> bool:
+        self.calls.append(("wake", lane_id))
+        return False
+
     async def inspect(self, lane_id: str) -> Findings:
         self.calls.append(("inspect", lane_id))
         status = self._lanes[lane_id]

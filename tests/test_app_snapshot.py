@@ -26,6 +26,12 @@ def test_dashboard_snapshot(snap_compare: Any, tmp_path: Path, monkeypatch: Any)
             return getattr(real_time, name)
 
     monkeypatch.setattr(screen_module, "time", FrozenTime())
+    from lanes_tui.app import meters_feed
+
+    caps = [{"cap": "cpu", "value": "100%", "mechanism": "cgroup-v2 cpu.max"},
+            {"cap": "memory", "value": "2.0 GiB", "mechanism": "cgroup-v2 memory.max"}]
+    # The caps' mechanisms are this machine's cgroups: fixed here so the picture is the same everywhere.
+    monkeypatch.setattr(meters_feed, "governor_summary", lambda config: caps)
     engine = FakeEngine(tmp_path / "x", [
         lane("ready-a1", "ready", state_reason="gates passed", idle_s=None, cpu_percent=0.0, rss_bytes=0),
         lane("question-a1", "waiting", state_reason="a question is open in the inbox"),

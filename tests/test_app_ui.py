@@ -108,7 +108,7 @@ async def test_recover_offers_recheck_and_relaunch(engine: FakeEngine, key: str,
         await pilot.press(key)
         await pilot.pause()
         await pilot.pause()
-    assert commands(engine) == [("inspect", "stuck-a1"), (call, "stuck-a1")]
+    assert commands(engine) == [("wake", "stuck-a1"), ("inspect", "stuck-a1"), (call, "stuck-a1")]
 
 
 @pytest.mark.parametrize(("key", "value"), [("y", "yes"), ("n", "no")])

@@ -25,7 +25,6 @@ from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
 from tests.helpers import cli, run_lane, status, wait_for, wait_state, write_config
 
-
 #: A fork bomb is load wording (`lanes.load_guard`): these tests load the machine on purpose.
 LOAD = ("--allow-load",)
 

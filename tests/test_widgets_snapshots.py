@@ -30,6 +30,7 @@ from tests.snapshot_apps.widget_apps import (
     WORKTREES,
     ModalHost,
     WidgetHost,
+    lane,
     question,
 )
 
@@ -60,9 +61,22 @@ KEYS = [("a", "accept the selected lane"), ("x", "abandon the selected lane"), (
         ("q", "quit (lanes keep running)")]
 
 
+#: The governor's caps as `governor_summary` gives them (the Meters pane shows them on its last line).
+CAPS = [{"cap": "cpu", "value": "100%", "mechanism": "cgroup-v2 cpu.max"},
+        {"cap": "memory", "value": "2.0 GiB", "mechanism": "cgroup-v2 memory.max"},
+        {"cap": "pids", "value": "512", "mechanism": "cgroup-v2 pids.max"},
+        {"cap": "nice", "value": "10", "mechanism": "setpriority + ionice"},
+        {"cap": "spend", "value": "$5.00", "mechanism": "pause and ask the lead"}]
+#: A lane a cap stopped, for the Stalls & caps pane.
+HUNGRY = lane("hungry-a1", "exited", result="FAILED-RESOURCE", idle_s=None, fired={
+    "cap": "memory", "value": "256 MiB", "peak": "255 MiB", "mechanism": "cgroup-v2 memory.max",
+    "killed": "python3 (pid 123, 250 MiB)", "reason": "the kernel's OOM killer stopped python3 at the cap"})
+
+
 def _meters(pane: MetersPane) -> None:
     for i, cpu in enumerate([12, 25, 80, 64, 35, 50, 95, 40, 37.4]):
-        pane.update_machine(dict(MACHINE, cpu_percent=cpu, spend_usd=0.5 * i))
+        pane.update_machine(dict(MACHINE, cpu_percent=cpu, spend_usd=0.5 * i, caps=CAPS,
+                                 locks={"tidy-tests-a2": 3, "fix-login-a1": 1}))
 
 
 def _output(pane: OutputPane) -> None:
@@ -74,7 +88,7 @@ def _make(name: str) -> Any:
     panes: dict[str, Any] = {
         "lanes": lambda: WidgetHost(LanesTable(), lambda w: w.sync(LANES, NOW)),
         "inbox": lambda: WidgetHost(InboxPane(), lambda w: w.sync(QUESTIONS, NOW)),
-        "stalls": lambda: WidgetHost(StallsPane(), lambda w: w.sync(LANES, 300)),
+        "stalls": lambda: WidgetHost(StallsPane(), lambda w: w.sync([*LANES, HUNGRY], 300)),
         "worktrees": lambda: WidgetHost(WorktreesPane(), lambda w: w.sync(WORKTREES)),
         "meters": lambda: WidgetHost(MetersPane(), _meters),
         "output": lambda: WidgetHost(OutputPane(), _output),

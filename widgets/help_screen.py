@@ -19,7 +19,7 @@ from lanes_tui.widgets._dialog import Dialog
 
 INTRO = """\
 **lanes-tui** runs AI coding agents side by side, each in its own git worktree (a *lane*).
-Watch them live, answer their questions from the **Inbox**, catch quiet lanes in **Stalls**, and
+Watch them live, answer their questions from the **Inbox**, catch quiet and cap-stopped lanes in **Stalls & caps**, and
 decide: **accept** (commit and merge), **abandon**, or **recover**. Lanes keep running when you quit.
 """
 

@@ -4,7 +4,8 @@ Rows are keyed by lane id and diff-updated (see `_keyed_table`), so a refresh ev
 the cells that changed; meter ticks (`update_meters`) touch three cells of one row. The state cell
 is coloured from the theme, and the "why" column is the state's reason (`state_reason`): the lead
 sees not only that a lane is `rejected` but where that came from. A lane whose record cannot be read
-(`LaneStatus.problem`) shows as `corrupt`, with the problem and its fix as the why.
+(`LaneStatus.problem`) shows as `corrupt`, with the problem and its fix as the why; a running lane
+whose `lanes-tui lock` waits for a heavy slot (`LaneStatus.lock_wait`) shows that wait as its why.
 """
 
 from __future__ import annotations
@@ -59,7 +60,7 @@ class LanesTable(KeyedTable):
         rows: list[Row] = []
         self._states = {}
         for lane in lanes:
-            self._states[lane.id] = (_shown_state(lane), lane.problem or lane.state_reason)
+            self._states[lane.id] = (_shown_state(lane), _why(lane))
             rows.append((lane.id, self._row(lane, now)))
         self._apply(rows)
         self._set_tooltip()
@@ -93,7 +94,7 @@ class LanesTable(KeyedTable):
             Cell(fmt.size(rss) if live and rss else "", right=True),
             Cell(fmt.tokens(lane.tokens), right=True),
             Cell(fmt.cost(lane.cost_usd, lane.cost_estimated), right=True),
-            Cell(fmt.truncate(lane.problem or lane.state_reason, 48)),
+            Cell(fmt.truncate(_why(lane), 48), "warning" if _lock_waiting(lane) else ""),
         )
 
     def _selection_changed(self, key: str | None) -> None:
@@ -111,6 +112,20 @@ def _shown_state(lane: LaneStatus) -> str:
     """`corrupt` for a lane whose record cannot be read (its status keeps a contract state); the
     "why" column and the tooltip then carry the problem and its fix."""
     return "corrupt" if lane.problem else (lane.state or "?")
+
+
+def _lock_waiting(lane: LaneStatus) -> bool:
+    """A running lane held back by a heavy slot: the state says `running`, the why says it is not."""
+    return lane.state == "running" and bool(lane.lock_wait) and not lane.problem
+
+
+def _why(lane: LaneStatus) -> str:
+    """The problem of an unreadable record, else an open lock wait of a running lane, else the reason."""
+    if lane.problem:
+        return lane.problem
+    if _lock_waiting(lane) and lane.lock_wait:
+        return lane.lock_wait
+    return lane.state_reason
 
 
 def _provider_model(lane: LaneStatus) -> str:

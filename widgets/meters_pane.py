@@ -1,5 +1,7 @@
 """The Meters pane: the machine under the lanes (CPU, memory, load, disk, heavy slots), the lanes
-running against `max_parallel`, and the spend, with sparklines for CPU and spend over time.
+running against `max_parallel`, and the spend, with sparklines for CPU and spend over time; then the
+governor's caps per lane with what enforces each on this machine, and the heavy runs (`lanes-tui
+lock`) each lane took — the caps are why one hungry lane cannot take the machine, so they are shown.
 
 Machine figures arrive every tick. They are turned into `Readings` — rounded to what the eye can
 tell apart — and set on a reactive: when a tick reads the same as the last one the reactive sees an
@@ -42,6 +44,10 @@ class Readings:
     max_parallel: int = 0
     spend: str = ""
     tokens: str = ""
+    #: (cap, value, mechanism) per cap, as `governor_summary` gives them; the app computes them once.
+    caps: tuple[tuple[str, str, str], ...] = ()
+    #: (lane, heavy runs through `lanes-tui lock`) for lanes with at least one, most first.
+    locks: tuple[tuple[str, int], ...] = ()
 
     @classmethod
     def from_mapping(cls, m: Mapping[str, Any]) -> Readings:
@@ -55,6 +61,7 @@ class Readings:
             slots_used=int(m.get("slots_used") or 0), slots_total=int(m.get("slots_total") or 0),
             holders=holders, running=int(m.get("running") or 0), max_parallel=int(m.get("max_parallel") or 0),
             spend=fmt.cost(m.get("spend_usd")) or "$0.00", tokens=fmt.tokens(m.get("tokens")) or "0",
+            caps=_caps(m.get("caps")), locks=_locks(m.get("locks")),
         )
 
 
@@ -70,6 +77,15 @@ class MetersPane(Vertical):
     }
     MetersPane > #meters-text {
         height: auto;
+    }
+    MetersPane > #meters-caps {
+        display: none;
+        height: 1;
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    MetersPane > #meters-caps.-shown {
+        display: block;
     }
     MetersPane > .spark-row {
         height: 1;
@@ -95,6 +111,9 @@ class MetersPane(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Static(id="meters-text")
+        # One row, cut with an ellipsis in a narrow column: the caps must not push the Inbox out of
+        # sight. The full line and each mechanism in full are its tooltip.
+        yield Static(id="meters-caps")
         with Horizontal(classes="spark-row"):
             yield Label("cpu")
             yield Sparkline([], id="cpu-spark")
@@ -120,21 +139,27 @@ class MetersPane(Vertical):
         """Clamp percentages to 0-100 (a sampler's first tick can read above 100)."""
         return replace(readings, cpu=_clamp(readings.cpu), mem=_clamp(readings.mem))
 
-    def watch_readings(self, readings: Readings) -> None:
-        if self.is_mounted:
-            self.query_one("#meters-text", Static).update(_describe(readings))
+    def watch_readings(self, old: Readings, readings: Readings) -> None:
+        if not self.is_mounted:
+            return
+        self.query_one("#meters-text", Static).update(_describe(readings))
+        if readings.caps != old.caps:
+            caps = self.query_one("#meters-caps", Static)
+            caps.update(_caps_line(readings.caps) if readings.caps else "")
+            caps.set_class(bool(readings.caps), "-shown")
+            # Content, not str: a str tooltip is parsed as markup.
+            caps.tooltip = Content(_caps_tooltip(readings.caps)) if readings.caps else None
 
 
 def _describe(r: Readings) -> Content:
     """Three lines; figures that need the lead's eye are coloured from the theme."""
-    def val(text: str, tone: str = "") -> Content:
-        return Content.styled(text, f"${tone}" if tone else "bold")
-
+    val = _val
     cpu = "-" if r.cpu is None else f"{r.cpu}%"
     mem = "-" if r.mem is None else f"{r.mem}%"
     load = "-" if r.load1 is None else f"{r.load1:.2f}"
     full = r.slots_total > 0 and r.slots_used >= r.slots_total
     holders = ", ".join(f"{lane} (pid {pid})" for lane, pid in r.holders) or "free"
+    locks = ", ".join(f"{lane} {count}" for lane, count in r.locks)
     line1 = Content.assemble(
         "CPU ", val(cpu, "warning" if (r.cpu or 0) >= 90 else ""), "   mem ",
         val(mem, "warning" if (r.mem or 0) >= 90 else ""), "   load ", val(load),
@@ -142,13 +167,59 @@ def _describe(r: Readings) -> Content:
     )
     line2 = Content.assemble(
         "slots ", val(f"{r.slots_used}/{r.slots_total}", "warning" if full else ""), "   ",
-        Content(fmt.truncate(holders, 90)),
+        Content(fmt.truncate(holders, 90)), f"   locks: {fmt.truncate(locks, 60)}" if locks else "",
     )
     line3 = Content.assemble(
         "lanes ", val(f"{r.running}/{r.max_parallel}"), " running   spend ", val(r.spend),
         "   tokens ", val(r.tokens),
     )
     return Content("\n").join([line1, line2, line3])
+
+
+def _val(text: str, tone: str = "") -> Content:
+    """A figure: bold, or in a theme colour when it needs the lead's eye."""
+    return Content.styled(text, f"${tone}" if tone else "bold")
+
+
+#: How a cap is named on the compact line (the tooltip keeps the engine's names).
+_CAP_LABELS = {"memory": "mem"}
+
+
+def _caps_line(caps: tuple[tuple[str, str, str], ...]) -> Content:
+    """`caps/lane  cpu 100% (cgroup-v1)  mem 2.0 GiB (cgroup-v1)  pids 512 (cgroup-v1)  nice 10`.
+
+    Only the first word of a mechanism fits here (`cgroup-v1`, `sampler`); a memory cap that is off,
+    or a lane allowed to run uncapped, is what the lead must notice, so it is coloured.
+    """
+    parts: list[Content | str] = ["caps/lane"]
+    for cap, value, mechanism in caps:
+        loud = (cap == "memory" and value == "off") or cap == "uncapped"
+        short = mechanism.split(" ", 1)[0]
+        parts += ["  ", f"{_CAP_LABELS.get(cap, cap)} ", _val(value, "warning" if loud else "")]
+        if short and short != "off" and value != "off" and cap not in ("nice", "uncapped"):
+            parts.append(f" ({short})")
+    return Content.assemble(*parts)
+
+
+def _caps_tooltip(caps: tuple[tuple[str, str, str], ...]) -> str:
+    return "\n".join(["caps per lane, and what enforces each on this machine:",
+                      *(f"{cap} {value}: {mechanism or '?'}" for cap, value, mechanism in caps)])
+
+
+def _caps(value: Any) -> tuple[tuple[str, str, str], ...]:
+    """The "caps" list of dicts, kept only where it has a cap name (any other shape shows nothing)."""
+    if not isinstance(value, list | tuple):
+        return ()
+    return tuple((str(c["cap"]), str(c.get("value") or "?"), str(c.get("mechanism") or ""))
+                 for c in value if isinstance(c, Mapping) and c.get("cap"))
+
+
+def _locks(value: Any) -> tuple[tuple[str, int], ...]:
+    """The "locks" mapping lane → count, lanes with at least one run, most first."""
+    if not isinstance(value, Mapping):
+        return ()
+    counts = [(str(lane), n) for lane, n in value.items() if isinstance(n, int) and not isinstance(n, bool) and n >= 1]
+    return tuple(sorted(counts, key=lambda item: (-item[1], item[0])))
 
 
 def _round(value: Any) -> int | None:

@@ -1,9 +1,12 @@
-"""The Stalls pane: lanes going quiet before the watchdog fires, and lanes it stopped.
+"""The "Stalls & caps" pane: lanes going quiet before the watchdog fires, lanes it stopped, and
+lanes a governor cap stopped.
 
 A live lane (`running`/`launching`) whose idle time passed the warning threshold is listed as
 "quiet" so the lead can look before an hour is wasted; a `stalled` lane carries the watchdog's
-report (`status["stall"]`: idle seconds and the process tree it killed). A `waiting` lane is never
-listed: it waits for the lead, not the other way round.
+report (`status["stall"]`: idle seconds and the process tree it killed). A lane a cap stopped
+(`FAILED-RESOURCE`, `status.fired`) is a finding too — which cap, its value, the peak and what was
+killed — listed until the lead settles or relaunches it, so "it died" is never a mystery. A
+`waiting` lane is never listed: it waits for the lead, not the other way round.
 """
 
 from __future__ import annotations
@@ -20,15 +23,17 @@ if TYPE_CHECKING:  # widgets are given statuses; they never load the engine to g
     from lanes_tui.engine import LaneStatus
 
 WATCHED_STATES = frozenset({"running", "launching"})
+#: A fired cap stops being a finding to show once the lead has settled the lane.
+SETTLED_STATES = frozenset({"accepted", "abandoned"})
 
 
 class StallsPane(KeyedTable):
-    """Quiet and stalled lanes keyed by lane id, stopped ones first, then the longest idle."""
+    """Quiet, stalled and cap-stopped lanes keyed by lane id, stopped ones first, then the longest idle."""
 
     COLUMNS: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("lane", "lane"), ("status", "status"), ("idle", "idle"), ("procs", "processes"),
+        ("lane", "lane"), ("status", "status"), ("idle", "idle"), ("procs", "processes / cap"),
     )
-    TITLE: ClassVar[str] = "Stalls"
+    TITLE: ClassVar[str] = "Stalls & caps"
 
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
@@ -44,15 +49,17 @@ class StallsPane(KeyedTable):
         return len(self._cells)
 
     def sync(self, lanes: Sequence[LaneStatus], warn_after_s: float | None) -> None:
-        """Pick the quiet and stalled lanes out of all lane statuses.
+        """Pick the quiet, stalled and cap-stopped lanes out of all lane statuses.
 
-        `warn_after_s` None (or 0) lists only the stalled ones, e.g. when the watchdog is off.
+        `warn_after_s` None (or 0) lists only the stopped ones, e.g. when the watchdog is off.
         """
         found: list[tuple[bool, float, LaneStatus]] = []
         for lane in lanes:
             if lane.state == "stalled":
                 idle = (lane.stall or {}).get("idle_s", lane.idle_s)
                 found.append((True, float(idle or 0.0), lane))
+            elif _cap_fired(lane):
+                found.append((True, 0.0, lane))
             elif lane.state in WATCHED_STATES and warn_after_s and (lane.idle_s or 0.0) >= warn_after_s:
                 found.append((False, float(lane.idle_s or 0.0), lane))
         found.sort(key=lambda item: (not item[0], -item[1], item[2].id))
@@ -60,6 +67,10 @@ class StallsPane(KeyedTable):
         self._trees = {}
         for stopped, idle, lane in found:
             lane_id = lane.id
+            if lane.state != "stalled" and lane.fired:
+                self._trees[lane_id] = _fired_details(lane.fired)
+                rows.append((lane_id, _fired_row(lane_id, lane.fired)))
+                continue
             tree = _tree(lane)
             self._trees[lane_id] = "\n".join(_proc_line(p, full=True) for p in tree) or "no process tree recorded"
             rows.append((lane_id, self._row(lane_id, stopped, idle, lane, tree)))
@@ -85,10 +96,32 @@ class StallsPane(KeyedTable):
         self._set_tooltip()
 
     def _set_tooltip(self) -> None:
-        """The full process tree (with command lines) of the highlighted lane."""
+        """The full process tree (with command lines) of the highlighted lane, or its cap's finding."""
         tree = self._trees.get(self.selected_key or "")
         # Content, not str: a str tooltip is parsed as markup, and command lines contain brackets.
         self.tooltip = Content(tree) if tree else None
+
+
+def _cap_fired(lane: LaneStatus) -> bool:
+    """A cap stopped this lane and the lead has not settled or relaunched it yet."""
+    return bool(lane.fired) and lane.state not in SETTLED_STATES and not lane.superseded_by
+
+
+def _fired_row(lane_id: str, fired: Mapping[str, str]) -> tuple[Cell, ...]:
+    """`memory cap 256 MiB` · `peak 255 MiB · killed python3 (pid 123, 250 MiB)`."""
+    cap = fired.get("cap") or "?"
+    status = Cell(f"{cap} cap" + (f" {fired['value']}" if fired.get("value") else ""), "error", bold=True)
+    details = [f"peak {fired['peak']}" if fired.get("peak") else "",
+               f"killed {fired['killed']}" if fired.get("killed") else ""]
+    shown = " · ".join(d for d in details if d) or fired.get("reason") or "stopped by its cap"
+    return (Cell(lane_id), status, Cell(""), Cell(fmt.truncate(fmt.clean_text(shown), 80)))
+
+
+def _fired_details(fired: Mapping[str, str]) -> str:
+    """The tooltip: every part of the finding, one a line (a hand-edited record may hold controls)."""
+    names = (("cap", "cap"), ("value", "value"), ("peak", "peak"), ("mechanism", "enforced by"),
+             ("killed", "killed"), ("reason", "why"))
+    return "\n".join(f"{label}: {fmt.clean_text(fired[key])}" for key, label in names if fired.get(key))
 
 
 def _tree(lane: LaneStatus) -> list[Mapping[str, Any]]:

@@ -19,7 +19,7 @@ from lanes_tui.engine.decisions.accept import Accept, AcceptOutcome
 from lanes_tui.engine.decisions.accept_plan import AcceptPlan, plan_accept
 from lanes_tui.engine.decisions.check import check_lane
 from lanes_tui.engine.decisions.finish import FinishReport, finish
-from lanes_tui.engine.decisions.recover import Findings, inspect_lane, recheck, relaunch
+from lanes_tui.engine.decisions.recover import Findings, inspect_lane, recheck, relaunch, wake_parked
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.state.model import LaneRecord
 
@@ -75,6 +75,10 @@ class DecisionCommands:
             return await _offload(lambda: inspect_lane(self.repo, self.config, lane_id, stop_leftovers=False))
         finally:
             await self._after_command()
+
+    async def wake(self, lane_id: str) -> bool:
+        """Resume a parked lane now (True), or False when it is not parked."""
+        return await asyncio.to_thread(wake_parked, self.repo, lane_id)
 
     async def recheck(self, lane_id: str) -> dict[str, Any]:
         try:

@@ -22,6 +22,7 @@ from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.decisions.reconcile import reconcile_lane
 from lanes_tui.engine.git.lane_paths import git_witness, locate_lane
 from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, leftover_processes, stop_lane, supervisor_alive
+from lanes_tui.engine.lanes.parking import PARKED_PREFIX, RESUME_NOW
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore, lane_operation
@@ -123,6 +124,22 @@ async def _inspect(repo: Path, config: Config, lane_id: str, clock: Clock | None
         problems=_location_problems(repo, config, lane_id, record),
         fired=_fired(record),
     )
+
+
+def wake_parked(repo: Path, lane_id: str) -> bool:
+    """`recover` on a parked lane (quota parking, `supervisor.budget`): ask its supervisor to resume now.
+
+    False when the lane is not parked (then recover goes on as usual). The request is a file in the
+    lane's own state folder, derived from its id; the supervisor removes it when it wakes.
+    """
+    paths = StatePaths(repo)
+    record = LaneStore(paths).read(lane_id)
+    if record.state != "waiting" or not record.state_reason.startswith(PARKED_PREFIX):
+        return False
+    if not supervisor_alive(repo, lane_id):
+        return False
+    (paths.lane(lane_id).dir / RESUME_NOW).touch()
+    return True
 
 
 def _fired(record: LaneRecord) -> dict[str, str] | None:

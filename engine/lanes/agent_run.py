@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
+import os
+import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -219,9 +222,15 @@ class AgentRun:
                 # We are about to kill the agent: its channel must not read the dying screen as a
                 # vanished prompt; open questions are orphaned when the channel closes.
                 ticker.cancel()
+                deadlines = self.settings.deadlines
+                if finding is not None:
+                    # A cap, or the lead's "no" at a spend cap: no grace for more work. SIGTERM is sent
+                    # while the lane may still be paused, so it lands before the agent runs again.
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(handle.pgid, signal.SIGTERM)
+                    deadlines = dataclasses.replace(deadlines, steps=("sigterm", "sigkill"))
                 self._release_guards()
-                await handle.stop(self.settings.deadlines,
-                                  extra=[ProcKey(p.pid, p.create_time) for p in self._last_procs])
+                await handle.stop(deadlines, extra=[ProcKey(p.pid, p.create_time) for p in self._last_procs])
             await waiter
             if finding is None and stalled is None and timed_out is None and not self.stop_requested.is_set():
                 finding = self._after_exit(handle.proc.returncode)

@@ -11,7 +11,10 @@ suites at once. `lock` makes the agent's run take the same slots as the gates:
   on its own slot;
 * each slot has its own TMPDIR, emptied before CMD starts (and after it ends), so a suite never
   reads what another run left behind and temp files do not pile up;
-* the gates' load wait applies too: a free slot on a saturated machine still holds back a while.
+* the gates' load wait applies too: a free slot on a saturated machine still holds back a while;
+* inside a lane it appends `lock-wait` / `lock-acquired` / `lock-released` / `lock-gave-up` lines
+  to the lane's events (`state.lock_events`), never to `lane.json`, whose only writer is the
+  supervisor: the lead sees "waiting for a heavy slot, held by lane X since 12:03" and the runs.
 
 CMD is an argv list (never a shell). It stays in the caller's process group and session, so the
 stop signals of the agent's tool reach it directly; SIGINT / SIGTERM / SIGHUP sent to `lock` alone
@@ -30,7 +33,8 @@ import shlex
 import shutil
 import signal
 import subprocess
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -39,6 +43,7 @@ from lanes_tui.engine.config.settings import load_config
 from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.clock import RealClock
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.state.lock_events import LockJournal, lane_events_path
 from lanes_tui.engine.state.paths import StatePaths, heavy_slot_dir
 
 #: Set for CMD to the index of the slot it runs in: the re-entrancy marker.
@@ -136,21 +141,26 @@ def holders_line(folder: Path) -> str:
 
 
 async def take_slot(folder: Path, count: int, holder: dict[str, Any], *, wait_s: float | None,
-                    load: float, say: Say) -> slots.Slot | None:
+                    load: float, say: Say, journal: LockJournal | None = None) -> slots.Slot | None:
     """A slot (None if `wait_s` passed first), then the load wait with what is left of the budget.
 
-    Says once that it waits, and for whom: an agent whose suite seems to hang sees why.
+    Says once that it waits, and for whom: an agent whose suite seems to hang sees why, and so does
+    the lead (the `journal` puts the same wait into the lane's events).
     """
+    journal = journal or LockJournal(None)
     clock = RealClock()
     start = clock.monotonic()
     slot = slots.try_acquire(folder, count, holder)
     if slot is None:
-        say(f"waiting for a heavy slot, held by {holders_line(folder)}")
+        held = slots.holders(folder)
+        say(f"waiting for a heavy slot, held by {', '.join(slots.describe_holder(h) for h in held) or '?'}")
+        journal.wait_for_slot(held)
         slot = await slots.acquire(folder, count, holder, budget_s=wait_s, clock=clock)
         if slot is None:
             return None
-    if load > 0 and os.getloadavg()[0] > load:
-        say(f"waiting for the machine's load to drop ({os.getloadavg()[0]:.1f} > {load:g})")
+    if load > 0 and (now := os.getloadavg()[0]) > load:
+        say(f"waiting for the machine's load to drop ({now:.1f} > {load:g})")
+        journal.wait_for_load(now, load)
         left = DEFAULT_LOAD_WAIT_S if wait_s is None else max(0.0, wait_s - (clock.monotonic() - start))
         await slots.wait_for_load(load, left, clock)
     return slot
@@ -175,19 +185,49 @@ def run_locked(argv: list[str], *, environ: Mapping[str, str], cwd: Path, say: S
     folder = slot_dir or heavy_slot_dir()
     holder = {"lane": environ.get("LANES_LANE") or "lead", "kind": "lock",
               "command": shlex.join(argv)[:200], "cwd": str(cwd)}
-    slot = asyncio.run(take_slot(folder, count, holder, wait_s=wait_s, load=load_limit(environ), say=say))
+    limit = load_limit(environ)
+    journal = LockJournal(lane_events_path(environ))
+    start = time.monotonic()
+    try:
+        with _exit_on_stop_signals():
+            slot = asyncio.run(take_slot(folder, count, holder, wait_s=wait_s, load=limit, say=say, journal=journal))
+    except BaseException:  # stopped while waiting: the lane's wait must not stay open
+        journal.gave_up(time.monotonic() - start, "stopped while waiting")
+        raise
     if slot is None:
+        journal.gave_up(time.monotonic() - start, f"no slot within {wait_s:g}s")
         say(f"no heavy slot came free within {wait_s:g}s (held by {holders_line(folder)}) "
             "— try again later, or raise --wait")
         return EXIT_NO_SLOT
+    journal.acquired(slot.index, time.monotonic() - start)
+    began = time.monotonic()
+    code: int | None = None
     with slot:
         tmp = slot_tmpdir(folder, slot.index)
         empty_dir(tmp)
         env.update({HEAVY_SLOT_ENV: str(slot.index), "TMPDIR": str(tmp)})
         try:
-            return run_child(argv, env, cwd, say)
+            code = run_child(argv, env, cwd, say)
+            return code
         finally:
             empty_dir(tmp)
+            journal.released(slot.index, time.monotonic() - began, code)
+
+
+@contextlib.contextmanager
+def _exit_on_stop_signals() -> Iterator[None]:
+    """While `lock` waits, a stop signal ends it as SystemExit(128+N) instead of killing it outright,
+    so the wait is closed in the lane's events (SIGKILL still cannot be: `lock_events` then checks
+    that the waiting pid lives)."""
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, stop) for sig in FORWARDED}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def run_child(argv: list[str], env: Mapping[str, str], cwd: Path, say: Say) -> int:

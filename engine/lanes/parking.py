@@ -41,6 +41,8 @@ STOPPED = "stopped"
 RESUMED = "resumed by the lead"
 #: The file (in the lane's state folder) whose appearance resumes a parked lane early.
 RESUME_NOW = "resume-now"
+#: How a parked lane's state reason starts (`format_parked`); `recover` looks for it.
+PARKED_PREFIX = "parked until"
 #: A stated reset further away than this is not believed (a misread, not a quota window).
 MAX_AHEAD = timedelta(days=32)
 #: Only the start of a very long line is read (a JSON error blob can be large; the regexes stay fast).
@@ -197,9 +199,9 @@ def format_parked(until: datetime, now: datetime | None = None) -> str:
     """The lane's state reason while parked: `parked until 15:04`, with the date when `now` is given
     and the reset is on another day (`parked until Oct 02 15:04`)."""
     if now is None:
-        return f"parked until {until.strftime('%H:%M')}"
+        return f"{PARKED_PREFIX} {until.strftime('%H:%M')}"
     shown = _like(until, now)
-    return f"parked until {shown.strftime('%H:%M' if shown.date() == now.date() else '%b %d %H:%M')}"
+    return f"{PARKED_PREFIX} {shown.strftime('%H:%M' if shown.date() == now.date() else '%b %d %H:%M')}"
 
 
 async def park_until(until_ts: float, *, stop: asyncio.Event, resume_now: Path, clock: Clock,

@@ -304,6 +304,8 @@ class Engine(DecisionCommands):
                     stalled = event.get("type") == "state" and event.get("state") == "stalled"
                     if stalled and event.get("stall"):
                         out.append(StallDetected(lane_id, event["stall"]))
+                    if str(event.get("type", "")).startswith("lock-"):
+                        watched.record_sig = (-1, -1)  # `lock` never writes lane.json: re-read the status
         sig = _sig(lane.record)
         if sig != watched.record_sig:
             watched.record_sig = sig

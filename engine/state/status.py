@@ -15,14 +15,18 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from lanes_tui.engine.core.atomic import read_json
+from lanes_tui.engine.state.lock_events import read_lock_view
 from lanes_tui.engine.state.meters import lane_figures
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.store import LaneStore
 
-__all__ = ["SAMPLE_FIELDS", "LaneStatus", "clean_sample", "corrupt_status", "lane_status"]
+__all__ = ["FIRED_KEYS", "SAMPLE_FIELDS", "LaneStatus", "clean_sample", "corrupt_status", "fired_finding",
+           "lane_status"]
 
 #: The fields a watchdog sample refreshes between two records.
 SAMPLE_FIELDS = ("idle_s", "cpu_percent", "rss_bytes", "procs")
+#: The keys of a fired cap's finding (`LaneRecord.governor["fired"]`) a status keeps.
+FIRED_KEYS = ("cap", "value", "peak", "mechanism", "killed", "reason")
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,14 @@ class LaneStatus:
     #: None for a healthy lane. A field, not a state: the states are a contract scripts match on, and
     #: a corrupt record's lane is shown as `lost` (what lanes-tui knows of it) with this as the why.
     problem: str | None = None
+    #: "waiting for a heavy slot, held by lane X since 12:03 (pytest)" while a `lanes-tui lock` of this
+    #: live lane waits (from its events: `lock` never writes lane.json); None otherwise.
+    lock_wait: str | None = None
+    #: How many heavy runs the lane's agent took through `lanes-tui lock` (within the events' tail).
+    locks: int = 0
+    #: The cap that stopped the lane (`FAILED-RESOURCE`): cap, value, peak, mechanism, killed, reason —
+    #: strings only, from `lane.json`'s `governor.fired`; None when no cap fired.
+    fired: Mapping[str, str] | None = None
     #: The live process tree from the newest sample (dashboard only; not part of `status --json`).
     tree: tuple[Mapping[str, Any], ...] | None = field(default=None, compare=False)
 
@@ -136,6 +148,7 @@ def lane_status(store: LaneStore, record: LaneRecord) -> LaneStatus:
     sample = clean_sample(store.last_sample(record.id) or {})
     meters = _read_meters(store, record.id)
     live = record.state in LIVE_STATES
+    locks = read_lock_view(store.lane_paths(record.id).events)
     return LaneStatus(
         id=record.id,
         task=record.slug,
@@ -164,7 +177,20 @@ def lane_status(store: LaneStore, record: LaneRecord) -> LaneStatus:
         session_id=record.session_id,
         stall=record.stall,
         superseded_by=record.superseded_by,
+        lock_wait=locks.wait if live else None,
+        locks=locks.locks,
+        fired=fired_finding(record.governor),
     )
+
+
+def fired_finding(governor: Any) -> dict[str, str] | None:
+    """`governor["fired"]` with only the string values of `FIRED_KEYS`: lane.json may be edited by
+    hand, and a pane formats whatever it is given. None when nothing usable is there."""
+    fired = governor.get("fired") if isinstance(governor, Mapping) else None
+    if not isinstance(fired, Mapping):
+        return None
+    kept = {key: fired[key] for key in FIRED_KEYS if isinstance(fired.get(key), str)}
+    return kept if kept.get("cap") else None
 
 
 def corrupt_status(store: LaneStore, lane_id: str, problem: Exception) -> LaneStatus:

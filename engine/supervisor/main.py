@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +33,15 @@ from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
 from lanes_tui.engine.lanes.classify import PatternScanner
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
+from lanes_tui.engine.lanes.guard import RunGuard
 from lanes_tui.engine.lanes.preamble import agent_prompt, read_rules
+from lanes_tui.engine.lanes.spend import SpendGuard, meter_spend
 from lanes_tui.engine.procs.process import ProcessRequest, process_create_time, set_child_subreaper
 from lanes_tui.engine.state.meters import METERS_FILE, RunMeter
 from lanes_tui.engine.state.model import ProviderAttempt
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
-from lanes_tui.engine.supervisor import containment
+from lanes_tui.engine.supervisor import budget, containment
 from lanes_tui.engine.supervisor.containment import Hold
 
 log = logging.getLogger("lanes_tui.supervisor")
@@ -66,6 +69,9 @@ class Supervisor:
         self.current: AgentRun | None = None
         #: The lane's cgroup and caps while its agents run (`supervisor.containment`).
         self.hold: Hold | None = None
+        #: The spend cap's guard (`supervisor.budget`), made at the first run; raised caps carry over.
+        self.spend: SpendGuard | None = None
+        self.meter: RunMeter | None = None
         #: The lane's worktree as derived from its id and root and listed by git (set by `run`).
         self.worktree = Path(self.record.worktree)
         #: What the agent receives: the record's prompt in the preamble, with the rules (set by `run`).
@@ -132,8 +138,27 @@ class Supervisor:
             write_packet(lane, build_packet(record, [], clock=self.clock, previous=read_packet(lane)))
 
     async def _run_chain(self, holder: dict[str, Any]) -> RunOutcome | None:
+        """The chain, and again after each parking while the provider's quota resets (`budget`)."""
+        outcome = await self._run_providers(holder, first=0)
+        for _ in range(budget.MAX_PARKS):
+            if outcome is None or self.stop_requested.is_set() or not budget.quota_out(outcome):
+                break
+            until = budget.reset_time(outcome, self.lane.output, datetime.now().astimezone())
+            if until is None:
+                break
+            reason = outcome.classification.reason
+            if not await budget.park(self.store, self.record, until, stop=self.stop_requested,
+                                     lane_dir=self.lane.dir, clock=self.clock, reason=reason):
+                break
+            self.prompt = agent_prompt(self.record.prompt + budget.parked_block(reason, until),
+                                       None if self.record.raw else read_rules(self.repo), self.record.raw)
+            outcome = await self._run_providers(holder, first=len(self.record.providers_tried))
+        return outcome
+
+    async def _run_providers(self, holder: dict[str, Any], *, first: int) -> RunOutcome | None:
+        """Each provider of the chain not yet tried since attempt `first`, until one does not run out."""
         record = self.record
-        tried = {a.provider for a in record.providers_tried}
+        tried = {a.provider for a in record.providers_tried[first:]}
         outcome: RunOutcome | None = None
         for name in [p for p in record.chain if p not in tried]:
             provider = self.config.provider(name)
@@ -143,8 +168,8 @@ class Supervisor:
                 return outcome
             with slot:
                 outcome = await self._run_provider(provider)
-            if outcome.classification.result != "OUT-OF-BUDGET" or self.stop_requested.is_set():
-                break
+            if not budget.quota_out(outcome) or self.stop_requested.is_set():
+                break  # done, failed, or the lead said stop at a spend cap: no fallback
             self.store.event(record.id, "fallback", provider=name, reason=outcome.classification.reason)
         return outcome
 
@@ -175,6 +200,12 @@ class Supervisor:
                                allow=provider.env)
         inbox = _inbox(self.paths)
         channel = self._channel(provider, attempt, inbox)
+        guards: list[RunGuard] = [self.hold.governor] if self.hold else []
+        if self.spend is None and self.hold is not None:
+            self.spend = budget.spend_guard(self.store, record, self.hold.governor.caps, self.hold.cgroup, inbox,
+                                            lambda: meter_spend(self.meter)() if self.meter else (0, None))
+        if self.spend is not None:
+            guards.append(self.spend)
         request = ProcessRequest(channel.render_argv(self.prompt, worktree), worktree, env,
                                  stdin_pipe=channel.stdin_pipe, name=f"{record.id}:{provider.name}",
                                  preexec=self.hold.governor.preexec() if self.hold else None)
@@ -191,7 +222,7 @@ class Supervisor:
                 files_changed=watcher.changed_since_last if watcher else (lambda: False),
                 is_waiting=(lambda: inbox.lane_is_waiting(record.id)) if inbox else (lambda: False),
                 on_waiting=self._on_waiting, on_stall=self._on_stall, on_started=self._on_started,
-                channel=channel, guards=[self.hold.governor] if self.hold else [],
+                channel=channel, guards=guards,
             )
             if self.hold is not None:
                 self.hold.governor.begin_run()
@@ -225,6 +256,7 @@ class Supervisor:
     def _channel(self, provider: ProviderConfig, attempt: ProviderAttempt, inbox: Any) -> Channel:
         """The provider's channel, wired to this lane's inbox, meters and session record."""
         meter = RunMeter(self.lane.dir / METERS_FILE, self.clock, provider=provider.name, model=provider.model)
+        self.meter = meter  # the spend guard reads the lane's totals from the current run's meter
         context = ChannelContext(lane=self.record.id, attempt=self.record.attempt, provider=provider,
                                  inbox=inbox, meters=meter, clock=self.clock,
                                  on_session=lambda session_id: self._on_session(attempt, session_id))

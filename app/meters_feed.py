@@ -1,0 +1,58 @@
+"""What the Meters pane gets each tick beyond the engine's machine figures: the caps and the lock counts.
+
+The pane is given data and fetches nothing. The governor's caps (`governor_summary`: each cap, its
+value and the mechanism that enforces it here) read the machine's cgroup mounts, which do not change
+from one tick to the next: they are computed once per config object — at start, and again only when
+the engine holds a reloaded config — in a worker thread. The lock counts come from the lane statuses
+the screen already holds (`LaneStatus.locks`), so they cost nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from lanes_tui.engine import Config, LaneStatus, governor_summary
+
+log = logging.getLogger(__name__)
+
+Summary = Callable[[Config], list[dict[str, str]]]
+
+
+class GovernorCaps:
+    """The caps list for the Meters pane, computed once per config object.
+
+    `summary` is the engine's `governor_summary` unless a test gives another (looked up at each
+    computation, so a test may also replace the module's name).
+    """
+
+    def __init__(self, summary: Summary | None = None) -> None:
+        self._summary = summary
+        self._config: Config | None = None
+        self._caps: list[dict[str, str]] = []
+
+    async def for_config(self, config: Config) -> list[dict[str, str]]:
+        """The caps of `config`; the same list again until the engine holds another config object."""
+        if config is self._config:
+            return self._caps
+        self._config = config
+        summary = self._summary or governor_summary
+        try:
+            self._caps = await asyncio.to_thread(summary, config)
+        except Exception as exc:  # a view: no error reading the cgroups may end the dashboard's worker
+            log.warning("the governor's caps could not be read: %s", exc)
+            self._caps = []
+        return self._caps
+
+
+def lock_counts(lanes: Iterable[LaneStatus]) -> dict[str, int]:
+    """Lane id → heavy runs through `lanes-tui lock`, for lanes with at least one."""
+    return {lane.id: lane.locks for lane in lanes if lane.locks >= 1}
+
+
+def meters_mapping(machine: Mapping[str, Any], caps: list[dict[str, str]],
+                   lanes: Iterable[LaneStatus]) -> dict[str, Any]:
+    """The engine's machine figures with `caps` and `locks` added (`MetersPane.update_machine`'s keys)."""
+    return {**machine, "caps": caps, "locks": lock_counts(lanes)}
