@@ -7,6 +7,8 @@ Once the lanes show every interesting state (ready, waiting on a question, stall
 saves into `screenshots/`:
 
 - `demo.svg`   the dashboard in that state,
+- `meters.svg` the Meters pane maximized: the machine, the heavy slots, the caps per lane and what
+  enforces each,
 - `accept.svg` the accept modal of the ready lane (`a`),
 - `help.svg`   the help screen (`?`).
 
@@ -51,7 +53,7 @@ def shorten_idle_timeout(demo: Demo, seconds: int) -> None:
 async def shoot(demo: Demo, out: Path, *, timeout_s: float = 120.0) -> list[Path]:
     from lanes_tui.app.dashboard import LanesApp
     from lanes_tui.app.screen import DashboardScreen
-    from lanes_tui.widgets import ConfirmModal, HelpScreen, LanesTable
+    from lanes_tui.widgets import ConfirmModal, HelpScreen, LanesTable, MetersPane
 
     app = LanesApp(demo.repo, demo=True)
     saved = []
@@ -64,6 +66,13 @@ async def shoot(demo: Demo, out: Path, *, timeout_s: float = 120.0) -> list[Path
         await _until(lambda: screen.selected_lane == "ready-a1", 10)
         await pilot.pause(1.0)
         saved.append(Path(app.save_screenshot("demo.svg", str(out))))
+
+        meters = screen.query_one(MetersPane)  # maximized, so every cap and its mechanism is in full
+        screen.maximize(meters, container=False)
+        await pilot.pause(0.5)
+        saved.append(Path(app.save_screenshot("meters.svg", str(out))))
+        screen.minimize()
+        await pilot.pause(0.3)
 
         await pilot.press("a")
         modal = await _until(lambda: app.screen if isinstance(app.screen, ConfirmModal) else None, 30)

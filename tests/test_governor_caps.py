@@ -183,3 +183,50 @@ def test_doctor_says_which_mechanism_enforces_each_cap(repo: Path, monkeypatch: 
     assert any(line.startswith("cap memory") and "sampler" in line for line in off.splitlines())
     _caps_config(repo, "memory = 0")
     assert "PROBLEM: caps: the lane would run without a memory cap" in cli(repo, "doctor").stdout
+
+
+def test_cap_files_in_both_cgroup_versions(tmp_path: Path) -> None:
+    """The file formats of each version (the v2 controllers are not offered on every machine this runs
+    on: the kernel paths above are skipped there, so the formats are held here on plain files)."""
+    from lanes_tui.engine.procs.caps_cgroup import CapCgroup
+
+    v2, v1 = tmp_path / "v2", tmp_path / "v1"
+    v2.mkdir()
+    v1.mkdir()
+    (v1 / "memory.memsw.limit_in_bytes").write_text("max")
+    CapCgroup("cpu", 2, v2).apply(150)
+    CapCgroup("memory", 2, v2).apply(256 << 20)
+    CapCgroup("pids", 2, v2).apply(64)
+    assert (v2 / "cpu.max").read_text() == "150000 100000"
+    assert (v2 / "memory.max").read_text() == str(256 << 20) and (v2 / "memory.swap.max").read_text() == "0"
+    assert (v2 / "pids.max").read_text() == "64"
+    CapCgroup("cpu", 1, v1).apply(50)
+    CapCgroup("memory", 1, v1).apply(256 << 20)
+    assert (v1 / "cpu.cfs_quota_us").read_text() == "50000" and (v1 / "cpu.cfs_period_us").read_text() == "100000"
+    assert (v1 / "memory.memsw.limit_in_bytes").read_text() == str(256 << 20)  # no escape into swap
+    (v2 / "memory.events").write_text("low 0\nhigh 0\nmax 7\noom 2\noom_kill 2\n")
+    (v2 / "pids.events").write_text("max 5\n")
+    (v2 / "memory.peak").write_text("268435456\n")
+    (v1 / "memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 1\n")
+    (v1 / "memory.max_usage_in_bytes").write_text("1000\n")
+    assert CapCgroup("memory", 2, v2).fired() == 2 and CapCgroup("pids", 2, v2).fired() == 5
+    assert CapCgroup("memory", 2, v2).peak() == 268435456
+    assert CapCgroup("memory", 1, v1).fired() == 1 and CapCgroup("memory", 1, v1).peak() == 1000
+    assert CapCgroup("cpu", 2, v2).fired() == 0
+
+
+def test_v2_controllers_are_enabled_from_the_lanes_cgroup_down(tmp_path: Path) -> None:
+    from lanes_tui.engine.procs.caps_cgroup import _enable_v2
+
+    own = tmp_path / "own"
+    lane = own / "lanes-tui" / "repo-1234" / "lane-a1"
+    lane.mkdir(parents=True)
+    (own / "cgroup.controllers").write_text("cpu memory pids\n")
+    for level in (own, own / "lanes-tui", own / "lanes-tui" / "repo-1234"):
+        (level / "cgroup.subtree_control").write_text("")
+    (lane / "memory.max").write_text("max")  # the kernel adds it once the parent enables memory
+    assert _enable_v2("memory", lane)
+    for level in (own, own / "lanes-tui", own / "lanes-tui" / "repo-1234"):
+        assert (level / "cgroup.subtree_control").read_text() == "+memory"
+    (own / "cgroup.controllers").write_text("cpu pids\n")
+    assert not _enable_v2("memory", lane)  # not offered: the v1 hierarchy or the fallback takes it

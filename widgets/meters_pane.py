@@ -68,6 +68,9 @@ class Readings:
 class MetersPane(Vertical):
     """`update_machine(m)` each tick; keys as in `Readings.from_mapping` (all optional)."""
 
+    #: It can fill the screen (`Screen.maximize`), where the caps line shows every mechanism in full.
+    ALLOW_MAXIMIZE = True
+
     DEFAULT_CSS = """
     MetersPane {
         height: auto;
