@@ -171,13 +171,23 @@ def test_killed_supervisor_makes_the_lane_lost(repo: Path) -> None:
     os.killpg(agent_pid, signal.SIGKILL)
 
 
+def _answer_open_question(repo: Path, lane: str, value: str = "yes") -> None:
+    """The lane holds its slot on an open question, so no race with the clock decides the test."""
+    def open_qid() -> str | None:
+        rows = json.loads(cli(repo, "inbox", "--json", check=True).stdout)
+        return next((q["id"] for q in rows if q.get("lane") == lane and q.get("state") in ("open", "delivered")), None)
+
+    cli(repo, "answer", wait_for(open_qid), value, check=True)
+
+
 def test_max_parallel_queues_extra_lanes(repo: Path) -> None:
     write_config(repo, max_parallel=1)
-    first = run_lane(repo, "say first\nsleep 2\n", lane_id="first")
-    wait_state(repo, first, "running")
+    first = run_lane(repo, "say first\nask hold the slot? --yes-no\n", lane_id="first")
+    wait_state(repo, first, "waiting")
     second = run_lane(repo, "say second\n", lane_id="second")
     wait_for(lambda: status(repo, second)["state_reason"].startswith("waiting for one of max_parallel"))
     assert status(repo, second)["state"] == "queued"
+    _answer_open_question(repo, first)
     wait_state(repo, first)
     wait_state(repo, second)
     events = [json.loads(x) for x in (repo / ".lanes/state/lanes/second-a1/events.jsonl").read_text().splitlines()]
@@ -186,10 +196,11 @@ def test_max_parallel_queues_extra_lanes(repo: Path) -> None:
 
 def test_provider_max_queues_extra_lanes(repo: Path) -> None:
     write_config(repo, sim_max=1)
-    first = run_lane(repo, "sleep 2\n", lane_id="p1")
-    wait_state(repo, first, "running")
+    first = run_lane(repo, "ask hold the slot? --yes-no\n", lane_id="p1")
+    wait_state(repo, first, "waiting")
     second = run_lane(repo, "say second\n", lane_id="p2")
     wait_for(lambda: "sim slot" in status(repo, second)["state_reason"])
+    _answer_open_question(repo, first)
     wait_state(repo, second)
     assert status(repo, first)["state"] == "ready"
 
