@@ -26,6 +26,7 @@ COMMAND_MODULES: dict[str, str] = {
     "finish": "cli_decisions",
     "ask": "cli_inbox", "answer": "cli_inbox", "inbox": "cli_inbox",
     "lock": "cli_lock",
+    "plan": "cli_plan",
 }
 #: Global options that take a value: their value is not the command word.
 _VALUE_OPTIONS = ("--repo", "--demo-dir")

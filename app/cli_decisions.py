@@ -9,14 +9,17 @@ import sys
 from lanes_tui.app.cli_lanes import repo_of
 from lanes_tui.engine import (
     Accept,
+    LanesError,
     abandon_lane,
     check_lane,
     finish,
     inspect_lane,
     load_config,
     plan_accept,
+    plan_queue,
     recheck,
     relaunch,
+    run_queue,
     wake_parked,
 )
 
@@ -27,7 +30,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("accept", help="the guarded accept: gates, digest, commit, rebase if needed, fast-forward")
-    p.add_argument("lane_id")
+    p.add_argument("lane_id", nargs="?", help="the lane to accept (or --queue)")
+    p.add_argument("--queue", action="store_true",
+                   help="accept every ready lane, in an order that avoids the conflict radar's conflicts; "
+                        "stops at the first refusal")
     p.add_argument("--message", "-m", help="the commit message (default: from the task)")
     p.add_argument("--override", metavar="REASON", help="accept a lane that is not ready; the reason is recorded")
     p.add_argument("--dry-run", action="store_true", help="print what would happen and change nothing")
@@ -61,6 +67,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
+    if args.queue:
+        return cmd_accept_queue(args)
+    if not args.lane_id:
+        raise LanesError("accept needs a lane id", "name the lane (`lanes-tui status` lists them), or use --queue")
     repo = repo_of(args)
     config = load_config(repo)
     if args.dry_run:
@@ -75,6 +85,21 @@ def cmd_accept(args: argparse.Namespace) -> int:
         return 1
     print(outcome.message)
     return 0
+
+
+def cmd_accept_queue(args: argparse.Namespace) -> int:
+    """`accept --queue [--dry-run]`: one line per lane, the order and why, or what became of each lane."""
+    if args.lane_id or args.override or args.message:
+        raise LanesError("accept --queue takes no lane id, --override or --message",
+                         "accept that lane on its own, or run the queue without them")
+    repo = repo_of(args)
+    config = load_config(repo)
+    plan = plan_queue(repo, config)
+    if args.dry_run or not plan.entries:
+        print("\n".join(plan.describe()))
+        return 0
+    report = asyncio.run(run_queue(repo, config, plan=plan, on_step=lambda step: print(step.line(), flush=True)))
+    return 0 if report.ok else 1
 
 
 def cmd_abandon(args: argparse.Namespace) -> int:

@@ -41,6 +41,7 @@ from lanes_tui.engine import (
     read_lane,
     read_text_file,
     reconcile,
+    scope_problem,
     stuck_accepts,
     write_default_config,
 )
@@ -64,6 +65,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help="allow a prompt that asks to stress, load-test or benchmark the machine")
     p.add_argument("--raw", action="store_true",
                    help="send the prompt alone, without the preamble and .lanes/rules.md (docs/lanes.md)")
+    p.add_argument("--scope", action="append", default=[], metavar="PATH",
+                   help="a file (or a folder ending in /) this lane owns; repeat it. Accept refuses changes "
+                        "outside the scope, and plans do not start a ticket whose files a lane owns")
     caps = p.add_argument_group("caps for this lane (over [lanes] of the config; docs/governor.md)")
     caps.add_argument("--cpu", metavar="PERCENT", help="CPU cap in percent of one core, e.g. 150%% (0 or off: none)")
     caps.add_argument("--memory", metavar="SIZE", help="memory cap, e.g. 4G or 512M (0 or off: none)")
@@ -123,10 +127,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     record = launch_lane(repo, config, LaunchRequest(prompt=prompt, task_type=args.task_type,
                                                      lane=args.lane, slug=args.slug,
                                                      allow_load=args.allow_load, raw=args.raw,
-                                                     caps=_run_caps(args)))
+                                                     caps=_run_caps(args), scope=_run_scope(args.scope)))
     print(f"started lane {record.id} in {record.worktree} (chain: {' → '.join(record.chain)})")
     print(record.id)
     return 0
+
+
+def _run_scope(entries: list[str]) -> tuple[str, ...]:
+    """`--scope` paths, each checked as a plan ticket's scope is (relative, inside, no globs)."""
+    for entry in entries:
+        problem = scope_problem(entry)
+        if problem is not None:
+            raise LanesError(f"--scope: {problem[0]}", problem[1])
+    return tuple(entries)
 
 
 def _run_caps(args: argparse.Namespace) -> dict[str, Any]:

@@ -14,7 +14,16 @@ from textual.screen import Screen
 
 from lanes_tui.app.keys import help_rows
 from lanes_tui.engine import TASK_TYPES, LanesError, LaneStatus, LaunchRequest
-from lanes_tui.widgets import ConfirmModal, HelpScreen, InboxPane, RecoverModal, StartLaneModal, TextAnswerModal
+from lanes_tui.widgets import (
+    AcceptModal,
+    ConfirmModal,
+    HelpScreen,
+    InboxPane,
+    RecoverModal,
+    StartLaneModal,
+    TextAnswerModal,
+)
+from lanes_tui.widgets.conflicts_modal import ConflictsModal
 
 if TYPE_CHECKING:
     from lanes_tui.app.host import DashboardHost
@@ -78,10 +87,13 @@ class DecisionFlows(Screen[None]):
         plan = await self._guard(lambda: engine.plan_accept(lane))
         if plan is None:
             return
-        if not plan.ok:  # an accept the engine would refuse: say why, open nothing
+        if not plan.ok and not plan.outside_scope:  # an accept the engine would refuse: say why, open nothing
             self.app.notify(f"accept {lane}: {plan.refusals[0]}", title="Refused", severity="error", timeout=10)
             return
-        if not await self.app.push_screen_wait(ConfirmModal(f"Accept {lane}?", plan.describe())):
+        # Files outside the lane's scope open the modal anyway (refused): the lead sees which ones.
+        modal = AcceptModal(f"Accept {lane}?", plan.describe(scope=False), scope=plan.scope,
+                            outside=plan.outside_scope)
+        if not await self.app.push_screen_wait(modal):
             return
         outcome = await self._guard(lambda: engine.accept(lane))
         if outcome is not None:
@@ -198,6 +210,29 @@ class DecisionFlows(Screen[None]):
             ok = packet.get("gates_status") in ("passed", "none")
             self.app.notify(f"{lane}: gates {packet.get('gates_status')}", title="Gates",
                             severity="information" if ok else "error")
+
+    def action_conflicts(self) -> None:
+        """The conflict radar's pairs, from the statuses the engine filled (`LaneStatus.conflicts`)."""
+        self.app.push_screen(ConflictsModal(sorted(self.lanes.values(), key=lambda s: (s.created, s.id))))
+
+    @work(group="decision", exclusive=True)
+    async def action_accept_queue(self) -> None:
+        """Every ready lane in the radar's order: the order first, y accepts them one by one."""
+        engine = self.lanes_app.engine
+        plan = await self._guard(lambda: engine.plan_queue())
+        if plan is None:
+            return
+        if not plan.entries:
+            self.app.notify("no ready lanes: nothing to accept", severity="warning")
+            return
+        title = f"Accept {len(plan.entries)} ready lane{'s' if len(plan.entries) != 1 else ''} in this order?"
+        lines = [*plan.describe(), "each with the guarded accept; the queue stops at the first refusal"]
+        if not await self.app.push_screen_wait(ConfirmModal(title, lines)):
+            return
+        report = await self._guard(lambda: engine.accept_queue(plan))
+        if report is not None:
+            self.app.notify("\n".join(report.lines()), title="Accept queue", timeout=12,
+                            severity="information" if report.ok else "error")
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(help_rows(dict(self.lanes_app.engine.config.keys))))

@@ -24,6 +24,12 @@ class Key:
 
 KEYS: tuple[Key, ...] = (
     Key("accept", "a", "accept", "Accept", "accept the selected lane: gates, digest, commit, fast-forward, cleanup"),
+    # Not in the footer, which is full: the Lanes pane's border and `?` name them.
+    Key("accept_queue", "m", "accept_queue", "Queue",
+        "accept every ready lane in the conflict radar's order (the order first, then y); stops at the first refusal",
+        show=False),
+    Key("conflicts", "c", "conflicts", "Conflicts",
+        "the conflict radar: lanes whose trial merges conflict, and lanes that changed the same files", show=False),
     Key("abandon", "x", "abandon", "Abandon", "abandon the selected lane: stop it, remove its worktree and branch"),
     Key("recover", "r", "recover", "Recover", "recover a lost, stalled, rejected or failed lane (recheck / relaunch)"),
     Key("answer_yes", "y", "answer('yes')", "Yes", "answer the selected question yes (allow)"),
@@ -34,6 +40,9 @@ KEYS: tuple[Key, ...] = (
     Key("kill", "k", "kill", "Kill", "stop the selected lane's agent and its whole process tree"),
     Key("gates", "g", "gates", "Gates", "run the selected lane's gates again and rewrite its packet"),
     Key("diff", "d", "diff", "Diff", "show the selected lane's diff against its base"),
+    Key("advance_plans", "P", "advance_plans", "Plan",
+        "launch the open plans' tickets that can start now (blockers accepted, files free); the Plan tab lists them",
+        show=False),  # the footer is full: the Plan pane's border and `?` name it
     Key("output", "o", "output", "Output", "show the selected lane's output", show=False),
     Key("next_pane", "tab", "app.focus_next", "Next pane", "move to the next pane", show=False),
     Key("help", "question_mark", "help", "Help", "this help"),
@@ -44,7 +53,7 @@ KEYS: tuple[Key, ...] = (
 #: Every binding id a lead may remap: the dashboard's and the dialogs'.
 KNOWN_KEY_IDS = frozenset({k.id for k in KEYS} | {
     "confirm.yes", "confirm.no", "confirm.cancel", "recover.recheck", "recover.relaunch", "recover.cancel",
-    "answer.cancel", "start.submit", "start.cancel", "help.close",
+    "answer.cancel", "start.submit", "start.cancel", "help.close", "conflicts.close",
 })
 
 

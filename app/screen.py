@@ -31,6 +31,7 @@ from lanes_tui.app.messages import (
     StallRaised,
 )
 from lanes_tui.app.meters_feed import GovernorCaps, meters_mapping
+from lanes_tui.app.plan_feed import advance_plans, describe_advance, plan_statuses
 from lanes_tui.engine import LaneStatus
 from lanes_tui.widgets import (
     AttentionBar,
@@ -39,6 +40,7 @@ from lanes_tui.widgets import (
     LanesTable,
     MetersPane,
     OutputPane,
+    PlanPane,
     StallsPane,
     WorktreesPane,
 )
@@ -59,6 +61,10 @@ class DashboardScreen(DecisionFlows, Screen[None]):
         self._known_stalls: set[str] = set()
         self._poll_timers: dict[str, Timer] = {}
         self._caps = GovernorCaps()
+        self.plans_every_s = 3.0
+        """How often the Plan pane (and the takeover count) is refreshed."""
+        self.takeover = 0
+        """Plan tickets in `takeover`, for the attention bar."""
 
     @property
     def lanes_app(self) -> DashboardHost:
@@ -78,6 +84,8 @@ class DashboardScreen(DecisionFlows, Screen[None]):
                     yield DiffPane(id="diff")
                 with TabPane("Worktrees", id="tab-worktrees"):
                     yield WorktreesPane(id="worktrees")
+                with TabPane("Plan", id="tab-plan"):
+                    yield PlanPane(id="plan")
             with Vertical(id="side"):
                 yield InboxPane(id="inbox")
                 yield StallsPane(id="stalls")
@@ -86,6 +94,9 @@ class DashboardScreen(DecisionFlows, Screen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#lanes").border_title = "Lanes"
+        remap = self.lanes_app.engine.config.keys  # the lead's `[keys]`: the border names the keys in use
+        self.query_one("#lanes").border_subtitle = (f"{remap.get('conflicts', 'c')} conflicts · "
+                                                    f"{remap.get('accept_queue', 'm')} accept queue")
         self.query_one("#inbox").border_title = "Inbox"
         self.query_one("#stalls").border_title = "Stalls & caps"
         self.query_one("#meters").border_title = "Meters"
@@ -96,6 +107,7 @@ class DashboardScreen(DecisionFlows, Screen[None]):
         self.query_one(LanesTable).focus()
         self._poll_machine()
         self._poll_worktrees()
+        self._poll_plans()
 
     # engine messages ---------------------------------------------------------------------------
     @on(LanesChanged)
@@ -170,8 +182,8 @@ class DashboardScreen(DecisionFlows, Screen[None]):
         # A lane a cap stopped needs the lead as much as a stalled one: both are in Stalls & caps.
         stalls = sum(1 for s in self.lanes.values() if s.state == "stalled" or (s.fired and s.state == "exited"))
         ready = sum(1 for s in self.lanes.values() if s.state == "ready")
-        self.query_one(AttentionBar).set_counts(open_q, stalls, ready)
-        self.app.title = f"lanes-tui  ?{open_q} !{stalls} ✓{ready}"
+        self.query_one(AttentionBar).set_counts(open_q, stalls, ready, self.takeover)
+        self.app.title = f"lanes-tui  ?{open_q} !{stalls} ✓{ready}" + (f" ⚑{self.takeover}" if self.takeover else "")
 
     # selection ---------------------------------------------------------------------------------
     @property
@@ -232,6 +244,31 @@ class DashboardScreen(DecisionFlows, Screen[None]):
                 self.query_one(WorktreesPane).sync(await self.lanes_app.engine.worktree_rows())
         finally:
             self._reschedule("worktrees", self.worktrees_every_s, self._poll_worktrees)
+
+    @work(group="plans", exclusive=True)
+    async def _poll_plans(self) -> None:
+        """Always, not only while the tab shows: takeover tickets count in the attention bar."""
+        try:
+            if self.app.screen is self:
+                tickets = await plan_statuses(self.lanes_app.engine)
+                self.query_one(PlanPane).sync(tickets)
+                self.takeover = sum(1 for t in tickets if t.state == "takeover")
+                self._update_attention()
+        finally:
+            self._reschedule("plans", self.plans_every_s, self._poll_plans)
+
+    @work(group="decision", exclusive=True)
+    async def action_advance_plans(self) -> None:
+        """Launch the open plans' tickets that can start now, then show their new states."""
+        answer = await self._guard(lambda: advance_plans(self.lanes_app.engine))
+        if answer is None:  # refused: the notification says why
+            return
+        can, result = answer
+        if not can:
+            self.app.notify("this engine has no plan scheduler yet", severity="warning")
+            return
+        self.app.notify(describe_advance(result), title="Plan")
+        self._poll_plans()
 
     def _reschedule(self, name: str, delay: float, callback: Any) -> None:
         """One pending timer per poll, however often the poll was started early."""

@@ -57,10 +57,15 @@ _EXPORTS: dict[str, str] = {
     "LaunchRequest": "lanes.launcher", "launch_lane": "lanes.launcher", "stop_lane": "lanes.launcher",
     "supervisor_alive": "lanes.launcher", "passed_env_names": "lanes.env",
     "run_locked": "lanes.heavy", "describe_heavy_slots": "lanes.heavy:describe_slots",
-    "wake_parked": "decisions.recover",
+    "wake_parked": "decisions.recover", "scope_problem": "plans.scope",
     "governor_summary": "lanes.caps", "check_capped": "lanes.caps", "lane_caps": "lanes.caps",
     "parse_bytes": "core.sizes", "parse_percent": "core.sizes",
     "phase_prompt": "plans.phases",
+    # plans
+    "TicketStatus": "plans.model", "load_plan": "plans.validate", "check_report": "plans.validate",
+    "plan_statuses": "plans.scheduler", "plan_names": "plans.state", "PlanSummary": "plans.commands",
+    "plan_summaries": "plans.commands", "plan_log": "plans.commands", "launch_plan": "plans.commands",
+    "amend_plan": "plans.commands", "cancel_plan": "plans.commands", "resume_plan": "plans.commands",
     # decisions
     "Accept": "decisions.accept", "AcceptOutcome": "decisions.accept",
     "AcceptPlan": "decisions.accept_plan", "plan_accept": "decisions.accept_plan",
@@ -71,6 +76,8 @@ _EXPORTS: dict[str, str] = {
     "recheck": "decisions.recover", "relaunch": "decisions.recover",
     "reconcile": "decisions.reconcile",
     "StuckAccept": "decisions.accept_journal", "stuck_accepts": "decisions.accept_journal",
+    "QueuePlan": "decisions.queue", "QueueReport": "decisions.queue", "plan_queue": "decisions.queue",
+    "run_queue": "decisions.queue",
     # the inbox
     "InboxStore": "inbox.store", "QuestionView": "inbox.view", "wait_for_answer": "inbox.store",
     "QUESTION_STATES": "inbox.files:STATES", "validate_qid": "inbox.files",
@@ -104,6 +111,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.decisions.accept_plan import AcceptPlan, plan_accept
     from lanes_tui.engine.decisions.check import check_lane
     from lanes_tui.engine.decisions.finish import FinishReport, finish
+    from lanes_tui.engine.decisions.queue import QueuePlan, QueueReport, plan_queue, run_queue
     from lanes_tui.engine.decisions.reconcile import reconcile
     from lanes_tui.engine.decisions.recover import RECOVERABLE, Findings, inspect_lane, recheck, relaunch, wake_parked
     from lanes_tui.engine.git.worktrees import find_repo_root
@@ -118,7 +126,21 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, stop_lane, supervisor_alive
     from lanes_tui.engine.live.engine import Engine
     from lanes_tui.engine.live.queries import lane_settled, lane_statuses, read_lane
+    from lanes_tui.engine.plans.commands import (
+        PlanSummary,
+        amend_plan,
+        cancel_plan,
+        launch_plan,
+        plan_log,
+        plan_summaries,
+        resume_plan,
+    )
+    from lanes_tui.engine.plans.model import TicketStatus
     from lanes_tui.engine.plans.phases import phase_prompt
+    from lanes_tui.engine.plans.scheduler import plan_statuses
+    from lanes_tui.engine.plans.scope import scope_problem
+    from lanes_tui.engine.plans.state import plan_names
+    from lanes_tui.engine.plans.validate import check_report, load_plan
     from lanes_tui.engine.procs.cgroup import detect as detect_containment
     from lanes_tui.engine.sim.demo import Demo, build_demo, start_demo_lanes
     from lanes_tui.engine.state.events import (
@@ -167,17 +189,24 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "LaunchRequest",
     "MetersSampled",
     "OutputAppended",
+    "PlanSummary",
     "QuestionView",
     "QuestionsChanged",
+    "QueuePlan",
+    "QueueReport",
     "RealClock",
     "StallDetected",
     "StatePaths",
     "StuckAccept",
+    "TicketStatus",
     "abandon_lane",
+    "amend_plan",
     "build_demo",
+    "cancel_plan",
     "check_capped",
     "check_lane",
     "check_prompt",
+    "check_report",
     "describe_heavy_slots",
     "describe_limit",
     "detect_containment",
@@ -189,20 +218,30 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "lane_settled",
     "lane_statuses",
     "launch_lane",
+    "launch_plan",
     "load_config",
+    "load_plan",
     "parse_bytes",
     "parse_percent",
     "passed_env_names",
     "phase_prompt",
     "plan_abandon",
     "plan_accept",
+    "plan_log",
+    "plan_names",
+    "plan_queue",
+    "plan_statuses",
+    "plan_summaries",
     "read_lane",
     "read_text_file",
     "recheck",
     "reconcile",
     "relaunch",
     "report_modules_at_exit",
+    "resume_plan",
     "run_locked",
+    "run_queue",
+    "scope_problem",
     "set_config_value",
     "split_lane_id",
     "start_demo_lanes",

@@ -19,6 +19,7 @@ from lanes_tui.engine.decisions.abandon import AbandonPlan
 from lanes_tui.engine.decisions.accept import AcceptOutcome
 from lanes_tui.engine.decisions.accept_plan import AcceptPlan
 from lanes_tui.engine.decisions.finish import FinishReport
+from lanes_tui.engine.decisions.queue import QueueEntry, QueuePlan, QueueReport, QueueStep
 from lanes_tui.engine.decisions.recover import Findings
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.lanes.launcher import LaunchRequest
@@ -181,3 +182,16 @@ class FakeEngine:
             raise LanesError(f"lane {lane_id} is {self._lanes[lane_id].state}; nothing runs there")
         self.change_lane(lane_id, state="exited", result="LANE-FAILED")
         return []
+
+    async def plan_queue(self) -> QueuePlan:
+        self.calls.append(("plan_queue", None))
+        ready = sorted((s for s in self._lanes.values() if s.state == "ready"), key=lambda s: (s.created, s.id))
+        return QueuePlan(tuple(QueueEntry(s.id, "created earlier; merges cleanly") for s in ready))
+
+    async def accept_queue(self, plan: QueuePlan | None = None) -> QueueReport:
+        self.calls.append(("accept_queue", plan.order if plan else None))
+        steps = []
+        for lane_id in plan.order if plan else []:
+            self.change_lane(lane_id, state="accepted")
+            steps.append(QueueStep(lane_id, "accepted", f"accepted {lane_id} into programme at cafe000000"))
+        return QueueReport(tuple(steps))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
+from lanes_tui.engine.plans.model import TicketStatus
 from lanes_tui.widgets import (
     AttentionBar,
     ConfirmModal,
@@ -15,12 +17,14 @@ from lanes_tui.widgets import (
     LanesTable,
     MetersPane,
     OutputPane,
+    PlanPane,
     RecoverModal,
     StallsPane,
     StartLaneModal,
     TextAnswerModal,
     WorktreesPane,
 )
+from lanes_tui.widgets.conflicts_modal import ConflictsModal
 from tests.snapshot_apps.widget_apps import (
     DIFF,
     LANES,
@@ -73,6 +77,38 @@ HUNGRY = lane("hungry-a1", "exited", result="FAILED-RESOURCE", idle_s=None, fire
     "killed": "python3 (pid 123, 250 MiB)", "reason": "the kernel's OOM killer stopped python3 at the cap"})
 
 
+#: An open plan's tickets for the Plan pane: one of each state, a takeover among them.
+TICKETS = [
+    TicketStatus("checkout", "schema", "Add the orders table", "accepted", lane="schema-a1", attempts=1,
+                 owned_files=2),
+    TicketStatus("checkout", "api", "Orders API", "ready", lane="api-a1", attempts=1, owned_files=4),
+    TicketStatus("checkout", "payments", "Card payments", "takeover", lane="payments-a2", attempts=2,
+                 owned_files=3, reason="attempts used up: relaunch with a note, amend the plan or abandon"),
+    TicketStatus("checkout", "ui", "Checkout page", "running", lane="ui-a1", attempts=1, max_attempts=3,
+                 owned_files=6),
+    TicketStatus("checkout", "emails", "Order e-mails", "waiting", blocked_by=(), owned_files=1,
+                 reason="api-a1 owns src/api/orders.py"),
+    TicketStatus("checkout", "docs", "Document the checkout", "blocked", blocked_by=("payments", "ui"),
+                 owned_files=1),
+]
+
+
+def _radar(lanes: list[Any]) -> list[Any]:
+    """LANES with the conflict radar's findings on three of them (the radar column and the Conflicts dialog)."""
+    found: dict[str, list[dict[str, Any]]] = {
+        "fix-login-a1": [{"lane": "tidy-tests-a2", "files": ["src/auth.py"], "kind": "overlap"},
+                         {"lane": "add-cache-a1", "files": ["src/cache.py", "README.md"], "kind": "overlap"}],
+        "add-cache-a1": [{"lane": "fix-login-a1", "files": ["src/cache.py", "README.md"], "kind": "overlap"}],
+        "tidy-tests-a2": [{"lane": None, "files": ["tests/test_cache.py"], "kind": "target"},
+                          {"lane": "fix-login-a1", "files": ["src/auth.py"], "kind": "overlap"}],
+    }
+    return [dataclasses.replace(s, conflicts=tuple({**c, "target": "programme"} for c in found.get(s.id, [])))
+            for s in lanes]
+
+
+RADAR_LANES = _radar(LANES)
+
+
 def _meters(pane: MetersPane) -> None:
     for i, cpu in enumerate([12, 25, 80, 64, 35, 50, 95, 40, 37.4]):
         pane.update_machine(dict(MACHINE, cpu_percent=cpu, spend_usd=0.5 * i, caps=CAPS,
@@ -86,7 +122,7 @@ def _output(pane: OutputPane) -> None:
 
 def _make(name: str) -> Any:
     panes: dict[str, Any] = {
-        "lanes": lambda: WidgetHost(LanesTable(), lambda w: w.sync(LANES, NOW)),
+        "lanes": lambda: WidgetHost(LanesTable(), lambda w: w.sync(RADAR_LANES, NOW)),
         "inbox": lambda: WidgetHost(InboxPane(), lambda w: w.sync(QUESTIONS, NOW)),
         "stalls": lambda: WidgetHost(StallsPane(), lambda w: w.sync([*LANES, HUNGRY], 300)),
         "worktrees": lambda: WidgetHost(WorktreesPane(), lambda w: w.sync(WORKTREES)),
@@ -94,6 +130,7 @@ def _make(name: str) -> Any:
         "output": lambda: WidgetHost(OutputPane(), _output),
         "diff": lambda: WidgetHost(DiffPane(), lambda w: w.show("fix-login-a1", DIFF)),
         "attention": lambda: WidgetHost(AttentionBar(), lambda w: w.set_counts(2, 1, 3)),
+        "plan": lambda: WidgetHost(PlanPane(), lambda w: w.sync(TICKETS)),
         "confirm_accept": lambda: ModalHost(lambda: ConfirmModal("Accept tidy-tests-a2?", ACCEPT_LINES)),
         "confirm_refused": lambda: ModalHost(lambda: ConfirmModal("Abandon old-work-a1?", ABANDON_REFUSED)),
         "recover": lambda: ModalHost(lambda: RecoverModal(FINDINGS)),
@@ -104,13 +141,15 @@ def _make(name: str) -> Any:
         "start_lane": lambda: ModalHost(lambda: StartLaneModal(["backend", "docs", "hard", "tests", "ui"],
                                                                ["claude", "codex", "sim"])),
         "help": lambda: ModalHost(lambda: HelpScreen(KEYS)),
+        "conflicts": lambda: ModalHost(lambda: ConflictsModal(RADAR_LANES)),
     }
     return panes[name]()
 
 
 @pytest.mark.parametrize("name", [
-    "lanes", "inbox", "stalls", "worktrees", "meters", "output", "diff", "attention",
+    "lanes", "inbox", "stalls", "worktrees", "meters", "output", "diff", "attention", "plan",
     "confirm_accept", "confirm_refused", "recover", "answer_choice", "answer_text", "start_lane", "help",
+    "conflicts",
 ])
 def test_widget_snapshot(name: str, snap_compare: Any) -> None:
     assert snap_compare(_make(name), terminal_size=SIZE)

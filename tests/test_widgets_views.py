@@ -120,4 +120,6 @@ async def test_attention_bar_gets_loud() -> None:
         bar.set_counts(0, 0, 3)
         assert bar.has_class("-ready") and not bar.has_class("-stalls")
         bar.set_counts(-1, 0, 0)
-        assert bar.counts == (0, 0, 0)
+        assert bar.counts == (0, 0, 0, 0)
+        bar.set_counts(0, 0, 0, 1)  # a plan ticket to take over is as loud as a stall
+        assert bar.has_class("-stalls") and "1 ticket to take over" in str(bar.content)

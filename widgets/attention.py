@@ -1,8 +1,10 @@
 """The attention bar: what needs the lead right now, in one line that gets loud when it is not zero.
 
 The counts are one reactive tuple, so setting the same counts every tick neither repaints nor
-re-toggles classes; the watcher flips CSS classes and the look lives in DEFAULT_CSS (stalls are
-`$error`, questions `$warning`, only ready lanes `$success`).
+re-toggles classes; the watcher flips CSS classes and the look lives in DEFAULT_CSS (stalls and plan
+tickets to take over are `$error`, questions `$warning`, only ready lanes `$success`). A `takeover`
+ticket (its attempts used up) has a count of its own rather than joining the stalls: the lead acts on
+it in the Plan pane, not in Stalls & caps; it is left out of the line while it is zero.
 """
 
 from __future__ import annotations
@@ -11,11 +13,11 @@ from textual.content import Content
 from textual.reactive import reactive
 from textual.widgets import Static
 
-Counts = tuple[int, int, int]
+Counts = tuple[int, int, int, int]
 
 
 class AttentionBar(Static):
-    """`set_counts(questions, stalls, ready)`; shows "all quiet" when all three are zero."""
+    """`set_counts(questions, stalls, ready, takeover)`; shows "all quiet" when all are zero."""
 
     DEFAULT_CSS = """
     AttentionBar {
@@ -41,29 +43,30 @@ class AttentionBar(Static):
     }
     """
 
-    counts: reactive[Counts] = reactive((0, 0, 0))
-    """(open questions, stalls, ready lanes)."""
+    counts: reactive[Counts] = reactive((0, 0, 0, 0))
+    """(open questions, stalls, ready lanes, plan tickets in `takeover`)."""
 
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
-        super().__init__(_describe((0, 0, 0)), name=name, id=id, classes=classes)
+        super().__init__(_describe((0, 0, 0, 0)), name=name, id=id, classes=classes)
 
-    def set_counts(self, questions: int, stalls: int, ready: int) -> None:
-        self.counts = (questions, stalls, ready)
+    def set_counts(self, questions: int, stalls: int, ready: int, takeover: int = 0) -> None:
+        self.counts = (questions, stalls, ready, takeover)
 
     def validate_counts(self, counts: Counts) -> Counts:
         """Negative counts are a caller's bug; show them as zero rather than as "-1 questions"."""
-        return (max(0, int(counts[0])), max(0, int(counts[1])), max(0, int(counts[2])))
+        return (max(0, int(counts[0])), max(0, int(counts[1])), max(0, int(counts[2])), max(0, int(counts[3])))
 
     def watch_counts(self, counts: Counts) -> None:
-        questions, stalls, ready = counts
-        self.set_class(stalls > 0, "-stalls")
-        self.set_class(questions > 0 and not stalls, "-questions")
-        self.set_class(ready > 0 and not questions and not stalls, "-ready")
+        questions, stalls, ready, takeover = counts
+        urgent = stalls + takeover  # both are `$error`: the lead must act before anything else moves
+        self.set_class(urgent > 0, "-stalls")
+        self.set_class(questions > 0 and not urgent, "-questions")
+        self.set_class(ready > 0 and not questions and not urgent, "-ready")
         self.update(_describe(counts))
 
 
 def _describe(counts: Counts) -> Content:
-    questions, stalls, ready = counts
+    questions, stalls, ready, takeover = counts
     if not any(counts):
         return Content("all quiet: no questions, no stalls, nothing ready")
     parts = [
@@ -71,6 +74,8 @@ def _describe(counts: Counts) -> Content:
         _plural(stalls, "stall"),
         _plural(ready, "lane ready", "lanes ready"),
     ]
+    if takeover:
+        parts.append(_plural(takeover, "ticket to take over", "tickets to take over"))
     return Content("  ·  ".join(parts))
 
 

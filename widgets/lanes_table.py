@@ -6,6 +6,9 @@ is coloured from the theme, and the "why" column is the state's reason (`state_r
 sees not only that a lane is `rejected` but where that came from. A lane whose record cannot be read
 (`LaneStatus.problem`) shows as `corrupt`, with the problem and its fix as the why; a running lane
 whose `lanes-tui lock` waits for a heavy slot (`LaneStatus.lock_wait`) shows that wait as its why.
+The "radar" column marks lanes the conflict radar flagged (`LaneStatus.conflicts`): `✗N` when a trial
+merge conflicts (N: with how many lanes or the target), else `~N` when it shares files with N lanes. It
+is kept narrow so the "why" stays in view; the row's tooltip and the Conflicts dialog (`c`) name them.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ class LanesTable(KeyedTable):
     COLUMNS: ClassVar[tuple[tuple[str, str], ...]] = (
         ("id", "lane"), ("task", "task"), ("provider", "provider:model"), ("state", "state"),
         ("attempt", "att"), ("elapsed", "elapsed"), ("idle", "idle"), ("cpu", "CPU %"), ("rss", "RSS"),
-        ("tokens", "tokens"), ("cost", "cost"), ("why", "why"),
+        ("tokens", "tokens"), ("cost", "cost"), ("radar", "radar"), ("why", "why"),
     )
     """"why" (the state's reason) comes last: it is the longest, and the one to cut on a narrow screen."""
     TITLE: ClassVar[str] = "Lanes"
@@ -60,7 +63,7 @@ class LanesTable(KeyedTable):
         rows: list[Row] = []
         self._states = {}
         for lane in lanes:
-            self._states[lane.id] = (_shown_state(lane), _why(lane))
+            self._states[lane.id] = (_shown_state(lane), _why(lane) + _radar_note(lane))
             rows.append((lane.id, self._row(lane, now)))
         self._apply(rows)
         self._set_tooltip()
@@ -94,6 +97,7 @@ class LanesTable(KeyedTable):
             Cell(fmt.size(rss) if live and rss else "", right=True),
             Cell(fmt.tokens(lane.tokens), right=True),
             Cell(fmt.cost(lane.cost_usd, lane.cost_estimated), right=True),
+            _radar(lane),
             Cell(fmt.truncate(_why(lane), 48), "warning" if _lock_waiting(lane) else ""),
         )
 
@@ -126,6 +130,24 @@ def _why(lane: LaneStatus) -> str:
     if _lock_waiting(lane) and lane.lock_wait:
         return lane.lock_wait
     return lane.state_reason
+
+
+def _radar(lane: LaneStatus) -> Cell:
+    """`✗N`: a trial merge conflicts (with N lanes, the target counting as one); else `~N`: N lanes share files."""
+    blocking = {str(c.get("lane") or "") for c in lane.conflicts if c.get("kind") in ("target", "merge")}
+    if blocking:
+        return Cell(f"✗{len(blocking)}", "error")
+    sharing = {str(c.get("lane")) for c in lane.conflicts if c.get("kind") == "overlap"}
+    return Cell(f"~{len(sharing)}", "warning") if sharing else Cell("")
+
+
+def _radar_note(lane: LaneStatus) -> str:
+    """The radar's findings for the tooltip, one clause each: what, with whom, in which files."""
+    what = {"target": "merge into {target} conflicts", "merge": "merge with {lane} conflicts",
+            "overlap": "same files as {lane}"}
+    notes = [what[str(c.get("kind"))].format(lane=c.get("lane"), target=c.get("target") or "the target")
+             + ": " + ", ".join(str(f) for f in c.get("files") or ()) for c in lane.conflicts if c.get("kind") in what]
+    return "\nradar: " + "; ".join(notes) if notes else ""
 
 
 def _provider_model(lane: LaneStatus) -> str:

@@ -22,7 +22,7 @@ from textual.widgets.option_list import Option
 from lanes_tui.widgets._dialog import Dialog, plain_lines
 from lanes_tui.widgets.start_lane import StartLaneModal
 
-__all__ = ["ConfirmModal", "RecoverModal", "StartLaneModal", "TextAnswerModal"]
+__all__ = ["AcceptModal", "ConfirmModal", "RecoverModal", "StartLaneModal", "TextAnswerModal"]
 
 REFUSED = "REFUSED"
 
@@ -49,6 +49,7 @@ class ConfirmModal(Dialog[bool]):
             yield Label(Content(self.title_text), classes="title")
             with VerticalScroll(classes="body"):
                 yield from plain_lines(self.lines)
+                yield from self.compose_details()
             if self.refused:
                 reason = self.refusals[0].removeprefix(REFUSED).lstrip(": ") if self.refusals else "the engine refused"
                 yield Static(Content(f"This cannot go ahead: {reason}. y is disabled; fix the cause first."),
@@ -56,6 +57,10 @@ class ConfirmModal(Dialog[bool]):
                 yield Static("n / escape close", classes="hint")
             else:
                 yield Static("y confirm  ·  n / escape cancel", classes="hint")
+
+    def compose_details(self) -> ComposeResult:
+        """What a subclass shows below the plan's lines, inside the scrolling body."""
+        yield from ()
 
     def action_confirm(self) -> None:
         if self.refused:
@@ -65,6 +70,49 @@ class ConfirmModal(Dialog[bool]):
 
     def action_cancel(self) -> None:
         self.dismiss(False)
+
+
+class AcceptModal(ConfirmModal):
+    """The accept confirm: the engine's plan, then the lane's scope and the changed files outside it.
+
+    A lane with no scope shows no scope block (nothing is checked). Files outside the scope are a
+    refusal in the engine's plan, so y is disabled and the note says how to override.
+    """
+
+    DEFAULT_CSS = """
+    AcceptModal .scope {
+        height: auto;
+        margin-top: 1;
+    }
+    AcceptModal .outside {
+        color: $error;
+    }
+    """
+
+    #: Files outside the scope listed one a line before "and N more" (the body scrolls, but not forever).
+    SHOWN_OUTSIDE = 40
+
+    def __init__(self, title: str, lines: Sequence[str], *, scope: Sequence[str] = (),
+                 outside: Sequence[str] = (), refused: bool = False) -> None:
+        super().__init__(title, lines, refused=refused)
+        self.scope = list(scope)
+        """The lane's scope: exact paths and folders ending in `/`."""
+        self.outside = list(outside)
+        """The changed files outside `scope`."""
+
+    def compose_details(self) -> ComposeResult:
+        if not self.scope:
+            return
+        with Vertical(id="scope", classes="scope"):
+            yield Static(Content("scope: " + ", ".join(self.scope)), classes="line")
+            if not self.outside:
+                yield Static(Content("every changed file is inside the scope"), classes="line")
+                return
+            yield Static(Content(f"outside the scope ({len(self.outside)}):"), classes="line refused")
+            for name in self.outside[:self.SHOWN_OUTSIDE]:
+                yield Static(Content(f"  {name}"), classes="line outside")
+            if len(self.outside) > self.SHOWN_OUTSIDE:
+                yield Static(Content(f"  … and {len(self.outside) - self.SHOWN_OUTSIDE} more"), classes="line")
 
 
 class RecoverModal(Dialog[str | None]):

@@ -3,7 +3,8 @@
 Owns: `settings` (read with tomllib into frozen dataclasses; every mistake names key, line and fix),
 `key_lines` (the line of the config text a key sits on, for those errors),
 `providers` (presets for claude, codex, gemini, aider and sim: argv, channel, patterns, the
-environment each may receive), `write`
+environment each may receive), `tiers` (`[tiers]`: heavy / standard /
+light mapped to providers and models), `write`
 (`lanes-tui init` and edits that keep the lead's comments, through tomlkit).
 May import: `core`, `state`. Only `write` imports tomlkit, and nothing a lane runs imports `write`:
 a supervisor reads its config but never pays for the writer.

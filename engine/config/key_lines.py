@@ -7,9 +7,25 @@ runs in linear time on any line, since the text may be anything a hand or an age
 
 from __future__ import annotations
 
+import difflib
+import json
 import re
 
-__all__ = ["find_key_line"]
+__all__ = ["did_you_mean", "find_key_line", "shown"]
+
+
+def did_you_mean(name: str, valid: tuple[str, ...] | list[str]) -> str:
+    """`did you mean 'max_parallel'? (valid: …)`: the fix half of an unknown-name error."""
+    close = difflib.get_close_matches(name, list(valid), n=1)
+    listing = f"valid: {', '.join(valid)}" if valid else "none are defined"
+    return f"did you mean {close[0]!r}? ({listing})" if close else listing
+
+
+def shown(value: object, limit: int | None = None) -> str:
+    """A value as the lead wrote it in TOML (`true`, `"6"`), with its type: `boolean true`."""
+    kind = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
+            dict: "table"}.get(type(value), type(value).__name__)
+    return f"{kind} {json.dumps(value, default=str)[:limit]}"
 
 _HEADER_RE = re.compile(r"^\s*\[\[?(?P<path>[^\]]*)\]\]?\s*(?:#.*)?$")  # linear: no two runs compete
 _KEY_PART = r"""(?:[A-Za-z0-9_-]+|"[^"]*"|'[^']*')"""

@@ -9,8 +9,6 @@ this module and never the other way round: a supervisor reads its config without
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import json
 import math
 import re
 import tomllib
@@ -21,8 +19,9 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from lanes_tui.engine.config import providers as pv
-from lanes_tui.engine.config.key_lines import find_key_line
+from lanes_tui.engine.config.key_lines import did_you_mean, find_key_line, shown
 from lanes_tui.engine.config.providers import PRESETS, ProviderConfig
+from lanes_tui.engine.config.tiers import TierConfig, parse_tiers
 from lanes_tui.engine.core.errors import ConfigError, LanesError
 from lanes_tui.engine.core.limits import MAX_CONFIG_BYTES, read_limited
 from lanes_tui.engine.core.sizes import MIN_MEMORY_BYTES, machine_memory, parse_bytes, parse_percent
@@ -101,6 +100,8 @@ class Config:
     gates: GatesConfig
     path: Path | None
     keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    #: `[tiers]`: a plan ticket's tier → provider and model (`config.tiers`); empty unless the lead sets it.
+    tiers: Mapping[str, TierConfig] = field(default_factory=lambda: MappingProxyType({}))
 
     def chain_for(self, task_type: str, lane: str | None = None) -> list[str]:
         """Providers to try for a task, first first; `--lane PROVIDER` moves or inserts it in front."""
@@ -145,20 +146,9 @@ def _field_names(cls: type[Any], *, skip: tuple[str, ...] = ()) -> tuple[str, ..
     return tuple(f.name for f in dataclasses.fields(cls) if f.name not in skip)
 
 
-_TABLES = ("lanes", "chains", "providers", "gates", "keys")
+_TABLES = ("lanes", "chains", "providers", "gates", "keys", "tiers")
 
 
-def _did_you_mean(name: str, valid: tuple[str, ...] | list[str]) -> str:
-    close = difflib.get_close_matches(name, list(valid), n=1)
-    listing = f"valid: {', '.join(valid)}"
-    return f"did you mean {close[0]!r}? ({listing})" if close else listing
-
-
-def _shown(value: object) -> str:
-    """A value as the lead wrote it in TOML (`true`, `"6"`), with its type: `boolean true`."""
-    kind = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array",
-            dict: "table"}.get(type(value), type(value).__name__)
-    return f"{kind} {json.dumps(value, default=str)}"
 
 
 class _Parser:
@@ -192,10 +182,10 @@ class _Parser:
                               path=str(self.path) if self.path else None) from None
         for name in data:
             if name not in _TABLES:
-                self.fail(name, f"unknown table or key {name!r}", _did_you_mean(name, _TABLES))
+                self.fail(name, f"unknown table or key {name!r}", did_you_mean(name, _TABLES))
         for name in _TABLES:
             if name in data and not isinstance(data[name], dict):
-                self.fail(name, f"{name} must be a table, got {_shown(data[name])}",
+                self.fail(name, f"{name} must be a table, got {shown(data[name])}",
                           f"write it as a [{name}] section")
         providers = self.providers(data.get("providers", {}))
         return Config(
@@ -205,17 +195,18 @@ class _Parser:
             gates=self.gates(data.get("gates", {})),
             path=self.path,
             keys=self.keys(data.get("keys", {})),
+            tiers=parse_tiers(self, data.get("tiers", {}), providers),
         )
 
     # typed getters ------------------------------------------------------------------------------
     def unknown_keys(self, table: str, values: dict[str, Any], valid: tuple[str, ...]) -> None:
         for key in values:
             if key not in valid:
-                self.fail(f"{table}.{key}", f"unknown key {key!r} in [{table}]", _did_you_mean(key, valid))
+                self.fail(f"{table}.{key}", f"unknown key {key!r} in [{table}]", did_you_mean(key, valid))
 
     def string(self, key: str, value: object, *, empty: bool = False) -> str:
         if not isinstance(value, str):
-            self.fail(key, f"must be a string, got {_shown(value)}",
+            self.fail(key, f"must be a string, got {shown(value)}",
                       f'put it in quotes: {key.rsplit(".", 1)[-1]} = "{value}"')
         if not empty and not value.strip():
             self.fail(key, "must not be empty", "give a value or delete the line for the default")
@@ -223,7 +214,7 @@ class _Parser:
 
     def strings(self, key: str, value: object, *, empty_list: bool = True) -> tuple[str, ...]:
         if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-            self.fail(key, f"must be an array of strings, got {_shown(value)}", 'write it as ["a", "b"]')
+            self.fail(key, f"must be an array of strings, got {shown(value)}", 'write it as ["a", "b"]')
         if not empty_list and not value:
             self.fail(key, "must not be empty", "list at least one entry")
         if any(not item.strip() for item in value):
@@ -232,7 +223,7 @@ class _Parser:
 
     def integer(self, key: str, value: object, *, minimum: int) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(key, f"must be a whole number, got {_shown(value)}",
+            self.fail(key, f"must be a whole number, got {shown(value)}",
                       f"write a number without quotes, at least {minimum}")
         if value < minimum:
             self.fail(key, f"must be at least {minimum}, got {value}", f"use a number >= {minimum}")
@@ -240,15 +231,15 @@ class _Parser:
 
     def number(self, key: str, value: object, *, positive: bool) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float):
-            self.fail(key, f"must be a number of seconds, got {_shown(value)}",
+            self.fail(key, f"must be a number of seconds, got {shown(value)}",
                       "write a number without quotes")
         try:
             seconds = float(value)
         except OverflowError:  # an integer no float can hold
             seconds = math.inf
         if not math.isfinite(seconds):
-            shown = value if isinstance(value, float) else "a number too large"
-            self.fail(key, f"must be a finite number, got {shown}",
+            written = value if isinstance(value, float) else "a number too large"
+            self.fail(key, f"must be a finite number, got {written}",
                       "write an ordinary number of seconds (nan and inf are not numbers lanes-tui can use)")
         if value < 0 or (positive and value == 0):
             bound = "greater than 0" if positive else "0 or more"
@@ -299,7 +290,7 @@ class _Parser:
             if key in raw:
                 value = raw[key]
                 if not isinstance(value, str | int | float) or isinstance(value, bool):
-                    self.fail(f"lanes.{key}", f"must be a string or a number, got {_shown(value)}",
+                    self.fail(f"lanes.{key}", f"must be a string or a number, got {shown(value)}",
                               'write e.g. cpu = "150%" or memory = "4G"')
                 try:
                     values[key] = parse(value, "the value")
@@ -312,7 +303,7 @@ class _Parser:
             self.fail("lanes.nice", f"must be at most 19, got {values['nice']}", "use 0 (the lead's priority) to 19")
         if "allow_uncapped" in raw:
             if not isinstance(raw["allow_uncapped"], bool):
-                self.fail("lanes.allow_uncapped", f"must be true or false, got {_shown(raw['allow_uncapped'])}",
+                self.fail("lanes.allow_uncapped", f"must be true or false, got {shown(raw['allow_uncapped'])}",
                           "write allow_uncapped = true (no quotes)")
             values["allow_uncapped"] = raw["allow_uncapped"]
         if "max_cost_usd" in raw:
@@ -326,7 +317,7 @@ class _Parser:
             if not NAME_RE.match(name):
                 self.fail(key, f"invalid provider name {name!r}", "use letters, digits, '-' or '_'")
             if not isinstance(table, dict):
-                self.fail(key, f"must be a table, got {_shown(table)}", f"write it as [providers.{name}]")
+                self.fail(key, f"must be a table, got {shown(table)}", f"write it as [providers.{name}]")
             self.unknown_keys(key, table, _field_names(ProviderConfig, skip=("name",)))
             if name not in PRESETS and "argv" not in table:
                 self.fail(key, f"provider {name!r} is not a preset and has no argv",
@@ -346,7 +337,7 @@ class _Parser:
                 unknown = [p for p in pv.placeholders_in(part) if p not in pv.PLACEHOLDERS]
                 if unknown:
                     self.fail(f"{key}.argv", f"unknown placeholder {{{unknown[0]}}} in {part!r}",
-                              _did_you_mean(unknown[0], pv.PLACEHOLDERS))
+                              did_you_mean(unknown[0], pv.PLACEHOLDERS))
                 if problem := pv.forbidden_arg(part):
                     self.fail(f"{key}.argv", *problem)
             values["argv"] = argv
@@ -355,7 +346,7 @@ class _Parser:
                 value = self.string(f"{key}.{name}", table[name])
                 if value not in choices:
                     self.fail(f"{key}.{name}", f"{value!r} is not a valid {name}",
-                              _did_you_mean(value, choices))
+                              did_you_mean(value, choices))
                 values[name] = value
         for name in ("model", "effort"):
             if name in table:
@@ -387,7 +378,7 @@ class _Parser:
             for name in chain:
                 if name not in providers:
                     self.fail(key, f"chain {task_type!r} names unknown provider {name!r}",
-                              _did_you_mean(name, list(providers)) + f" (or add [providers.{name}])")
+                              did_you_mean(name, list(providers)) + f" (or add [providers.{name}])")
             if len(set(chain)) != len(chain):
                 self.fail(key, f"chain {task_type!r} lists a provider twice", "name each provider once")
             result[task_type] = chain

@@ -3,7 +3,8 @@
 Owns: `errors` (LanesError / ConfigError: one line with its fix), `clock` (real and fake clocks, so
 timing is proved without sleeping), `ids` (lane ids, slugs, `lane/` branches), `atomic` (temp file,
 fsync, `os.replace`; JSON lines), `slots` (counted slots held by `flock`), `limits` (size limits
-on prompts and the config, with reads that stop at the limit).
+on prompts and the config, with reads that stop at the limit), `sizes` (cap values as the lead
+writes them: `150%`, `4G`; the machine's cores and memory).
 May import: the standard library only. Never imports another lanes-tui package, psutil, tomlkit,
 textual or rich: everything imports it, so it must cost nothing.
 """

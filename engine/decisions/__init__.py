@@ -3,8 +3,9 @@
 Owns: `gates` (the configured commands in heavy slots), `packet` (the result record), `check`
 (gates → packet → ready / rejected), `accept`, `accept_plan` and `accept_journal` (the guarded,
 journalled accept, and the journals it could not finish), `abandon`, `recover`, `finish`,
-`reconcile` (state rebuilt from receipts after a restart), and `commands` (the async wrappers the
-Engine offers the dashboard).
+`reconcile` (state rebuilt from receipts after a restart), `scope` (files a lane changed outside its
+ticket's scope), `queue` (the accept queue: every ready lane in an order the radar's conflicts allow),
+and `commands` (the async wrappers the Engine offers the dashboard).
 May import: everything below it (`core` … `lanes`). Never imports `live`, `supervisor`, `sim`,
 textual or rich.
 """

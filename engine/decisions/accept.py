@@ -90,7 +90,8 @@ class Accept:
         msg = message or f"lane {self.lane_id}: {_first_line(record.prompt)}"
         self.journal("commit", target=plan.target, target_sha=plan.target_sha, state_before=record.state,
                      base_sha_before=record.base_sha,
-                     lane_head_before=git_out(plan.worktree, "rev-parse", "HEAD"), override=override)
+                     lane_head_before=git_out(plan.worktree, "rev-parse", "HEAD"), override=override,
+                     outside_scope=plan.outside_scope)  # what the override let through, kept with its reason
         lane_head = commit_worktree(plan.worktree, plan.files, msg)
         crash_point("commit:after")
         if plan.needs_rebase:
@@ -136,9 +137,12 @@ class Accept:
         packet["accepted_at"] = self.clock.time()
         if override:
             packet["override"] = override
+            outside = (self.read_journal() or {}).get("outside_scope")
+            if outside:
+                packet["override_outside_scope"] = outside
         write_packet(self.lane, packet)
         self.store.transition(record, "accepted", f"merged into {record.target_branch} at {merged_sha[:10]}",
-                              sha=merged_sha)
+                              sha=merged_sha, **({"override": override} if override else {}))
         with contextlib.suppress(FileNotFoundError):
             self.journal_path.unlink()
 

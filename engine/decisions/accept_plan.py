@@ -14,6 +14,7 @@ from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept_journal import read_journal
 from lanes_tui.engine.decisions.packet import read_packet
+from lanes_tui.engine.decisions.scope import describe_outside, outside_scope
 from lanes_tui.engine.git import lead_checkout, worktrees
 from lanes_tui.engine.git.commands import git_out, list_worktrees, nul_list, run_git
 from lanes_tui.engine.git.lane_paths import LaneLocation, locate_lane, working_tree
@@ -46,6 +47,10 @@ class AcceptPlan:
     refusals: list[str] = field(default_factory=list)
     #: Not refusals: the lead checkout changed since the lane started (the lead's own edits do that too).
     warnings: list[str] = field(default_factory=list)
+    #: The lane's scope (its plan ticket's files and folders; empty: no scope, nothing checked).
+    scope: list[str] = field(default_factory=list)
+    #: The changed files outside `scope`: a refusal unless the lead gives `--override REASON`.
+    outside_scope: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -55,8 +60,9 @@ class AcceptPlan:
         if self.refusals:
             raise LanesError(f"accept {self.lane_id} refused: {self.refusals[0]}")
 
-    def describe(self) -> list[str]:
-        """Lines for the confirm modal and `accept --dry-run`."""
+    def describe(self, *, scope: bool = True) -> list[str]:
+        """Lines for the confirm modal and `accept --dry-run`; `scope=False` leaves out the scope
+        lines (the accept modal shows the scope and the files outside it in a block of its own)."""
         lines = [
             f"lane {self.lane_id} ({self.state}) → {self.target} at {self.target_sha[:10]}",
             f"gates: {self.gates_status}; review: {self.review}",
@@ -66,6 +72,10 @@ class AcceptPlan:
              if self.needs_rebase else "fast-forward of the target"),
             "then the worktree and branch " + self.branch + " are removed",
         ]
+        if scope and self.scope:
+            lines.append("scope: " + ", ".join(self.scope))
+            lines.append(f"outside its scope ({len(self.outside_scope)}): " + (", ".join(self.outside_scope[:12])
+                         + (" …" if len(self.outside_scope) > 12 else "") if self.outside_scope else "none"))
         if self.override:
             lines.append(f"override: {self.override}")
         lines.extend(f"WARNING: {w}" for w in self.warnings)
@@ -90,8 +100,9 @@ def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | Non
         worktree=worktree, branch=record.branch, files=list(packet.get("changed_files", [])),
         gates_status=str(packet.get("gates_status", "none")), gates=list(packet.get("gates", [])),
         review=str(packet.get("review", "MISSING")), needs_rebase=False, target_checkout=None,
-        override=override, refusals=refusals,
+        override=override, refusals=refusals, scope=list(record.scope),
     )
+    plan.outside_scope = outside_scope(plan.files, plan.scope)  # the packet's files, until the worktree's below
     _check_state(plan, record, packet, override)
     _check_journal(plan, store.lane_paths(lane_id))
     location: LaneLocation | None = None
@@ -114,6 +125,8 @@ def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | Non
         if digest != packet.get("worktree_digest"):
             refusals.append(f"the worktree changed since its check; run `lanes-tui check {lane_id}` first")
         plan.files = current
+        plan.outside_scope = outside_scope(current, plan.scope)
+        _check_scope(plan, override)
     if target_sha:
         lane_head = git_out(worktree, "rev-parse", "HEAD")
         plan.needs_rebase = not is_ancestor(repo, target_sha, lane_head)
@@ -144,6 +157,17 @@ def _check_state(plan: AcceptPlan, record: LaneRecord, packet: dict[str, Any], o
             plan.refusals.append("--override needs a reason")
         elif record.state not in OVERRIDABLE:
             plan.refusals.append(f"a {record.state} lane cannot be accepted, even with --override")
+
+
+def _check_scope(plan: AcceptPlan, override: str | None) -> None:
+    """Files outside the lane's scope refuse the accept, unless the lead overrides with a reason
+    (recorded like every override: in the journal and the packet)."""
+    if not plan.outside_scope:
+        return
+    if override is None:
+        plan.refusals.append(describe_outside(plan.lane_id, plan.outside_scope, plan.scope))
+    elif not override.strip() and "--override needs a reason" not in plan.refusals:
+        plan.refusals.append("--override needs a reason")
 
 
 def _check_journal(plan: AcceptPlan, lane: LanePaths) -> None:

@@ -16,6 +16,7 @@ from lanes_tui.engine.core.debug import crash_point
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.gates import RUNNING_FILE, run_gates, stop_leftover_gates, summarise
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, state_after_gates, write_packet
+from lanes_tui.engine.decisions.scope import describe_outside
 from lanes_tui.engine.git import lead_checkout
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
@@ -53,6 +54,9 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
         crash_point("check:gates")
     packet = build_packet(record, gates, clock=clock, previous=read_packet(lane), worktree=worktree)
     packet["warnings"] = lead_checkout.changed_since(repo, record.id, location.origin and location.origin.lead_checkout)
+    if packet["outside_scope"]:  # `check` prints the warnings: the lead learns it before trying to accept
+        packet["warnings"].append("accept will refuse: " + describe_outside(record.id, packet["outside_scope"],
+                                                                             record.scope))
     write_packet(lane, packet)
     crash_point("check:packet")
     status = summarise(gates)

@@ -12,6 +12,7 @@ from typing import Any
 from lanes_tui.engine.core.atomic import read_json, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.decisions.gates import GateResult, summarise
+from lanes_tui.engine.decisions.scope import outside_scope
 from lanes_tui.engine.git import worktrees
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import LanePaths
@@ -56,6 +57,9 @@ def build_packet(record: LaneRecord, gates: list[GateResult], *, clock: Clock | 
         "target_branch": record.target_branch,
         "changed_files": changed,
         "worktree_digest": digest,
+        # The ticket's scope (empty: none) and the changed files outside it, which accept refuses.
+        "scope": list(record.scope),
+        "outside_scope": outside_scope(changed, record.scope),
         "gates": [g.to_json() for g in gates],
         "gates_status": gates_status,
         "review": REVIEW_MISSING,
@@ -72,6 +76,7 @@ def build_packet(record: LaneRecord, gates: list[GateResult], *, clock: Clock | 
 #: The fields readers use, with the type each must have (lists: the type of every item).
 TYPED_FIELDS: dict[str, tuple[type, type | None]] = {
     "gates": (list, dict), "changed_files": (list, str), "conflict_files": (list, str),
+    "scope": (list, str), "outside_scope": (list, str),
     "gates_status": (str, None), "review": (str, None), "next": (str, None),
 }
 

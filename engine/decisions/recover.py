@@ -184,7 +184,8 @@ async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | N
     prompt = _original_prompt(old.prompt) + findings.prompt_block(old.attempt)
     request = LaunchRequest(prompt=prompt, task_type=old.task_type, slug=old.slug, attempt=attempt,
                             lane=old.chain[0] if old.chain else None, allow_load=old.allow_load, raw=old.raw,
-                            caps=dict(old.caps))
+                            caps=dict(old.caps), scope=tuple(old.scope), plan=old.plan, ticket=old.ticket,
+                            target=old.target_branch, model=old.model)
     new = launch_lane(repo, config, request, clock=clock)
     old = store.read(lane_id)
     old.superseded_by = new.id

@@ -4,7 +4,8 @@ Owns: `commands` (git subprocesses with timeouts and one-line errors), `worktree
 and `lane/` branch: create, digest, guarded removal), `lane_paths` (where a lane's worktree must be,
 derived from its id and the root recorded at creation, with git as the second witness),
 `lead_checkout` (a snapshot of the lead's checkout, to notice writes outside a worktree), `views`
-(what the dashboard shows of a worktree: changed files, commits, diff stats, the lane diff).
+(what the dashboard shows of a worktree: changed files, commits, diff stats, the lane diff), `radar`
+(the conflict radar: files two lanes both changed, trial merges with `git merge-tree`).
 May import: `core`, `state`. Only `views` imports GitPython (lazily, per call, closed after use),
 so a supervisor or `lanes-tui ask` never loads it.
 """

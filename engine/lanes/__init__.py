@@ -5,7 +5,10 @@ Owns: `launcher` (create the worktree and record, spawn the detached supervisor,
 silent lane is stalled), `classify` (exit → result), `inotify` (file activity), `env` (the lane's
 allow-list environment and the `lanes-tui` shim), `runner` (the Runner protocol and the local runner),
 `load_guard` (refusing prompts that ask to load the machine), `preamble` (the contract every prompt
-is wrapped in, with `.lanes/rules.md`).
+is wrapped in, with `.lanes/rules.md`), `heavy` (`lanes-tui lock`), `guard` (what may end or pause a
+run besides its own exit), `caps` (a lane's caps and which mechanism enforces each), `governor` (the
+caps at work, a cap that fired named), `spend` (spend caps that pause and ask), `parking` (quota
+reset times, a parked lane's wait).
 May import: `core`, `state`, `config`, `git`, `procs`, `inbox`, `channels`. Never imports
 `decisions`, `live`, `supervisor` (it starts the supervisor by module name), textual or rich.
 """

@@ -63,6 +63,16 @@ class LaunchRequest:
     #: The lead's caps for this lane over the config's (`[lanes]` keys: cpu, memory, pids, nice,
     #: max_cost_usd, max_tokens, allow_uncapped), e.g. from `run --cpu 150% --memory 4G`.
     caps: dict[str, Any] = field(default_factory=dict)
+    #: The files this lane owns (a plan ticket's scope: exact paths and folders ending in `/`);
+    #: kept in `LaneRecord.scope`, checked at accept and by the plan scheduler.
+    scope: tuple[str, ...] = ()
+    #: The plan and ticket this lane works on (`plans.scheduler`); None for a lane started by hand.
+    plan: str | None = None
+    ticket: str | None = None
+    #: The branch to merge into (a plan's `target`); None: `[lanes] target_branch` or the current branch.
+    target: str | None = None
+    #: The model for the first provider of the chain (a plan ticket's tier); None: the provider's own.
+    model: str | None = None
 
 
 def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Clock | None = None,
@@ -84,7 +94,7 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
         raise LanesError(f"lane {lane_id} already exists", _taken_fix(store, lane_id))
     root = config.lanes.worktree_root.expanduser().resolve()  # this lane's own root, from now on
     worktrees.check_worktree_root(repo, root)
-    target = config.lanes.target_branch or worktrees.current_branch(repo)
+    target = request.target or config.lanes.target_branch or worktrees.current_branch(repo)
     if target is None:
         raise LanesError("the repository has no branch checked out (detached HEAD)",
                          "check out the branch lanes should merge into, or set lanes.target_branch")
@@ -99,6 +109,7 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
         branch=branch, base_sha=base_sha, target_branch=target,
         state="queued", state_reason="waiting for its supervisor", worktree_root=str(root),
         allow_load=request.allow_load, raw=request.raw, caps=dict(request.caps),
+        scope=list(request.scope), plan=request.plan, ticket=request.ticket, model=request.model,
     )
     info: worktrees.WorktreeInfo | None = None
     try:  # the record and origin first: a `run` killed at any later step leaves a lane abandon can clean

@@ -22,6 +22,7 @@ from lanes_tui.engine.core.atomic import read_jsonl
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.commands import DecisionCommands
+from lanes_tui.engine.decisions.queue import QueueCommands
 from lanes_tui.engine.decisions.reconcile import reconcile
 from lanes_tui.engine.git.views import lane_commits, lane_diff, worktree_row
 from lanes_tui.engine.inbox.store import InboxStore
@@ -29,6 +30,7 @@ from lanes_tui.engine.lanes.inotify import TreeWatcher
 from lanes_tui.engine.lanes.launcher import LaunchRequest
 from lanes_tui.engine.lanes.runner import LocalRunner, Runner, read_output
 from lanes_tui.engine.live.machine import machine_meters
+from lanes_tui.engine.plans.ticker import PlanTicker
 from lanes_tui.engine.state.events import (
     EngineEvent,
     EngineNotice,
@@ -59,7 +61,7 @@ class _Watched:
     status: LaneStatus | None = None
 
 
-class Engine(DecisionCommands):
+class Engine(DecisionCommands, QueueCommands, PlanTicker):
     def __init__(self, repo: Path, *, config: Config | None = None, clock: Clock | None = None,
                  runner: Runner | None = None, poll_s: float = 0.25, reconcile_every_s: float = 2.0,
                  output_chunk: int = 64 * 1024) -> None:
@@ -101,6 +103,7 @@ class Engine(DecisionCommands):
     async def aclose(self) -> None:
         """Stop watching. Lanes keep running: they belong to their supervisors, not to us."""
         self._closed = True
+        await self.stop_plan_ticks()
         if self._inbox_watcher is not None:
             with contextlib.suppress(ValueError, OSError):
                 asyncio.get_running_loop().remove_reader(self._inbox_watcher.fileno())
@@ -256,6 +259,7 @@ class Engine(DecisionCommands):
                 if now - self._last_reconcile >= self.reconcile_every_s:
                     self._last_reconcile = now
                     await asyncio.to_thread(reconcile, self.repo, self.clock)
+                self.tick_plans_soon(now)  # open plans advance while the dashboard is open (`plans.ticker`)
                 await self._scan_and_emit()
                 if self._inbox_watcher is None:
                     await self._scan_inbox()
@@ -274,6 +278,9 @@ class Engine(DecisionCommands):
 
     def _scan(self, initial: bool) -> list[EngineEvent]:
         out: list[EngineEvent] = []
+        for moved in self.radar_refresh():  # the conflict radar, when due: lanes whose findings changed are re-read
+            if moved in self._watched:
+                self._watched[moved].record_sig = (-1, -1)
         seen = set()
         for lane_id in self.paths.lane_ids():
             seen.add(lane_id)
@@ -319,7 +326,7 @@ class Engine(DecisionCommands):
                 previous, watched.state = watched.state, None
                 out.append(LaneChanged(lane_id, watched.status, previous))
                 return
-            watched.status = lane_status(self.store, record)
+            watched.status = self.with_conflicts(lane_status(self.store, record))
             previous, watched.state = watched.state, record.state
             self._scan_output(lane_id, watched, initial, out)  # lines written before this record
             out.append(LaneChanged(lane_id, watched.status, previous))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.reconcile import reconcile
+from lanes_tui.engine.git.radar import RADAR_STATES, radar_report, with_conflicts
 from lanes_tui.engine.lanes.launcher import supervisor_alive
 from lanes_tui.engine.state.model import SETTLED_STATES, LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
@@ -37,7 +38,10 @@ def lane_statuses(repo: Path, lane_id: str | None = None) -> list[LaneStatus]:
             records, problems = [], {lane_id: exc}
     else:
         records, problems = store.scan()
-    statuses = [lane_status(store, record) for record in records]
+    # The conflict radar (live and ready lanes) looks at all of them, even when one lane was asked for.
+    radar_lanes = [] if not any(r.state in RADAR_STATES for r in records) else store.all() if lane_id else records
+    report = radar_report(repo, radar_lanes)
+    statuses = [with_conflicts(lane_status(store, record), report) for record in records]
     statuses += [corrupt_status(store, bad, exc) for bad, exc in problems.items()]
     return sorted(statuses, key=lambda s: (s.created, s.id))
 

@@ -3,6 +3,8 @@
 Owns: `process` (ProcessRequest / ProcessHandle / ProcessOutcome, new sessions, SIGINT → SIGTERM →
 SIGKILL with a deadline per step, the child subreaper), `tree` (process identities and trees read
 from /proc, processes found by their environment), `cgroup` (each lane's own cgroup: v2, v1 or an
-honest "none"), `sampler` (one sample of a process tree: CPU seconds, RSS, the process set).
+honest "none"), `sampler` (one sample of a process tree: CPU seconds, RSS, the process set), `caps_cgroup` (the
+cpu / memory / pids controllers a lane's caps are written into, v2 or v1), `pause` (freezing or
+SIGSTOPping a lane's tree while the lead decides).
 May import: `core`, psutil. Never imports state, config or anything about lanes.
 """

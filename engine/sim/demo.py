@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from lanes_tui.engine.config.settings import load_config
+from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane
 
 DEMO_CONFIG = """\
 # lanes-tui demo: simulated agents only.
 [lanes]
 worktree_root = "{root}/worktrees"
-max_parallel = 8
+max_parallel = 10
 idle_timeout_s = 20
 sample_s = 1
 
@@ -69,6 +71,34 @@ SCENARIOS: dict[str, tuple[str, str]] = {
 }
 
 
+#: A small plan (docs/plans.md): two tickets at once, then a third once both are accepted. Launched at
+#: demo start; the dashboard's engine starts the second wave when the lead accepts the first.
+DEMO_PLAN = """\
+[plan]
+name = "demo-plan"
+
+[[tickets]]
+id = "plan-power"
+title = "Add a power function"
+prompt = "Add power.py.\\nsay adding power()\\nprint 12 --rate 2\\nwrite power.py 'def power(a, b): return a ** b'\\n"
+scope = ["power.py"]
+
+[[tickets]]
+id = "plan-docs"
+title = "Document the calculator"
+prompt = "Write docs/calc.md.\\nsay documenting\\nprint 16 --rate 2\\nwrite docs/calc.md '# calc: add, mul, power'\\n"
+scope = ["docs/"]
+
+[[tickets]]
+id = "plan-cli"
+title = "A command line for the calculator"
+prompt = "Add cli.py.\\nsay wiring the command line\\nprint 10 --rate 2\\nwrite cli.py 'from power import power'\\n"
+scope = ["cli.py"]
+blockers = ["plan-power", "plan-docs"]
+"""
+DEMO_PLAN_FILE = ".lanes/plans/demo-plan.toml"
+
+
 @dataclass(frozen=True)
 class Demo:
     root: Path
@@ -87,6 +117,8 @@ def build_demo(parent: Path | None = None) -> Demo:
         (repo / name).write_text(text, encoding="utf-8")
     (repo / ".lanes").mkdir()
     (repo / ".lanes" / "config.toml").write_text(DEMO_CONFIG.format(root=root), encoding="utf-8")
+    (repo / DEMO_PLAN_FILE).parent.mkdir()
+    (repo / DEMO_PLAN_FILE).write_text(DEMO_PLAN, encoding="utf-8")
     (repo / ".gitignore").write_text(".lanes/state/\n__pycache__/\n", encoding="utf-8")
     # A local identity, so the demo's accepts can commit on a machine with no git config at all.
     for argv in (["init", "-q", "-b", "programme"], ["config", "user.name", "lanes demo"],
@@ -103,4 +135,21 @@ def start_demo_lanes(demo: Demo, scenarios: list[str] | None = None) -> list[str
         task_type, prompt = SCENARIOS[name]
         record = launch_lane(demo.repo, config, LaunchRequest(prompt=prompt, task_type=task_type, slug=name))
         ids.append(record.id)
+    if scenarios is None:
+        ids.extend(start_demo_plan(demo))
     return ids
+
+
+def start_demo_plan(demo: Demo) -> list[str]:
+    """Launch the demo's plan (its first wave starts now); returns the lanes started.
+
+    In its own process: `sim` sits below `plans` in the engine's layers and may not import it. No plan
+    supervisor is started: the demo's dashboard ticks the plan, and nothing outlives the demo.
+    """
+    proc = subprocess.run([sys.executable, "-m", "lanes_tui.engine.plans", "--repo", str(demo.repo),
+                           "--launch", str(demo.repo / DEMO_PLAN_FILE)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise LanesError(f"the demo's plan did not launch: {tail}")
+    return proc.stdout.split()

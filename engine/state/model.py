@@ -81,8 +81,14 @@ class LaneRecord:
     #: The lead's caps for this lane from `run --cpu/--memory/--pids/--max-cost/--max-tokens/
     #: --allow-uncapped` (keys as in `[lanes]`), over the config's; `recover --relaunch` keeps them.
     caps: dict[str, Any] = field(default_factory=dict)
+    #: The model of the chain's first provider, over the preset's (a plan ticket's tier); None: its own.
+    model: str | None = None
     #: What the governor enforces for this lane and how (`lanes.caps`), written by the supervisor.
     governor: dict[str, Any] | None = None
+    #: The plan and ticket this lane works on (`plans.scheduler` launches it as `<ticket>-aN`); None
+    #: for a lane the lead started by hand. The scheduler trusts them only together with the lane's id.
+    plan: str | None = None
+    ticket: str | None = None
 
     @property
     def provider(self) -> str | None:

@@ -77,6 +77,13 @@ class LaneStatus:
     #: The cap that stopped the lane (`FAILED-RESOURCE`): cap, value, peak, mechanism, killed, reason —
     #: strings only, from `lane.json`'s `governor.fired`; None when no cap fired.
     fired: Mapping[str, str] | None = None
+    #: The conflict radar's findings for this lane (`git.radar`), each {"lane": the other lane's id (None
+    #: against the target), "files": [...], "kind": "overlap" | "merge" | "target", "target": the branch}.
+    conflicts: tuple[Mapping[str, Any], ...] = ()
+    #: The plan and ticket this lane works on (`plans`), and the files it owns; None / empty by hand.
+    plan: str | None = None
+    ticket: str | None = None
+    scope: tuple[str, ...] = ()
     #: The live process tree from the newest sample (dashboard only; not part of `status --json`).
     tree: tuple[Mapping[str, Any], ...] | None = field(default=None, compare=False)
 
@@ -110,6 +117,8 @@ class LaneStatus:
         del data["tree"]
         data["providers_tried"] = [dict(p) for p in self.providers_tried]
         data["chain"] = list(self.chain)
+        data["conflicts"] = [{**c, "files": list(c.get("files") or ())} for c in self.conflicts]
+        data["scope"] = list(self.scope)
         return data
 
     @classmethod
@@ -119,6 +128,8 @@ class LaneStatus:
         values = {k: v for k, v in data.items() if k in known}
         values["providers_tried"] = tuple(dict(p) for p in values.get("providers_tried") or ())
         values["chain"] = tuple(values.get("chain") or ())
+        values["conflicts"] = tuple(dict(c) for c in values.get("conflicts") or () if isinstance(c, Mapping))
+        values["scope"] = tuple(str(x) for x in values.get("scope") or ())
         if values.get("tree") is not None:
             values["tree"] = tuple(values["tree"])
         return cls(**values)
@@ -180,6 +191,7 @@ def lane_status(store: LaneStore, record: LaneRecord) -> LaneStatus:
         lock_wait=locks.wait if live else None,
         locks=locks.locks,
         fired=fired_finding(record.governor),
+        plan=record.plan, ticket=record.ticket, scope=tuple(record.scope),
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import errno
 import logging
 import os
@@ -162,6 +163,8 @@ class Supervisor:
         outcome: RunOutcome | None = None
         for name in [p for p in record.chain if p not in tried]:
             provider = self.config.provider(name)
+            if record.model and record.chain and name == record.chain[0]:  # a plan tier's model
+                provider = dataclasses.replace(provider, model=record.model)
             slot = await self._wait_slot(self.paths.locks / f"provider-{name}", provider.max, holder,
                                          f"waiting for a {name} slot (max={provider.max})")
             if slot is None:

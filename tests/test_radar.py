@@ -1,0 +1,187 @@
+"""The conflict radar on real repositories and real sim lanes: shared files, trial merges, its cache.
+
+Everything here happens before any accept, and the radar must leave no trace the lead or a lane
+could see: refs, the target, the lanes' worktrees and index files stay exactly as they were.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lanes_tui.app.dashboard import LanesApp
+from lanes_tui.engine.git.radar import Radar, RadarReport, trial_merge
+from lanes_tui.engine.git.worktrees import changed_files
+from lanes_tui.engine.live.engine import Engine
+from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.status import LaneStatus
+from lanes_tui.engine.state.store import LaneStore
+from lanes_tui.widgets.conflicts_modal import ConflictsModal
+from tests.conftest import git
+from tests.fake_engine import FakeEngine, lane
+from tests.helpers import cli, run_lane, status, wait_state, write_config
+
+
+@pytest.fixture()
+def programme(repo: Path) -> Path:
+    git(repo, "checkout", "-q", "-b", "programme")
+    write_config(repo)
+    return repo
+
+
+def ready_lanes(repo: Path, scripts: dict[str, str]) -> list[str]:
+    """Start every lane first, then wait for each: they run side by side."""
+    lanes = [run_lane(repo, script, lane_id=name) for name, script in scripts.items()]
+    for lane_id in lanes:
+        wait_state(repo, lane_id)
+        assert status(repo, lane_id)["state"] == "ready"
+    return lanes
+
+
+def kinds(conflicts: list[dict[str, Any]]) -> dict[tuple[str, str | None], list[str]]:
+    return {(c["kind"], c["lane"]): c["files"] for c in conflicts}
+
+
+def traces(repo: Path, lanes: list[str]) -> dict[str, Any]:
+    """What the lead or a lane could see change: refs, stashes, each worktree's status and index."""
+    seen: dict[str, Any] = {"refs": git(repo, "for-each-ref"), "stash": git(repo, "stash", "list"),
+                            "lead": git(repo, "status", "--porcelain")}
+    for lane_id in lanes:
+        worktree = Path(status(repo, lane_id)["worktree"])
+        index = Path(git(worktree, "rev-parse", "--path-format=absolute", "--git-path", "index"))
+        seen[lane_id] = (git(worktree, "status", "--porcelain", "--untracked-files=all"),
+                      hashlib.sha256(index.read_bytes()).hexdigest(), git(worktree, "rev-parse", "HEAD"))
+    return seen
+
+
+def test_two_ready_lanes_editing_the_same_line_are_named_before_any_accept(programme: Path) -> None:
+    repo = programme
+    ca, cb, calm = ready_lanes(repo, {"ca": "write README.md title from lane A\n",
+                                      "cb": "write README.md title from lane B\n",
+                                      "calm": "write notes.txt nothing in common\n"})
+    before = traces(repo, [ca, cb, calm])
+
+    rows = {row["id"]: row for row in status(repo)}
+    assert kinds(rows[ca]["conflicts"]) == {("merge", cb): ["README.md"], ("overlap", cb): ["README.md"]}
+    assert kinds(rows[cb]["conflicts"]) == {("merge", ca): ["README.md"], ("overlap", ca): ["README.md"]}
+    assert rows[calm]["conflicts"] == []
+    assert rows[ca]["conflicts"][0] == {"lane": cb, "files": ["README.md"], "kind": "merge", "target": "programme"}
+    # One lane asked for: the radar still looks at the others.
+    assert status(repo, cb)["conflicts"] == rows[cb]["conflicts"]
+    assert LaneStatus.from_json(rows[ca]).to_json() == rows[ca]
+
+    assert traces(repo, [ca, cb, calm]) == before, "the radar changed something the lead or a lane can see"
+    assert git(repo, "log", "--format=%s", "-1", "programme") == "initial"
+
+
+def test_a_ready_lane_that_conflicts_with_its_moved_target(programme: Path) -> None:
+    repo = programme
+    (lane,) = ready_lanes(repo, {"late": "write README.md title from the lane\n"})
+    assert status(repo, lane)["conflicts"] == []  # the target has not moved: a fast-forward
+    (repo / "README.md").write_text("# title from the lead\n")
+    git(repo, "commit", "-q", "-am", "the lead edits the title")
+    assert status(repo, lane)["conflicts"] == [
+        {"lane": None, "files": ["README.md"], "kind": "target", "target": "programme"}]
+    refused = cli(repo, "accept", lane)  # the radar's prediction is what the guarded accept finds
+    assert refused.returncode == 1 and "README.md" in refused.stderr
+
+
+def test_the_radar_sees_commits_and_new_files_and_redoes_only_what_moved(programme: Path) -> None:
+    repo = programme
+    one, two = ready_lanes(repo, {"one": "write a.txt from one\n", "two": "write b.txt from two\n"})
+    store = LaneStore(StatePaths(repo))
+    radar = Radar(repo)
+    first = radar.scan(store.all())
+    assert first.of(one) == () and first.of(two) == ()
+    assert (radar.snapshots_made, radar.merges_run) == (2, 3)  # each into the target, and the pair
+    assert radar.scan(store.all()) is first and radar.merges_run == 3  # nothing moved: nothing redone
+
+    worktree = Path(store.read(two).worktree)
+    (worktree / "a.txt").write_text("from two, committed\n")
+    git(worktree, "add", "a.txt")
+    git(worktree, "commit", "-q", "-m", "two's own commit")
+    (worktree / "new file.txt").write_text("untracked\n")
+    report = radar.scan(store.all())
+    assert report.merge_conflict(one, two) == ("a.txt",) and report.merge_conflict(two, one) == ("a.txt",)
+    assert [c.files for c in report.of(one) if c.kind == "overlap"] == [("a.txt",)]
+    assert radar.snapshots_made == 3, "only the lane that moved is snapshotted again"
+    assert radar.merges_run == 5  # two into the target again, and the new pair; one's merge was cached
+    files = changed_files(worktree, store.read(two).base_sha)
+    assert files == ["a.txt", "b.txt", "new file.txt"]  # what accept would stage: what the radar compares
+
+    # A live lane has no trial merges (its work is not done); shared files are still named.
+    live = [replace(r, state="running") if r.id == one else r for r in store.all()]
+    report = radar.scan(live)
+    assert [(c.kind, c.lane, c.files) for c in report.of(one)] == [("overlap", two, ("a.txt",))]
+    assert radar.scan([]) == RadarReport()
+
+
+def test_trial_merge_reports_the_conflicting_files(repo: Path) -> None:
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "left")
+    (repo / "README.md").write_text("left\n")
+    (repo / "calc.py").write_text("left\n")
+    git(repo, "commit", "-q", "-am", "left")
+    left = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "-b", "right", base)
+    (repo / "README.md").write_text("right\n")
+    (repo / "calc.py").write_text("def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n")
+    git(repo, "commit", "-q", "-am", "right")
+    right = git(repo, "rev-parse", "HEAD")
+    assert trial_merge(repo, left, right) == ("README.md", "calc.py")
+    assert trial_merge(repo, base, right) == ()
+    assert git(repo, "rev-parse", "HEAD") == right and git(repo, "status", "--porcelain") == ""
+
+
+async def test_the_dashboard_engine_marks_conflicts_and_follows_a_fix(programme: Path) -> None:
+    repo = programme
+    ca, cb = ready_lanes(repo, {"ea": "write README.md title from lane A\n", "eb": "write README.md title B\n"})
+    engine = Engine(repo, poll_s=0.05)
+    engine.radar_every_s = 0.1
+    await engine.start()
+    try:
+        by_id = {s.id: s for s in engine.lanes()}
+        assert {(c["kind"], c["lane"]) for c in by_id[ca].conflicts} == {("merge", cb), ("overlap", cb)}
+        assert engine.radar().merge_conflict(cb, ca) == ("README.md",)
+        # The lane's worktree changes: the same title as lane A merges cleanly; the shared file stays.
+        worktree = Path(by_id[cb].worktree)
+        (worktree / "README.md").write_text("title from lane A\n")
+
+        async def fixed() -> None:
+            while {c["kind"] for s in engine.lanes() if s.id == cb for c in s.conflicts} != {"overlap"}:
+                await asyncio.sleep(0.05)
+
+        await asyncio.wait_for(fixed(), 20)
+    finally:
+        await engine.aclose()
+    assert os.path.isdir(worktree)
+
+
+async def test_the_conflicts_key_lists_each_pair_once(tmp_path: Path) -> None:
+    def found(kind: str, other: str | None, *files: str) -> dict[str, Any]:
+        return {"lane": other, "files": list(files), "kind": kind, "target": "programme"}
+
+    engine = FakeEngine(tmp_path, [
+        lane("ca-a1", "ready", conflicts=[found("merge", "cb-a1", "README.md"),
+                                          found("overlap", "cb-a1", "README.md")]),
+        lane("cb-a1", "ready", conflicts=[found("merge", "ca-a1", "README.md"),
+                                          found("overlap", "ca-a1", "README.md"), found("target", None, "calc.py")]),
+        lane("calm-a1", "running")])
+    app = LanesApp(engine.repo, engine=engine, flush_s=0.01)  # type: ignore[arg-type]
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("c")
+        await pilot.pause()
+        modal = app.screen
+        assert isinstance(modal, ConflictsModal)
+        assert modal.rows == [("conflicts with target", "cb-a1 → programme", "calc.py"),
+                              ("merge conflict", "ca-a1 ↔ cb-a1", "README.md"),
+                              ("same files", "ca-a1 ↔ cb-a1", "README.md")]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConflictsModal)
