@@ -9,6 +9,7 @@ saves into `screenshots/`:
 - `demo.svg`   the dashboard in that state,
 - `meters.svg` the Meters pane maximized: the machine, the heavy slots, the caps per lane and what
   enforces each,
+- `plan.svg`   the dashboard with the Plan tab open on the demo's plan,
 - `accept.svg` the accept modal of the ready lane (`a`),
 - `help.svg`   the help screen (`?`).
 
@@ -51,6 +52,8 @@ def shorten_idle_timeout(demo: Demo, seconds: int) -> None:
 
 
 async def shoot(demo: Demo, out: Path, *, timeout_s: float = 120.0) -> list[Path]:
+    from textual.widgets import TabbedContent
+
     from lanes_tui.app.dashboard import LanesApp
     from lanes_tui.app.screen import DashboardScreen
     from lanes_tui.widgets import ConfirmModal, HelpScreen, LanesTable, MetersPane
@@ -72,6 +75,12 @@ async def shoot(demo: Demo, out: Path, *, timeout_s: float = 120.0) -> list[Path
         await pilot.pause(0.5)
         saved.append(Path(app.save_screenshot("meters.svg", str(out))))
         screen.minimize()
+        await pilot.pause(0.3)
+
+        screen.query_one(TabbedContent).active = "tab-plan"  # the demo's plan: a wave done, one to go
+        await pilot.pause(3.5)  # the Plan pane refreshes every few seconds
+        saved.append(Path(app.save_screenshot("plan.svg", str(out))))
+        screen.query_one(TabbedContent).active = "tab-output"
         await pilot.pause(0.3)
 
         await pilot.press("a")
