@@ -23,7 +23,7 @@ from lanes_tui.engine import LanesError, report_modules_at_exit
 COMMAND_MODULES: dict[str, str] = {
     "init": "cli_lanes", "run": "cli_lanes", "status": "cli_lanes", "wait": "cli_lanes", "doctor": "cli_lanes",
     "check": "cli_decisions", "accept": "cli_decisions", "abandon": "cli_decisions", "recover": "cli_decisions",
-    "finish": "cli_decisions",
+    "finish": "cli_decisions", "diff": "cli_decisions",
     "ask": "cli_inbox", "answer": "cli_inbox", "inbox": "cli_inbox",
     "lock": "cli_lock",
     "plan": "cli_plan",

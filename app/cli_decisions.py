@@ -1,9 +1,10 @@
-"""Decision subcommands: check, accept, abandon, recover, finish (PRODUCT.md, "Command line")."""
+"""Decision subcommands: check, accept, abandon, recover, finish, diff (PRODUCT.md, "Command line")."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 
 from lanes_tui.app.cli_lanes import repo_of
@@ -14,6 +15,7 @@ from lanes_tui.engine import (
     check_lane,
     finish,
     inspect_lane,
+    lane_diff,
     load_config,
     plan_accept,
     plan_queue,
@@ -53,6 +55,13 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
     p = sub.add_parser("finish", help="remove merged lane worktrees and branches; list leftovers")
     p.set_defaults(func=cmd_finish)
+
+    p = sub.add_parser("diff", help="a lane's diff against its base, with per-file digests")
+    p.add_argument("lane_id")
+    shape = p.add_mutually_exclusive_group()
+    shape.add_argument("--stat", action="store_true", help="one line per file and the overall digest")
+    shape.add_argument("--json", action="store_true", help="files, digests, scope and diffs as one JSON object")
+    p.set_defaults(func=cmd_diff)
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -138,4 +147,19 @@ def cmd_finish(args: argparse.Namespace) -> int:
         print(f"{left.kind:<9} {left.lane_id:<28} {left.path}  → {left.fix}")
     if not report.removed and not report.leftovers:
         print("nothing to finish")
+    return 0
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    """`diff ID [--stat | --json]`: read-only; the unified diff by default."""
+    repo = repo_of(args)
+    found = lane_diff(repo, load_config(repo), args.lane_id)
+    if args.json:
+        print(json.dumps(found.to_json(), indent=2))
+    elif args.stat:
+        print("\n".join(found.stat_lines()))
+    elif found.files:
+        sys.stdout.write(found.text())
+    else:
+        print(f"lanes-tui: {args.lane_id} has no changes against its base {found.base_sha[:10]}", file=sys.stderr)
     return 0

@@ -70,7 +70,7 @@ _EXPORTS: dict[str, str] = {
     "Accept": "decisions.accept", "AcceptOutcome": "decisions.accept",
     "AcceptPlan": "decisions.accept_plan", "plan_accept": "decisions.accept_plan",
     "AbandonPlan": "decisions.abandon", "abandon_lane": "decisions.abandon", "plan_abandon": "decisions.abandon",
-    "check_lane": "decisions.check",
+    "check_lane": "decisions.check", "lane_diff": "decisions.lane_diff",
     "FinishReport": "decisions.finish", "finish": "decisions.finish",
     "Findings": "decisions.recover", "RECOVERABLE": "decisions.recover", "inspect_lane": "decisions.recover",
     "recheck": "decisions.recover", "relaunch": "decisions.recover",
@@ -111,6 +111,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.decisions.accept_plan import AcceptPlan, plan_accept
     from lanes_tui.engine.decisions.check import check_lane
     from lanes_tui.engine.decisions.finish import FinishReport, finish
+    from lanes_tui.engine.decisions.lane_diff import lane_diff
     from lanes_tui.engine.decisions.queue import QueuePlan, QueueReport, plan_queue, run_queue
     from lanes_tui.engine.decisions.reconcile import reconcile
     from lanes_tui.engine.decisions.recover import RECOVERABLE, Findings, inspect_lane, recheck, relaunch, wake_parked
@@ -215,6 +216,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "governor_summary",
     "inspect_lane",
     "lane_caps",
+    "lane_diff",
     "lane_settled",
     "lane_statuses",
     "launch_lane",

@@ -4,7 +4,8 @@ Owns: `settings` (read with tomllib into frozen dataclasses; every mistake names
 `key_lines` (the line of the config text a key sits on, for those errors),
 `providers` (presets for claude, codex, gemini, aider and sim: argv, channel, patterns, the
 environment each may receive), `tiers` (`[tiers]`: heavy / standard /
-light mapped to providers and models), `write`
+light mapped to providers and models), `review` (`[review]`: cross-family review
+of a lane's diff), `write`
 (`lanes-tui init` and edits that keep the lead's comments, through tomlkit).
 May import: `core`, `state`. Only `write` imports tomlkit, and nothing a lane runs imports `write`:
 a supervisor reads its config but never pays for the writer.

@@ -56,6 +56,9 @@ class ProviderConfig:
     #: Environment variables the agent receives besides the base set (`lanes.env`): its own
     #: credentials and settings, as exact names or `PREFIX_*`; the lead's `env` is added to the preset's.
     env: tuple[str, ...] = ()
+    #: The model family (`anthropic`, `openai`, `google`, `sim`, …): a reviewer must come from another
+    #: family than the lane's writers. "" derives it from `model` (see `provider_family`).
+    family: str = ""
 
     def render_argv(self, prompt_text: str, worktree: Path) -> list[str]:
         """The argv to exec (never through a shell): placeholders filled element by element.
@@ -90,6 +93,34 @@ class ProviderConfig:
     def config_match(self, text: str) -> str | None:
         """The first config-error pattern found in `text` (CONFIG-ERROR: stop the chain), or None."""
         return _first_match(self.config_patterns, text)
+
+
+#: A model name's start → its family, tried on the whole name and after each `/` (`openrouter/anthropic/…`).
+#: Bare `sonnet`, `opus`, `haiku`, `4o`, `flash` are aider's own aliases for those families' models.
+MODEL_FAMILIES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("anthropic", ("claude", "anthropic/", "sonnet", "opus", "haiku")),
+    ("openai", ("gpt", "o1", "o3", "o4", "openai/", "4o", "chatgpt")),
+    ("google", ("gemini", "google/", "flash")),
+)
+
+
+def model_family(model: str) -> str | None:
+    """The family a model name belongs to (`claude-…` → anthropic, `gpt-…` → openai), or None if unknown."""
+    name = model.strip().lower()
+    candidates = [name] + [name.split("/", i)[-1] for i in range(1, name.count("/") + 1)]
+    for family, prefixes in MODEL_FAMILIES:
+        if any(c.startswith(prefixes) for c in candidates):
+            return family
+    return None
+
+
+def provider_family(provider: ProviderConfig) -> str:
+    """The provider's family: its `family` when set (preset or `[providers.NAME] family`), else the
+    family of its model (aider runs whichever model it is given), else its own name: an unknown CLI is
+    a family of its own, so it never counts as the same family as a known one by accident."""
+    if provider.family:
+        return provider.family
+    return model_family(provider.model) or provider.name
 
 
 def placeholders_in(part: str) -> list[str]:
@@ -206,6 +237,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         budget_patterns=CLAUDE_BUDGET,
         config_patterns=CLAUDE_CONFIG,
         env=CLAUDE_ENV,
+        family="anthropic",
     ),
     "codex": ProviderConfig(
         name="codex",
@@ -220,6 +252,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         budget_patterns=CODEX_BUDGET,
         config_patterns=CODEX_CONFIG,
         env=CODEX_ENV,
+        family="openai",
     ),
     "gemini": ProviderConfig(
         name="gemini",
@@ -232,6 +265,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         budget_patterns=GEMINI_BUDGET,
         config_patterns=GEMINI_CONFIG,
         env=GEMINI_ENV,
+        family="google",
     ),
     "aider": ProviderConfig(
         name="aider",
@@ -245,6 +279,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         budget_patterns=(),
         config_patterns=(),
         env=AIDER_ENV,
+        family="",  # the family of its model: provider_family derives it
     ),
     "sim": ProviderConfig(
         name="sim",
@@ -256,6 +291,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         channel="plain",
         budget_patterns=SIM_BUDGET,
         config_patterns=SIM_CONFIG,
+        family="sim",
     ),
 })
 
@@ -303,6 +339,7 @@ PROVIDERS_HELP = (
     "  config_patterns     regexes: CONFIG-ERROR, the chain stops",
     '  env = ["NAME", "PREFIX_*"]  environment variables the agent gets besides the base set and',
     "                      the preset's own credentials (docs/providers.md); everything else is dropped",
+    '  family = "openai"   the model family, for [review] (default: the preset\'s, or derived from model)',
     "Example:",
     "[providers.codex]",
     'effort = "high"',

@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 from lanes_tui.engine.config import providers as pv
 from lanes_tui.engine.config.key_lines import did_you_mean, find_key_line, shown
 from lanes_tui.engine.config.providers import PRESETS, ProviderConfig
+from lanes_tui.engine.config.review import ReviewConfig, parse_review
 from lanes_tui.engine.config.tiers import TierConfig, parse_tiers
 from lanes_tui.engine.core.errors import ConfigError, LanesError
 from lanes_tui.engine.core.limits import MAX_CONFIG_BYTES, read_limited
@@ -102,6 +103,8 @@ class Config:
     keys: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: `[tiers]`: a plan ticket's tier → provider and model (`config.tiers`); empty unless the lead sets it.
     tiers: Mapping[str, TierConfig] = field(default_factory=lambda: MappingProxyType({}))
+    #: `[review]`: cross-family review of a lane's diff (`config.review`); off unless the lead sets it.
+    review: ReviewConfig = field(default_factory=ReviewConfig)
 
     def chain_for(self, task_type: str, lane: str | None = None) -> list[str]:
         """Providers to try for a task, first first; `--lane PROVIDER` moves or inserts it in front."""
@@ -146,7 +149,7 @@ def _field_names(cls: type[Any], *, skip: tuple[str, ...] = ()) -> tuple[str, ..
     return tuple(f.name for f in dataclasses.fields(cls) if f.name not in skip)
 
 
-_TABLES = ("lanes", "chains", "providers", "gates", "keys", "tiers")
+_TABLES = ("lanes", "chains", "providers", "gates", "keys", "tiers", "review")
 
 
 
@@ -196,6 +199,7 @@ class _Parser:
             path=self.path,
             keys=self.keys(data.get("keys", {})),
             tiers=parse_tiers(self, data.get("tiers", {}), providers),
+            review=parse_review(self, data.get("review", {}), providers),
         )
 
     # typed getters ------------------------------------------------------------------------------
@@ -351,6 +355,8 @@ class _Parser:
         for name in ("model", "effort"):
             if name in table:
                 values[name] = self.string(f"{key}.{name}", table[name], empty=True)
+        if "family" in table:
+            values["family"] = self.string(f"{key}.family", table["family"]).strip()
         if "max" in table:
             values["max"] = self.integer(f"{key}.max", table["max"], minimum=1)
         if "env" in table:

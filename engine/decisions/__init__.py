@@ -4,8 +4,10 @@ Owns: `gates` (the configured commands in heavy slots), `packet` (the result rec
 (gates → packet → ready / rejected), `accept`, `accept_plan` and `accept_journal` (the guarded,
 journalled accept, and the journals it could not finish), `abandon`, `recover`, `finish`,
 `reconcile` (state rebuilt from receipts after a restart), `scope` (files a lane changed outside its
-ticket's scope), `queue` (the accept queue: every ready lane in an order the radar's conflicts allow),
-and `commands` (the async wrappers the Engine offers the dashboard).
+ticket's scope), `review_verdict` (who reviews a lane across model families, and the verdict read
+from the reviewer's output), `lane_diff` (the lane's scoped diff with per-file digests: what a
+reviewer and accept see), `queue` (the accept queue: every ready lane in an order the radar's
+conflicts allow), and `commands` (the async wrappers the Engine offers the dashboard).
 May import: everything below it (`core` … `lanes`). Never imports `live`, `supervisor`, `sim`,
 textual or rich.
 """

@@ -1,0 +1,192 @@
+"""`lanes-tui diff ID`: a lane's scoped diff against its base, with a digest per file and one overall.
+
+This is the input a reviewer and the lead's accept check look at: every path that differs between
+the lane's `base_sha` and its worktree as it stands (commits on the lane branch, staged, unstaged and
+untracked files alike; ignored files not), each with its status as git names it with `--no-renames`
+(a rename is its old path deleted and its new path added, as `scope.outside_scope` counts it), its
+lines added and removed, a sha256 of its content in the lane, and its unified diff.
+
+Nothing here writes: the worktree is derived and witnessed (`locate_lane` + `working_tree`, never
+the path in lane.json), and every git call runs with `--no-optional-locks`, so the lane's index is
+not refreshed under an agent that may be running. Tracked files come from `git diff BASE` (base
+commit against the working tree, one call per file so no patch has to be split by its quoted
+header); untracked ones from `git diff --no-index /dev/null FILE`. Argument lists only, no shell.
+The text is bounded: past `MAX_DIFF_BYTES` the remaining diffs are cut with a note, while the
+digests still cover every file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lanes_tui.engine.config.settings import Config
+from lanes_tui.engine.decisions.scope import outside_scope
+from lanes_tui.engine.git.commands import nul_list, refuse_option, run_git
+from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
+from lanes_tui.engine.git.worktrees import describe_path
+from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.store import LaneStore
+
+__all__ = ["MAX_DIFF_BYTES", "FileDiff", "LaneDiff", "lane_diff"]
+
+#: The unified diff text kept in all (2 MB); what comes after is cut with a note.
+MAX_DIFF_BYTES = 2 * 1024 * 1024
+#: git's status letters (with --no-renames there is no R or C) and the words the lead reads.
+STATUS_WORDS = {"A": "added", "M": "modified", "D": "deleted", "T": "type-changed", "U": "unmerged"}
+#: Global options for every read: take no optional lock (no index refresh), pathspecs are literal.
+READ_ONLY = ("--no-optional-locks", "--literal-pathspecs")
+DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv", "--no-renames")
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    """One changed path: what git calls the change, its size, its content digest and its patch."""
+
+    path: str
+    #: `A`, `M`, `D` or `T`, as git's `--name-status` prints it.
+    letter: str
+    added: int
+    removed: int
+    #: `sha256:<hex>` of the content in the lane (of the link target for a symlink), or `deleted`.
+    digest: str
+    #: How the digest saw the path: regular, exec, symlink, dir, other or missing.
+    kind: str
+    diff: str
+    binary: bool = False
+    #: The patch was cut (or left out) because the diff passed `MAX_DIFF_BYTES`.
+    cut: bool = False
+
+    @property
+    def status(self) -> str:
+        return STATUS_WORDS.get(self.letter, self.letter)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "status": self.status, "added": self.added, "removed": self.removed,
+                "digest": self.digest, "kind": self.kind, "binary": self.binary, "cut": self.cut,
+                "diff": self.diff}
+
+
+@dataclass(frozen=True)
+class LaneDiff:
+    """A lane's changed files against its base, its scope, and one digest over them all."""
+
+    lane: str
+    base_sha: str
+    worktree: Path
+    files: tuple[FileDiff, ...]
+    scope: tuple[str, ...] = ()
+    outside_scope: tuple[str, ...] = ()
+    digest: str = ""
+    cut: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    def text(self) -> str:
+        """The unified diff of every file, in path order, with the cut note when there is one."""
+        return "".join(f.diff for f in self.files) + "".join(f"# {note}\n" for note in self.notes)
+
+    def stat_lines(self) -> list[str]:
+        """`M  src/a.py  +3 -1  sha256:abcd1234…` per file, then the totals and the full digest."""
+        lines = []
+        outside = set(self.outside_scope)
+        for f in self.files:
+            short = f.digest[:15] + "…" if f.digest.startswith("sha256:") else f.digest
+            size = "binary" if f.binary else f"+{f.added} -{f.removed}"
+            lines.append(f"{f.letter}  {f.path}  {size}  {short}" + ("  (outside scope)" if f.path in outside else ""))
+        total_add, total_rm = sum(f.added for f in self.files), sum(f.removed for f in self.files)
+        count = len(self.files)
+        lines.append(f"{count} file{'' if count == 1 else 's'}, +{total_add} -{total_rm}, digest {self.digest}")
+        if self.scope:
+            lines.append(f"scope: {', '.join(self.scope)}; outside it ({len(self.outside_scope)}): "
+                         + (", ".join(self.outside_scope) or "none"))
+        lines.extend(self.notes)
+        return lines
+
+    def to_json(self) -> dict[str, Any]:
+        return {"lane": self.lane, "base_sha": self.base_sha, "digest": self.digest, "scope": list(self.scope),
+                "files": [f.to_json() for f in self.files], "outside_scope": list(self.outside_scope),
+                "cut": self.cut, "notes": list(self.notes)}
+
+
+def lane_diff(repo: Path, config: Config, lane_id: str, *, max_bytes: int = MAX_DIFF_BYTES) -> LaneDiff:
+    """The lane's diff from its verified worktree; refuses (LanesError, one line) a bad or unknown id."""
+    record = LaneStore(StatePaths(repo)).read(lane_id)  # validates the id; "no lane" for an unknown one
+    location = locate_lane(repo, lane_id, record, default_root=config.lanes.worktree_root)
+    worktree = working_tree(location)  # the derived folder, and git must list it on lane/<id>
+    base = record.base_sha
+    refuse_option(base, "base commit")
+    changes = _tracked(worktree, base)
+    untracked = set(_untracked(worktree))
+    for path in untracked:
+        changes.setdefault(path, "A")
+    files: list[FileDiff] = []
+    budget = max_bytes
+    for path in sorted(changes):
+        item = _file_diff(worktree, base, path, changes[path], budget, untracked=path in untracked)
+        budget -= len(item.diff.encode("utf-8", "replace"))
+        files.append(item)
+    cut = any(f.cut for f in files)
+    size = "2 MB" if max_bytes == MAX_DIFF_BYTES else f"{max_bytes} bytes"
+    notes = (f"diff cut at {size}: the digests still cover every file",) if cut else ()
+    outer = hashlib.sha256()
+    for f in files:  # already sorted by path
+        outer.update(os.fsencode(f.path) + b"\0" + f.kind.encode() + b"\0" + f.digest.encode() + b"\n")
+    paths = [f.path for f in files]
+    return LaneDiff(lane=lane_id, base_sha=base, worktree=worktree, files=tuple(files), scope=tuple(record.scope),
+                    outside_scope=tuple(outside_scope(paths, record.scope)), digest="sha256:" + outer.hexdigest(),
+                    cut=cut, notes=notes)
+
+
+def _tracked(worktree: Path, base: str) -> dict[str, str]:
+    """Path → status letter for every tracked path that differs between `base` and the working tree."""
+    proc = run_git(worktree, *READ_ONLY, "diff", "--name-status", "-z", *DIFF_OPTIONS, base, "--")
+    items = nul_list(proc.stdout)
+    return {path: letter[:1] for letter, path in zip(items[0::2], items[1::2], strict=False)}
+
+
+def _untracked(worktree: Path) -> list[str]:
+    proc = run_git(worktree, *READ_ONLY, "ls-files", "--others", "--exclude-standard", "-z")
+    return nul_list(proc.stdout)
+
+
+def _file_diff(worktree: Path, base: str, path: str, letter: str, budget: int, *, untracked: bool) -> FileDiff:
+    kind, content = describe_path(worktree, worktree / path)
+    digest = "deleted" if kind == "missing" else ("sha256:" + content.decode() if content else kind)
+    if untracked and letter == "A" and kind != "missing":
+        proc = run_git(worktree, *READ_ONLY, "diff", "--no-index", *DIFF_OPTIONS, "--", "/dev/null", path,
+                       check=False)  # exits 1 when the files differ, which they do
+    else:
+        proc = run_git(worktree, *READ_ONLY, "diff", *DIFF_OPTIONS, base, "--", path)
+    text = proc.stdout.decode("utf-8", "replace")
+    added, removed, binary = _count(text)
+    cut = False
+    if len(proc.stdout) > budget:
+        keep = max(budget, 0)
+        text = proc.stdout[:keep].decode("utf-8", "ignore")
+        text = (text if text.endswith("\n") or not text else text + "\n") + f"# diff of {path} cut here\n"
+        cut = True
+    return FileDiff(path=path, letter=letter, added=added, removed=removed, digest=digest, kind=kind, diff=text,
+                    binary=binary, cut=cut)
+
+
+def _count(patch: str) -> tuple[int, int, bool]:
+    """Lines added and removed in a patch (headers skipped), and whether git called it binary."""
+    added = removed = 0
+    binary = False
+    in_header = True
+    for line in patch.splitlines():
+        if line.startswith("diff --git "):
+            in_header = True
+        elif in_header:
+            if line.startswith("@@"):
+                in_header = False
+            elif line.startswith("Binary files ") or line == "GIT binary patch":
+                binary = True
+        elif line.startswith("+"):
+            added += 1
+        elif line.startswith("-"):
+            removed += 1
+    return added, removed, binary
