@@ -271,7 +271,7 @@ async def run_sim(tmp_path: Path, answer: str) -> tuple[RunOutcome, Recorder, st
             assert run.handle is not None
             pid = run.handle.pid
             assert proc_state(pid) == "T", "the sim must really be stopped while the lead decides"
-            size = output.stat().st_size
+            size = await _drained_size(output)  # lines already in the pipe when it stopped still land
             await asyncio.sleep(0.3)  # 40 lines a second if it were running
             assert output.stat().st_size == size and proc_state(pid) == "T"
             inbox.answer(view.question.id, answer)
@@ -281,6 +281,18 @@ async def run_sim(tmp_path: Path, answer: str) -> tuple[RunOutcome, Recorder, st
                 run.stop_requested.set()
                 await asyncio.wait_for(task, 30)
     return outcome, rec, output.read_text()
+
+
+async def _drained_size(output: Path) -> int:
+    """The output's size once the pump has written what the pipe held (two reads 0.1 s apart agree)."""
+    size = output.stat().st_size
+    for _ in range(50):
+        await asyncio.sleep(0.1)
+        now = output.stat().st_size
+        if now == size:
+            return size
+        size = now
+    return size
 
 
 async def test_sim_over_its_cap_stops_when_the_lead_says_no(tmp_path: Path) -> None:
