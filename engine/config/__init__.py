@@ -3,7 +3,7 @@
 Owns: `settings` (read with tomllib into frozen dataclasses; every mistake names key, line and fix),
 `key_lines` (the line of the config text a key sits on, for those errors),
 `providers` (presets for claude, codex, gemini, aider and sim: argv, channel, patterns, the
-environment each may receive), `tiers` (`[tiers]`: heavy / standard /
+environment each may receive), `caps_keys` (the governor's keys of `[lanes]`), `tiers` (`[tiers]`: heavy / standard /
 light mapped to providers and models), `review` (`[review]`: cross-family review
 of a lane's diff), `write`
 (`lanes-tui init` and edits that keep the lead's comments, through tomlkit).

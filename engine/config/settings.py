@@ -19,13 +19,14 @@ from types import MappingProxyType
 from typing import Any, NoReturn
 
 from lanes_tui.engine.config import providers as pv
+from lanes_tui.engine.config.caps_keys import parse_caps
 from lanes_tui.engine.config.key_lines import did_you_mean, find_key_line, shown
 from lanes_tui.engine.config.providers import PRESETS, ProviderConfig
 from lanes_tui.engine.config.review import ReviewConfig, parse_review
 from lanes_tui.engine.config.tiers import TierConfig, parse_tiers
 from lanes_tui.engine.core.errors import ConfigError, LanesError
 from lanes_tui.engine.core.limits import MAX_CONFIG_BYTES, read_limited
-from lanes_tui.engine.core.sizes import MIN_MEMORY_BYTES, machine_memory, parse_bytes, parse_percent
+from lanes_tui.engine.core.sizes import MIN_MEMORY_BYTES, machine_memory
 from lanes_tui.engine.state.model import TASK_TYPES
 from lanes_tui.engine.state.paths import StatePaths, default_worktree_root, inside
 
@@ -284,35 +285,8 @@ class _Parser:
                                             raw.get("protected_branches", ["main", "master"])),
             target_branch=None if target is None else self.string("lanes.target_branch", target),
             warn_idle_s=None if warn is None else self.number("lanes.warn_idle_s", warn, positive=True),
-            **self.caps(raw),
+            **parse_caps(self, raw),
         )
-
-    def caps(self, raw: dict[str, Any]) -> dict[str, Any]:
-        """The governor's keys of `[lanes]`: sizes and percentages as the lead writes them."""
-        values: dict[str, Any] = {}
-        for key, parse in (("cpu", parse_percent), ("memory", parse_bytes)):
-            if key in raw:
-                value = raw[key]
-                if not isinstance(value, str | int | float) or isinstance(value, bool):
-                    self.fail(f"lanes.{key}", f"must be a string or a number, got {shown(value)}",
-                              'write e.g. cpu = "150%" or memory = "4G"')
-                try:
-                    values[key] = parse(value, "the value")
-                except LanesError as exc:
-                    self.fail(f"lanes.{key}", exc.what, exc.fix or "")
-        for key, minimum in (("pids", 0), ("nice", 0), ("max_tokens", 0)):
-            if key in raw:
-                values[key] = self.integer(f"lanes.{key}", raw[key], minimum=minimum)
-        if values.get("nice", 0) > 19:
-            self.fail("lanes.nice", f"must be at most 19, got {values['nice']}", "use 0 (the lead's priority) to 19")
-        if "allow_uncapped" in raw:
-            if not isinstance(raw["allow_uncapped"], bool):
-                self.fail("lanes.allow_uncapped", f"must be true or false, got {shown(raw['allow_uncapped'])}",
-                          "write allow_uncapped = true (no quotes)")
-            values["allow_uncapped"] = raw["allow_uncapped"]
-        if "max_cost_usd" in raw:
-            values["max_cost_usd"] = self.number("lanes.max_cost_usd", raw["max_cost_usd"], positive=False)
-        return values
 
     def providers(self, raw: dict[str, Any]) -> Mapping[str, ProviderConfig]:
         result = dict(PRESETS)

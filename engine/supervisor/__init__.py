@@ -2,9 +2,9 @@
 
 Owns: `main` (the Supervisor: queue slot, provider chain, channels, meters, the gates at the end,
 the receipt), `containment` (the lane's cgroup and its caps, made and undone), `budget` (the spend
-guard, quota parking). It lives as long as its agent, so it loads only what a lane runs: never tomlkit
-(the config writer), GitPython, textual or rich, and only the channel its provider uses (a test
-checks `sys.modules` of a real supervisor).
+guard, quota parking), `detach` (the start handshake with the launcher). It lives as long as its
+agent, so it loads only what a lane runs: never tomlkit (the config writer), GitPython, textual or
+rich, and only the channel its provider uses (a test checks `sys.modules` of a real supervisor).
 May import: `core`, `state`, `config` (not `config.write`), `git` (not `git.views`), `procs`,
 `inbox`, `channels`, `lanes`, `decisions`.
 """

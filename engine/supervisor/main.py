@@ -44,6 +44,7 @@ from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
 from lanes_tui.engine.supervisor import budget, containment
 from lanes_tui.engine.supervisor.containment import Hold
+from lanes_tui.engine.supervisor.detach import detach, signal_ready
 
 log = logging.getLogger("lanes_tui.supervisor")
 
@@ -350,24 +351,6 @@ def _orphan_open_questions(paths: StatePaths, lane_id: str) -> None:
         inbox.orphan_lane(lane_id, "the lane's agent exited")
 
 
-def _detach() -> None:
-    """Fork: the parent returns to the launcher once the child says it is up; the child goes on."""
-    read_fd, write_fd = os.pipe()
-    if os.fork() > 0:
-        os.close(write_fd)
-        ok = os.read(read_fd, 1) == b"1"
-        os._exit(0 if ok else 1)
-    os.close(read_fd)
-    os.environ["LANES_SUPERVISOR_READY_FD"] = str(write_fd)
-
-
-def _signal_ready() -> None:
-    fd = os.environ.pop("LANES_SUPERVISOR_READY_FD", None)
-    if fd is not None:
-        os.write(int(fd), b"1")
-        os.close(int(fd))
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="lanes-tui-supervisor")
     parser.add_argument("--repo", required=True, type=Path)
@@ -375,7 +358,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--detach", action="store_true")
     args = parser.parse_args(argv)
     if args.detach:
-        _detach()
+        detach()
     report_modules_at_exit("supervisor")
     paths = StatePaths(args.repo)
     logging.basicConfig(filename=str(paths.lane(args.lane).supervisor_log), level=logging.INFO,
@@ -392,7 +375,7 @@ async def _amain(repo: Path, lane_id: str) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, supervisor.request_stop)
     supervisor.reserve_space()
-    _signal_ready()
+    signal_ready()
     try:
         return await supervisor.run()
     except OSError as exc:
