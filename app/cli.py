@@ -27,6 +27,7 @@ COMMAND_MODULES: dict[str, str] = {
     "ask": "cli_inbox", "answer": "cli_inbox", "inbox": "cli_inbox",
     "lock": "cli_lock",
     "plan": "cli_plan",
+    "review": "cli_review", "verify": "cli_review",
 }
 #: Global options that take a value: their value is not the command word.
 _VALUE_OPTIONS = ("--repo", "--demo-dir")
@@ -35,7 +36,8 @@ _VALUE_OPTIONS = ("--repo", "--demo-dir")
 #: otherwise bless its own (or another lane's) work. `ask`, `status`, `wait`, `inbox` and `doctor`
 #: only ask or look (`inbox` lists the lane's own questions there); `lock` is the agent's own (it runs
 #: the agent's heavy commands in a heavy slot).
-LEAD_ONLY = frozenset({"answer", "accept", "abandon", "recover", "finish", "run", "init", "check"})
+LEAD_ONLY = frozenset({"answer", "accept", "abandon", "recover", "finish", "run", "init", "check", "review",
+                       "verify"})
 
 
 class OneLineParser(argparse.ArgumentParser):

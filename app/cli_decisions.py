@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import sys
+from pathlib import Path
 
 from lanes_tui.app.cli_lanes import repo_of
 from lanes_tui.engine import (
@@ -14,11 +15,13 @@ from lanes_tui.engine import (
     abandon_lane,
     check_lane,
     finish,
+    group_members,
     inspect_lane,
     lane_diff,
     load_config,
     plan_accept,
     plan_queue,
+    read_lane,
     recheck,
     relaunch,
     run_queue,
@@ -38,6 +41,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                         "stops at the first refusal")
     p.add_argument("--message", "-m", help="the commit message (default: from the task)")
     p.add_argument("--override", metavar="REASON", help="accept a lane that is not ready; the reason is recorded")
+    p.add_argument("--override-review", metavar="REASON",
+                   help="accept over a BLOCKING or stale review; the reason is recorded")
     p.add_argument("--dry-run", action="store_true", help="print what would happen and change nothing")
     p.set_defaults(func=cmd_accept)
 
@@ -83,17 +88,39 @@ def cmd_accept(args: argparse.Namespace) -> int:
     repo = repo_of(args)
     config = load_config(repo)
     if args.dry_run:
-        plan = plan_accept(repo, config, args.lane_id, override=args.override)
+        plan = plan_accept(repo, config, args.lane_id, override=args.override, override_review=args.override_review)
         print("\n".join(plan.describe()))
         return 0 if plan.ok else 1
-    outcome = asyncio.run(Accept(repo, config, args.lane_id).run(message=args.message, override=args.override))
+    outcome = asyncio.run(Accept(repo, config, args.lane_id).run(message=args.message, override=args.override,
+                                                                 override_review=args.override_review))
     for warning in outcome.warnings:
         print(f"lanes-tui: WARNING: {warning}", file=sys.stderr)
     if outcome.state != "accepted":
         print(f"lanes-tui: {outcome.message}", file=sys.stderr)
         return 1
     print(outcome.message)
+    _print_group_rest(repo, args.lane_id)
     return 0
+
+
+def _print_group_rest(repo: Path, lane_id: str) -> None:
+    """After a best-of lane is accepted: the group's other open lanes with their worktrees, and the
+    command that drops each. Never done here: the lead may want a second look at the runner-up."""
+    try:
+        group = read_lane(repo, lane_id, reconciled=False).group
+        rest = [s for s in group_members(repo, group) if s.id != lane_id
+                and s.state not in ("accepted", "abandoned")] if group else []
+    except LanesError as exc:  # the accept is done: a listing that fails is a warning, not a failed accept
+        print(f"lanes-tui: WARNING: cannot list the rest of the lane's best-of group: {exc}", file=sys.stderr)
+        return
+    if not rest:
+        return
+    print(f"best-of group {group}: {len(rest)} other lane{'' if len(rest) == 1 else 's'} still open:")
+    for other in rest:
+        print(f"  #{other.rank or '-'} {other.id:<28} {other.state:<10} {other.worktree}")
+    print("abandon them with:")
+    for other in rest:
+        print(f"  lanes-tui abandon {other.id}")
 
 
 def cmd_accept_queue(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from lanes_tui.engine import (
     MAX_PROMPT_BYTES,
     SETTLED_STATES,
     STATES,
+    Config,
     LanesError,
     LaunchRequest,
     StatePaths,
@@ -32,6 +33,7 @@ from lanes_tui.engine import (
     lane_caps,
     lane_settled,
     lane_statuses,
+    launch_group,
     launch_lane,
     load_config,
     parse_bytes,
@@ -61,6 +63,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--type", default="backend", dest="task_type", help="task type (default: backend)")
     p.add_argument("--lane", help="provider to try first (moved to the front of the chain)")
     p.add_argument("--id", dest="slug", help="the task slug; the lane id is <slug>-a<attempt>")
+    p.add_argument("--best-of", type=int, metavar="N",
+                   help="start N lanes (2-8) on the task as one group, ranked when all have ended (<slug>-bI-a1)")
+    p.add_argument("--providers", metavar="A,B,C",
+                   help="with --best-of: the lanes' providers, round-robin (default: the task type's chain)")
     p.add_argument("--allow-load", action="store_true",
                    help="allow a prompt that asks to stress, load-test or benchmark the machine")
     p.add_argument("--raw", action="store_true",
@@ -124,12 +130,33 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         prompt = check_prompt(args.prompt, "--prompt")
     _check_state_writable(StatePaths(repo))
+    if args.best_of is not None or args.providers is not None:
+        return _run_best_of(args, repo, config, prompt)
     record = launch_lane(repo, config, LaunchRequest(prompt=prompt, task_type=args.task_type,
                                                      lane=args.lane, slug=args.slug,
                                                      allow_load=args.allow_load, raw=args.raw,
                                                      caps=_run_caps(args), scope=_run_scope(args.scope)))
     print(f"started lane {record.id} in {record.worktree} (chain: {' → '.join(record.chain)})")
     print(record.id)
+    return 0
+
+
+def _run_best_of(args: argparse.Namespace, repo: Path, config: Config, prompt: str) -> int:
+    """`run --best-of N [--providers a,b,c]`: N lanes under one group; the group line is printed last."""
+    if args.best_of is None:
+        raise LanesError("--providers goes with --best-of N", "add --best-of N, or use --lane PROVIDER for one lane")
+    if args.lane is not None:
+        raise LanesError("--best-of and --lane do not go together", "name the lanes' providers with --providers a,b,c")
+    providers = [name.strip() for name in (args.providers or "").split(",")] if args.providers is not None else []
+    if "" in providers:
+        raise LanesError(f"--providers {args.providers!r} has an empty name", "list providers as a,b,c")
+    launched = launch_group(repo, config, LaunchRequest(prompt=prompt, task_type=args.task_type, slug=args.slug,
+                                                        allow_load=args.allow_load, raw=args.raw,
+                                                        caps=_run_caps(args), scope=_run_scope(args.scope)),
+                            args.best_of, providers)
+    for record in launched.lanes:
+        print(f"started lane {record.id} in {record.worktree} (chain: {' → '.join(record.chain)})")
+    print(f"best-of group {launched.group}: {' '.join(r.id for r in launched.lanes)}")
     return 0
 
 
@@ -211,12 +238,21 @@ def cmd_status(args: argparse.Namespace) -> int:
         # A lane whose record cannot be read shows as `corrupt` here (its JSON state stays a contract one).
         state = "corrupt" if row.get("problem") else row["state"]
         print(f"{row['id']:<28} {state:<10} {row['result'] or '':<15} {row['provider'] or '':<10} "
-              f"{idle:>6} {row['cpu_percent'] or 0:>6.1f} {rss:>8}")
+              f"{idle:>6} {row['cpu_percent'] or 0:>6.1f} {rss:>8}" + _group_tag(row))
         if row.get("problem"):
             print(f"  problem: {row['problem']}")
     for line in stuck:
         print(line)
     return 0
+
+
+def _group_tag(row: dict[str, Any]) -> str:
+    """`  g:bo-fix-login-3f9a… #1` for a best-of lane (`#-` until its whole group has ended); "" for others."""
+    group = row.get("group")
+    if not group:
+        return ""
+    short = group if len(group) <= 24 else group[:23] + "…"
+    return f"  g:{short} #{row.get('rank') or '-'}"
 
 
 def cmd_wait(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ traceback ever reaches the screen.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual import work
@@ -19,6 +20,7 @@ from lanes_tui.widgets import (
     ConfirmModal,
     HelpScreen,
     InboxPane,
+    ReasonModal,
     RecoverModal,
     StartLaneModal,
     TextAnswerModal,
@@ -87,20 +89,53 @@ class DecisionFlows(Screen[None]):
         plan = await self._guard(lambda: engine.plan_accept(lane))
         if plan is None:
             return
-        if not plan.ok and not plan.outside_scope:  # an accept the engine would refuse: say why, open nothing
+        if not plan.ok and not plan.outside_scope and not plan.review_blocked:
+            # an accept the engine would refuse: say why, open nothing
             self.app.notify(f"accept {lane}: {plan.refusals[0]}", title="Refused", severity="error", timeout=10)
             return
-        # Files outside the lane's scope open the modal anyway (refused): the lead sees which ones.
-        modal = AcceptModal(f"Accept {lane}?", plan.describe(scope=False), scope=plan.scope,
-                            outside=plan.outside_scope)
-        if not await self.app.push_screen_wait(modal):
+        # Files outside the lane's scope open the modal anyway (refused): the lead sees which ones. A
+        # review that blocks is the one refusal the lead may lift here, with a reason.
+        if not await self.app.push_screen_wait(AcceptModal.for_plan(f"Accept {lane}?", plan)):
             return
-        outcome = await self._guard(lambda: engine.accept(lane))
-        if outcome is not None:
-            if outcome.state == "accepted":
-                self.app.notify(outcome.message, title="Accepted", timeout=10)
-            else:
-                self.app.notify(outcome.message, title=outcome.state.capitalize(), severity="error", timeout=10)
+        reason: str | None = None
+        if plan.review_blocked:
+            why = [*plan.refusals, "Why accept it anyway? The reason is recorded with the accept."]
+            reason = await self.app.push_screen_wait(ReasonModal(f"Accept {lane} over its review?", why))
+            if reason is None:
+                return
+        group = self.lanes[lane].group if lane in self.lanes else None
+        outcome = await self._guard(lambda: engine.accept(lane) if reason is None
+                                    else engine.accept(lane, override_review=reason))
+        if outcome is None:
+            return
+        if outcome.state != "accepted":
+            self.app.notify(outcome.message, title=outcome.state.capitalize(), severity="error", timeout=10)
+            return
+        self.app.notify(outcome.message, title="Accepted", timeout=10)
+        if group:
+            await self._offer_to_abandon_group(lane, group)
+
+    async def _offer_to_abandon_group(self, winner: str, group: str) -> None:
+        """After a best-of lane is accepted: the group's other open lanes, their worktrees listed first;
+        y abandons each. Never without asking: the lead may want a second look at the runner-up."""
+        rest = sorted((s for s in self.lanes.values() if s.group == group and s.id != winner
+                       and s.state not in ("accepted", "abandoned")),
+                      key=lambda s: (s.rank is None, s.rank or 0, s.created, s.id))
+        if not rest:
+            return
+        lines = [f"{winner} was accepted; best-of group {group} has {len(rest)} other open "
+                 f"lane{'' if len(rest) == 1 else 's'}:",
+                 *(f"  #{s.rank or '-'} {s.id} ({s.state}): {s.worktree}" for s in rest),
+                 "y abandons each: stops it, removes its worktree and branch; packets and logs are kept"]
+        if not await self.app.push_screen_wait(ConfirmModal(f"Abandon the rest of {group}?", lines)):
+            return
+        engine = self.lanes_app.engine
+        gone: list[str] = []
+        for other in rest:  # one refusal (commits on a lane's branch, say) is shown and the others go on
+            if await self._guard(partial(engine.abandon, other.id)) is not None:
+                gone.append(other.id)
+        if gone:
+            self.app.notify(f"abandoned {', '.join(gone)}", title="Abandoned")
 
     @work(group="decision", exclusive=True)
     async def action_abandon(self) -> None:
@@ -210,6 +245,37 @@ class DecisionFlows(Screen[None]):
             ok = packet.get("gates_status") in ("passed", "none")
             self.app.notify(f"{lane}: gates {packet.get('gates_status')}", title="Gates",
                             severity="information" if ok else "error")
+
+    @work(group="review")  # not a "decision": a review runs for minutes, and `a` or `x` must not cancel it
+    async def action_review(self) -> None:
+        lane = self._need_lane()
+        if lane is None:
+            return
+        self.app.notify(f"reviewing {lane}…")
+        detail = await self._guard(lambda: self.lanes_app.engine.review(lane))
+        if detail is not None:
+            verdict = str(detail.get("verdict"))
+            findings = len(detail.get("findings") or [])
+            self.app.notify(f"{lane}: review {verdict} by {detail.get('reviewer') or 'nobody'}"
+                            + (f", {findings} finding{'' if findings == 1 else 's'}" if findings else "")
+                            + (f" ({detail.get('reason')})" if verdict == "MISSING" else ""), title="Review",
+                            severity="information" if verdict == "CLEAN" else "warning" if verdict == "MISSING"
+                            else "error")
+
+    @work(group="decision", exclusive=True)
+    async def action_verify(self) -> None:
+        lane = self._need_lane()
+        if lane is None:
+            return
+        evidence = await self.app.push_screen_wait(ReasonModal(
+            f"Verify {lane}", ["What did you check yourself, and how? It is recorded with the lane's current "
+                               "diff; the accept dialog shows it, marked stale if the lane changes."],
+            placeholder="your evidence"))
+        if evidence is None:
+            return
+        done = await self._guard(lambda: self.lanes_app.engine.verify(lane, evidence))
+        if done is not None:
+            self.app.notify(f"{lane}: verified by {done.get('by')}: {evidence}", title="Verified")
 
     def action_conflicts(self) -> None:
         """The conflict radar's pairs, from the statuses the engine filled (`LaneStatus.conflicts`)."""

@@ -39,6 +39,12 @@ KEYS: tuple[Key, ...] = (
     Key("start", "s", "start", "Start", "start a new lane (prompt, task type, provider)"),
     Key("kill", "k", "kill", "Kill", "stop the selected lane's agent and its whole process tree"),
     Key("gates", "g", "gates", "Gates", "run the selected lane's gates again and rewrite its packet"),
+    Key("review", "R", "review", "Review",
+        "review the selected lane (again) by a provider of another model family; the verdict lands in its packet",
+        show=False),  # the footer is full: `?` and docs/dashboard.md name these two
+    Key("verify", "v", "verify", "Verify",
+        "record your own verification of the selected lane, with your evidence (the accept dialog shows it)",
+        show=False),
     Key("diff", "d", "diff", "Diff", "show the selected lane's diff against its base"),
     Key("advance_plans", "P", "advance_plans", "Plan",
         "launch the open plans' tickets that can start now (blockers accepted, files free); the Plan tab lists them",
@@ -53,7 +59,7 @@ KEYS: tuple[Key, ...] = (
 #: Every binding id a lead may remap: the dashboard's and the dialogs'.
 KNOWN_KEY_IDS = frozenset({k.id for k in KEYS} | {
     "confirm.yes", "confirm.no", "confirm.cancel", "recover.recheck", "recover.relaunch", "recover.cancel",
-    "answer.cancel", "start.submit", "start.cancel", "help.close", "conflicts.close",
+    "answer.cancel", "reason.cancel", "start.submit", "start.cancel", "help.close", "conflicts.close",
 })
 
 

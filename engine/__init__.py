@@ -55,6 +55,7 @@ _EXPORTS: dict[str, str] = {
     "find_repo_root": "git.worktrees",
     # lanes
     "LaunchRequest": "lanes.launcher", "launch_lane": "lanes.launcher", "stop_lane": "lanes.launcher",
+    "launch_group": "lanes.launcher",
     "supervisor_alive": "lanes.launcher", "passed_env_names": "lanes.env",
     "run_locked": "lanes.heavy", "describe_heavy_slots": "lanes.heavy:describe_slots",
     "wake_parked": "decisions.recover", "scope_problem": "plans.scope",
@@ -71,19 +72,23 @@ _EXPORTS: dict[str, str] = {
     "AcceptPlan": "decisions.accept_plan", "plan_accept": "decisions.accept_plan",
     "AbandonPlan": "decisions.abandon", "abandon_lane": "decisions.abandon", "plan_abandon": "decisions.abandon",
     "check_lane": "decisions.check", "lane_diff": "decisions.lane_diff",
+    "review_by_lead": "decisions.review_run", "verify_lane": "decisions.verify",
+    "describe_review": "decisions.review_prompt", "describe_verification": "decisions.review_prompt",
+    "review_detail": "decisions.review_prompt", "verification": "decisions.review_prompt",
     "FinishReport": "decisions.finish", "finish": "decisions.finish",
     "Findings": "decisions.recover", "RECOVERABLE": "decisions.recover", "inspect_lane": "decisions.recover",
     "recheck": "decisions.recover", "relaunch": "decisions.recover",
     "reconcile": "decisions.reconcile",
     "StuckAccept": "decisions.accept_journal", "stuck_accepts": "decisions.accept_journal",
     "QueuePlan": "decisions.queue", "QueueReport": "decisions.queue", "plan_queue": "decisions.queue",
-    "run_queue": "decisions.queue",
+    "run_queue": "decisions.queue", "rank_group": "decisions.ranking",
     # the inbox
     "InboxStore": "inbox.store", "QuestionView": "inbox.view", "wait_for_answer": "inbox.store",
     "QUESTION_STATES": "inbox.files:STATES", "validate_qid": "inbox.files",
     # the live engine and its queries
     "Engine": "live.engine",
     "lane_statuses": "live.queries", "read_lane": "live.queries", "lane_settled": "live.queries",
+    "group_members": "live.queries",
     # the demo
     "Demo": "sim.demo", "build_demo": "sim.demo", "start_demo_lanes": "sim.demo",
 }
@@ -113,8 +118,17 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.decisions.finish import FinishReport, finish
     from lanes_tui.engine.decisions.lane_diff import lane_diff
     from lanes_tui.engine.decisions.queue import QueuePlan, QueueReport, plan_queue, run_queue
+    from lanes_tui.engine.decisions.ranking import rank_group
     from lanes_tui.engine.decisions.reconcile import reconcile
     from lanes_tui.engine.decisions.recover import RECOVERABLE, Findings, inspect_lane, recheck, relaunch, wake_parked
+    from lanes_tui.engine.decisions.review_prompt import (
+        describe_review,
+        describe_verification,
+        review_detail,
+        verification,
+    )
+    from lanes_tui.engine.decisions.review_run import review_by_lead
+    from lanes_tui.engine.decisions.verify import verify_lane
     from lanes_tui.engine.git.worktrees import find_repo_root
     from lanes_tui.engine.inbox.files import STATES as QUESTION_STATES
     from lanes_tui.engine.inbox.files import validate_qid
@@ -124,9 +138,9 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.lanes.env import passed_env_names
     from lanes_tui.engine.lanes.heavy import describe_slots as describe_heavy_slots
     from lanes_tui.engine.lanes.heavy import run_locked
-    from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, stop_lane, supervisor_alive
+    from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_group, launch_lane, stop_lane, supervisor_alive
     from lanes_tui.engine.live.engine import Engine
-    from lanes_tui.engine.live.queries import lane_settled, lane_statuses, read_lane
+    from lanes_tui.engine.live.queries import group_members, lane_settled, lane_statuses, read_lane
     from lanes_tui.engine.plans.commands import (
         PlanSummary,
         amend_plan,
@@ -210,15 +224,19 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "check_report",
     "describe_heavy_slots",
     "describe_limit",
+    "describe_review",
+    "describe_verification",
     "detect_containment",
     "find_repo_root",
     "finish",
     "governor_summary",
+    "group_members",
     "inspect_lane",
     "lane_caps",
     "lane_diff",
     "lane_settled",
     "lane_statuses",
+    "launch_group",
     "launch_lane",
     "launch_plan",
     "load_config",
@@ -234,6 +252,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "plan_queue",
     "plan_statuses",
     "plan_summaries",
+    "rank_group",
     "read_lane",
     "read_text_file",
     "recheck",
@@ -241,6 +260,8 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "relaunch",
     "report_modules_at_exit",
     "resume_plan",
+    "review_by_lead",
+    "review_detail",
     "run_locked",
     "run_queue",
     "scope_problem",
@@ -252,6 +273,8 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "supervisor_alive",
     "validate_lane_id",
     "validate_qid",
+    "verification",
+    "verify_lane",
     "wait_for_answer",
     "wake_parked",
     "write_default_config",

@@ -3,8 +3,8 @@
 Builds the demo repository (`engine.demo.build_demo`), shortens its idle timeout in the demo's own
 `.lanes/config.toml` (so the stalling lane stalls within seconds, not twenty), starts the demo
 lanes as `lanes-tui --demo` does, and opens the real `LanesApp` at 120×36 with `App.run_test`.
-Once the lanes show every interesting state (ready, waiting on a question, stalled, rejected), it
-saves into `screenshots/`:
+Once the lanes show every interesting state (ready and reviewed, waiting on a question, stalled,
+rejected by its gates, rejected by its review), it saves into `screenshots/`:
 
 - `demo.svg`   the dashboard in that state,
 - `meters.svg` the Meters pane maximized: the machine, the heavy slots, the caps per lane and what
@@ -36,7 +36,8 @@ SIZE = (120, 36)
 OUT = Path(__file__).resolve().parent.parent / "screenshots"
 #: The states the demo screenshot waits for (lane -> states that count), so every pane has something.
 WANTED = {"ready-a1": {"ready"}, "question-a1": {"waiting"}, "stall-a1": {"stalled"},
-          "broken-gates-a1": {"rejected"}, "fallback-a1": {"ready"}, "busy-cpu-a1": {"running"}}
+          "broken-gates-a1": {"rejected"}, "fallback-a1": {"ready"}, "busy-cpu-a1": {"running"},
+          "review-blocked-a1": {"rejected"}}
 IDLE_TIMEOUT_S = 8
 
 

@@ -33,7 +33,8 @@ def test_dashboard_snapshot(snap_compare: Any, tmp_path: Path, monkeypatch: Any)
     # The caps' mechanisms are this machine's cgroups: fixed here so the picture is the same everywhere.
     monkeypatch.setattr(meters_feed, "governor_summary", lambda config: caps)
     engine = FakeEngine(tmp_path / "x", [
-        lane("ready-a1", "ready", state_reason="gates passed", idle_s=None, cpu_percent=0.0, rss_bytes=0),
+        lane("ready-a1", "ready", state_reason="gates passed; review CLEAN", review="CLEAN", idle_s=None,
+             cpu_percent=0.0, rss_bytes=0),
         lane("question-a1", "waiting", state_reason="a question is open in the inbox"),
         lane("stall-a1", "stalled", result="LANE-STALLED", state_reason="no activity for 900s",
              stall={"idle_s": 900.2, "tree": [{"pid": 4242, "name": "python", "cmdline": "python -m agent"}]}),

@@ -14,7 +14,7 @@ from textual.color import Color
 from textual.message import Message
 
 from lanes_tui.widgets import InboxPane, LanesTable, StallsPane, WorktreesPane
-from tests.snapshot_apps.widget_apps import LANES, NOW, QUESTIONS, WORKTREES, WidgetHost, lane
+from tests.snapshot_apps.widget_apps import BEST_OF, LANES, NOW, QUESTIONS, WORKTREES, WidgetHost, lane
 
 
 def keys(table: Any) -> list[str]:
@@ -150,6 +150,56 @@ async def test_lanes_cells_meters_and_state_colours() -> None:
         table.sync([lane("x-a1", "running", task="[bold]x[/]", state_reason="[red]")], NOW)
         await pilot.pause()
         assert plain(table, "x-a1", "task") == "[bold]x[/]"  # agent text is never markup
+
+
+async def test_lanes_review_column_marks_each_verdict_in_its_tone() -> None:
+    verdicts = {"fix-login-a1": "CLEAN", "add-cache-a1": "BLOCKING", "slow-docs-a1": "MISSING"}
+    lanes = [dataclasses.replace(s, review=verdicts.get(s.id)) for s in LANES]
+    table = LanesTable()
+    app = WidgetHost(table, lambda t: t.sync(lanes, NOW))
+    async with app.run_test(size=(160, 36)) as pilot:
+        await pilot.pause()
+        assert [plain(table, lane_id, "review") for lane_id in (*verdicts, "tidy-tests-a2")] == ["✓", "✗", "?", ""]
+        for lane_id, tone in zip(verdicts, ("success", "error", "warning"), strict=True):
+            assert style_of(table, lane_id, "review").color == Color.parse(app.theme_variables[tone]).rich_color
+        table.focus()
+        await pilot.press("down")
+        await pilot.pause()
+        assert str(table.tooltip).endswith("\nreview: BLOCKING")  # the tooltip spells the mark out
+
+
+async def test_lanes_best_of_group_is_shown_together_best_first() -> None:
+    winner, runner_up, last = BEST_OF
+    unranked = [dataclasses.replace(s, rank=None) for s in BEST_OF]
+    table = LanesTable()
+    app = WidgetHost(table)
+    async with app.run_test(size=(160, 36)) as pilot:
+        # The group's lanes come apart and out of order; they are shown where its first lane is.
+        table.sync([LANES[0], unranked[2], LANES[1], unranked[0], unranked[1]], NOW)
+        await pilot.pause()
+        assert keys(table) == ["fix-login-a1", "parse-csv-b3-a1", "parse-csv-b1-a1", "parse-csv-b2-a1",
+                               "add-cache-a1"]
+        assert [plain(table, k, "id") for k in keys(table)] == [
+            "  fix-login-a1", "┬ parse-csv-b3-a1", "├ parse-csv-b1-a1", "└ parse-csv-b2-a1", "  add-cache-a1"]
+        table.move_cursor(row=1)
+        await pilot.pause()
+        assert "best-of group bo-parse-csv-1a2b3c: not ranked until every lane of it has ended" in str(table.tooltip)
+
+        table.sync([LANES[0], last, LANES[1], winner, runner_up], NOW)  # ranked: best first, the cursor follows
+        await pilot.pause()
+        assert keys(table)[1:4] == ["parse-csv-b1-a1", "parse-csv-b2-a1", "parse-csv-b3-a1"]
+        assert [plain(table, k, "id") for k in keys(table)[1:4]] == [
+            "┬ parse-csv-b1-a1 #1", "├ parse-csv-b2-a1 #2", "└ parse-csv-b3-a1 #3"]
+        assert style_of(table, "parse-csv-b1-a1", "id").bold
+        assert table.selected_lane == "parse-csv-b3-a1"
+        assert "rank 3 of 3" in str(table.tooltip)
+
+        table.sync([LANES[0], winner], NOW)  # the rest abandoned and gone: a group of one, no bracket to draw
+        await pilot.pause()
+        assert [plain(table, k, "id") for k in keys(table)] == ["  fix-login-a1", "─ parse-csv-b1-a1 #1"]
+        table.sync(LANES[:2], NOW)  # no group at all: no marks, no padding
+        await pilot.pause()
+        assert [plain(table, k, "id") for k in keys(table)] == ["fix-login-a1", "add-cache-a1"]
 
 
 async def test_lanes_recolour_on_theme_change() -> None:

@@ -6,7 +6,15 @@ from typing import Any
 
 from textual.widgets import Input, Select, Static, TextArea
 
-from lanes_tui.widgets import ConfirmModal, HelpScreen, RecoverModal, StartLaneModal, TextAnswerModal
+from lanes_tui.widgets import (
+    AcceptModal,
+    ConfirmModal,
+    HelpScreen,
+    ReasonModal,
+    RecoverModal,
+    StartLaneModal,
+    TextAnswerModal,
+)
 from tests.snapshot_apps.widget_apps import QUESTIONS, ModalHost, question
 
 PLAN = ["lane tidy-tests-a2 (ready) → programme at 0123456789", "gates: passed; review: MISSING",
@@ -76,6 +84,41 @@ async def test_text_answer_returns_the_choice_id() -> None:
     assert (await run_keys(lambda: TextAnswerModal(with_default), "enter"))[1] == ["pw"]
     yes_no = question("q_00000000000b", "x-a1", "open", 0.0, kind="yesno")
     assert (await run_keys(lambda: TextAnswerModal(yes_no), "down", "enter"))[1] == ["no"]
+
+
+async def test_reason_returns_the_trimmed_text_and_refuses_empty() -> None:
+    app = ModalHost(lambda: ReasonModal("Accept x-a1 over its review?", ["REFUSED: the review is BLOCKING"]))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("space", "enter")
+        await pilot.pause()
+        assert app.results == [] and "type your reason" in str(app.screen.query_one("#reason-error", Static).content)
+        await pilot.press(*"known ", "enter")
+        await pilot.pause()
+    assert app.results == ["known"]
+    assert (await run_keys(lambda: ReasonModal("Why?", []), "x", "escape"))[1] == [None]
+
+
+async def test_accept_modal_tones_the_review_the_verification_and_the_gates() -> None:
+    lines = ["lane x-a1 (ready) → programme at 0123456789", "gates: failed",
+             "review: CLEAN by codex (openai) (STALE: the lane changed since this review)",
+             "verified by ana (2026-12-01 17:02): ran it (STALE: the lane changed since)", "files (1): a.py",
+             "REFUSED: the review is stale: the lane changed since it was reviewed"]
+    gates = [{"command": "pytest -q", "status": "failed", "exit_code": 1, "duration_s": 75.0},
+             {"command": "ruff check .", "status": "not-run"}]
+    app = ModalHost(lambda: AcceptModal("Accept x-a1?", lines, gates=gates, review="CLEAN", review_override=True))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        shown = {str(w.content): set(w.classes) for w in app.screen.query(".line").results(Static)}
+        assert list(shown)[2:4] == ["✗ pytest -q — failed (exit 1), 1m15s", "· ruff check . — not-run"]
+        assert "gate-failed" in shown["✗ pytest -q — failed (exit 1), 1m15s"]
+        assert {"review-clean", "stale"} <= shown[lines[2]] and "stale" in shown[lines[3]]
+        assert "overridable" in shown[lines[5]]  # the one refusal y may lift, with a reason
+        await pilot.press("y")
+        await pilot.pause()
+    assert app.results == [True]
+    # Without review_override the same refusal disables y, as every other refusal does.
+    assert (await run_keys(lambda: AcceptModal("Accept x-a1?", lines, gates=gates), "y", "n"))[1] == [False]
 
 
 async def test_start_lane_returns_the_form() -> None:

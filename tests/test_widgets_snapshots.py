@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from lanes_tui.engine import AcceptPlan
 from lanes_tui.engine.plans.model import TicketStatus
 from lanes_tui.widgets import (
+    AcceptModal,
     AttentionBar,
     ConfirmModal,
     DiffPane,
@@ -26,11 +29,13 @@ from lanes_tui.widgets import (
 )
 from lanes_tui.widgets.conflicts_modal import ConflictsModal
 from tests.snapshot_apps.widget_apps import (
+    BEST_OF,
     DIFF,
     LANES,
     MACHINE,
     NOW,
     QUESTIONS,
+    REVIEWS,
     WORKTREES,
     ModalHost,
     WidgetHost,
@@ -47,6 +52,27 @@ ACCEPT_LINES = [
     "the target moved since the lane started: the lane is rebased and its gates run again",
     "then the worktree and branch lane/tidy-tests-a2 are removed",
 ]
+#: A lane its review blocks: gates passed, a sim reviewer's four findings, no verification. The modal is
+#: built from the plan as the dashboard builds it (`AcceptModal.for_plan`), so its lines are the engine's.
+BLOCKING_REFUSAL = ("the review is BLOCKING (sim-reviewer: 4 findings); fix it (`lanes-tui recover divide-a1 "
+                    "--relaunch` gives the agent the findings) or accept with --override-review REASON")
+BLOCKED_PLAN = AcceptPlan(
+    lane_id="divide-a1", state="rejected", target="programme", target_sha="0123456789abcdef" * 2 + "01234567",
+    base_sha="b" * 40, worktree=Path("/wt/calc-1234abcd/divide-a1"), branch="lane/divide-a1",
+    files=["divide.py", "test_divide.py"], gates_status="passed",
+    gates=[{"command": "python -m unittest -q", "status": "passed", "exit_code": 0, "duration_s": 1.24},
+           {"command": "ruff check .", "status": "passed", "exit_code": 0, "duration_s": 0.31}],
+    review="BLOCKING", needs_rebase=False, target_checkout=None, refusals=[BLOCKING_REFUSAL],
+    review_detail={"verdict": "BLOCKING", "reviewer": "sim-reviewer", "family": "sim-review",
+                   "reason": "REVIEW: BLOCKING on line 7", "tail": "", "diff_digest": "d" * 16,
+                   "started": NOW - 30, "ended": NOW - 20,
+                   "findings": [{"path": "divide.py", "line": 1, "text": "added line is marked BUG/FIXME: "
+                                 "def div(a, b): return a / b # FIXME: b == 0 raises"},
+                                {"path": "divide.py", "line": 4, "text": "FIXME: no rounding mode"},
+                                {"path": "test_divide.py", "line": 9, "text": "BUG: the zero case is untested"},
+                                {"path": "divide.py", "line": None, "text": "no docstring says why"}]},
+    review_refusals=[BLOCKING_REFUSAL],
+)
 ABANDON_REFUSED = [
     "abandon old-work-a1 (accepted): stop its processes, remove /wt/proj/old-work-a1 and branch "
     "lane/old-work-a1; packet and logs are kept",
@@ -107,6 +133,10 @@ def _radar(lanes: list[Any]) -> list[Any]:
 
 
 RADAR_LANES = _radar(LANES)
+#: The Lanes pane: reviews on two lanes, and a best-of group whose lanes come apart in the given order
+#: (the pane shows them together, best first, where the group's first lane is).
+SHOWN_LANES = [dataclasses.replace(s, review=REVIEWS.get(s.id)) for s in RADAR_LANES]
+SHOWN_LANES = [*SHOWN_LANES[:4], BEST_OF[2], *SHOWN_LANES[4:], BEST_OF[0], BEST_OF[1]]
 
 
 def _meters(pane: MetersPane) -> None:
@@ -122,7 +152,7 @@ def _output(pane: OutputPane) -> None:
 
 def _make(name: str) -> Any:
     panes: dict[str, Any] = {
-        "lanes": lambda: WidgetHost(LanesTable(), lambda w: w.sync(RADAR_LANES, NOW)),
+        "lanes": lambda: WidgetHost(LanesTable(), lambda w: w.sync(SHOWN_LANES, NOW)),
         "inbox": lambda: WidgetHost(InboxPane(), lambda w: w.sync(QUESTIONS, NOW)),
         "stalls": lambda: WidgetHost(StallsPane(), lambda w: w.sync([*LANES, HUNGRY], 300)),
         "worktrees": lambda: WidgetHost(WorktreesPane(), lambda w: w.sync(WORKTREES)),
@@ -132,6 +162,7 @@ def _make(name: str) -> Any:
         "attention": lambda: WidgetHost(AttentionBar(), lambda w: w.set_counts(2, 1, 3)),
         "plan": lambda: WidgetHost(PlanPane(), lambda w: w.sync(TICKETS)),
         "confirm_accept": lambda: ModalHost(lambda: ConfirmModal("Accept tidy-tests-a2?", ACCEPT_LINES)),
+        "accept_blocked": lambda: ModalHost(lambda: AcceptModal.for_plan("Accept divide-a1?", BLOCKED_PLAN)),
         "confirm_refused": lambda: ModalHost(lambda: ConfirmModal("Abandon old-work-a1?", ABANDON_REFUSED)),
         "recover": lambda: ModalHost(lambda: RecoverModal(FINDINGS)),
         "answer_choice": lambda: ModalHost(lambda: TextAnswerModal(QUESTIONS[2])),
@@ -148,8 +179,8 @@ def _make(name: str) -> Any:
 
 @pytest.mark.parametrize("name", [
     "lanes", "inbox", "stalls", "worktrees", "meters", "output", "diff", "attention", "plan",
-    "confirm_accept", "confirm_refused", "recover", "answer_choice", "answer_text", "start_lane", "help",
-    "conflicts",
+    "confirm_accept", "accept_blocked", "confirm_refused", "recover", "answer_choice", "answer_text", "start_lane",
+    "help", "conflicts",
 ])
 def test_widget_snapshot(name: str, snap_compare: Any) -> None:
     assert snap_compare(_make(name), terminal_size=SIZE)

@@ -9,7 +9,14 @@ from lanes_tui.widgets.help_screen import HelpScreen
 from lanes_tui.widgets.inbox_pane import InboxPane
 from lanes_tui.widgets.lanes_table import LanesTable
 from lanes_tui.widgets.meters_pane import MetersPane
-from lanes_tui.widgets.modals import AcceptModal, ConfirmModal, RecoverModal, StartLaneModal, TextAnswerModal
+from lanes_tui.widgets.modals import (
+    AcceptModal,
+    ConfirmModal,
+    ReasonModal,
+    RecoverModal,
+    StartLaneModal,
+    TextAnswerModal,
+)
 from lanes_tui.widgets.output_pane import OutputPane
 from lanes_tui.widgets.plan_pane import PlanPane
 from lanes_tui.widgets.stalls_pane import StallsPane
@@ -26,6 +33,7 @@ __all__ = [
     "MetersPane",
     "OutputPane",
     "PlanPane",
+    "ReasonModal",
     "RecoverModal",
     "StallsPane",
     "StartLaneModal",

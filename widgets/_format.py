@@ -20,6 +20,7 @@ STATE_TONE: Mapping[str, str] = {
     "launching": "",
     "queued": "",
     "checking": "",
+    "reviewing": "",
     "exited": "",
     "waiting": "warning",
     "stalled": "error",

@@ -9,6 +9,11 @@ whose `lanes-tui lock` waits for a heavy slot (`LaneStatus.lock_wait`) shows tha
 The "radar" column marks lanes the conflict radar flagged (`LaneStatus.conflicts`): `✗N` when a trial
 merge conflicts (N: with how many lanes or the target), else `~N` when it shares files with N lanes. It
 is kept narrow so the "why" stays in view; the row's tooltip and the Conflicts dialog (`c`) name them.
+The "rev" column is the lane's review verdict (`LaneStatus.review`) as one mark for the same reason:
+`✓` CLEAN, `✗` BLOCKING, `?` MISSING, blank before any review; the tooltip spells it out.
+The lanes of a best-of-N group (`LaneStatus.group`) are shown together, best rank first, where the
+group's first lane would be, tied by a bracket in the id cell (`┬ ├ └`) and suffixed `#rank` once the
+group is ranked; the tooltip names the group. That reordering is display only: the lanes keep their keys.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ class LanesTable(KeyedTable):
     """The lanes, keyed by lane id; `sync` with every status list, `update_meters` with each sample."""
 
     COLUMNS: ClassVar[tuple[tuple[str, str], ...]] = (
-        ("id", "lane"), ("task", "task"), ("provider", "provider:model"), ("state", "state"),
+        ("id", "lane"), ("task", "task"), ("provider", "provider:model"), ("state", "state"), ("review", "rev"),
         ("attempt", "att"), ("elapsed", "elapsed"), ("idle", "idle"), ("cpu", "CPU %"), ("rss", "RSS"),
         ("tokens", "tokens"), ("cost", "cost"), ("radar", "radar"), ("why", "why"),
     )
@@ -59,12 +64,14 @@ class LanesTable(KeyedTable):
         return self.selected_key
 
     def sync(self, lanes: Sequence[LaneStatus], now: float) -> None:
-        """Show exactly these lanes, in this order; `now` is wall-clock seconds (for elapsed)."""
+        """Show exactly these lanes, in this order (a best-of group's lanes moved together); `now` is
+        wall-clock seconds (for elapsed)."""
         rows: list[Row] = []
         self._states = {}
-        for lane in lanes:
-            self._states[lane.id] = (_shown_state(lane), _why(lane) + _radar_note(lane))
-            rows.append((lane.id, self._row(lane, now)))
+        for lane, mark, size in _grouped(lanes):
+            self._states[lane.id] = (_shown_state(lane),
+                                     _why(lane) + _radar_note(lane) + _review_note(lane) + _group_note(lane, size))
+            rows.append((lane.id, self._row(lane, now, mark)))
         self._apply(rows)
         self._set_tooltip()
 
@@ -79,17 +86,20 @@ class LanesTable(KeyedTable):
             "rss": Cell(fmt.size(rss) if rss else "", right=True),
         })
 
-    def _row(self, lane: LaneStatus, now: float) -> tuple[Cell, ...]:
+    def _row(self, lane: LaneStatus, now: float, mark: str = "") -> tuple[Cell, ...]:
+        """The cells of one lane; `mark` is its place in a best-of group's bracket ("" for none)."""
         state = _shown_state(lane)
         live = lane.live
         created = lane.created
         end = now if live else (lane.updated or now)
         rss = lane.rss_bytes
         return (
-            Cell(lane.id),
+            Cell(f"{mark} {lane.id}" + (f" #{lane.rank}" if lane.rank else "") if mark else lane.id,
+                 bold=lane.rank == 1),
             Cell(fmt.truncate(lane.task, 18)),
             Cell(fmt.truncate(_provider_model(lane), 22)),
             Cell(state, "error" if lane.problem else fmt.STATE_TONE.get(state, "")),
+            Cell(*REVIEW_MARKS.get(lane.review or "", ("", ""))),
             Cell(str(lane.attempt or ""), right=True),
             Cell(fmt.duration(end - created) if created else "", right=True),
             Cell(fmt.duration(lane.idle_s) if live else "", right=True),
@@ -110,6 +120,33 @@ class LanesTable(KeyedTable):
         state, reason = self._states.get(self.selected_key or "", ("", ""))
         # Content, not str: a str tooltip is parsed as markup, and reasons quote commands.
         self.tooltip = Content(f"{state}: {reason}") if state else None
+
+
+#: The review column: a verdict's mark and its theme tone (the tooltip spells the verdict out).
+REVIEW_MARKS: Mapping[str, tuple[str, str]] = {
+    "CLEAN": ("✓", "success"), "BLOCKING": ("✗", "error"), "MISSING": ("?", "warning"),
+}
+
+
+def _grouped(lanes: Sequence[LaneStatus]) -> list[tuple[LaneStatus, str, int]]:
+    """(lane, bracket mark, group size) in display order: each best-of group's lanes together where its
+    first lane is, best rank first (unranked after, in their given order). Lone lanes get a blank mark
+    of the same width when any group is shown, so every lane id starts in the same column."""
+    members: dict[str, list[LaneStatus]] = {}
+    for lane in lanes:
+        if lane.group:
+            members.setdefault(lane.group, []).append(lane)
+    if not members:
+        return [(lane, "", 0) for lane in lanes]
+    out: list[tuple[LaneStatus, str, int]] = []
+    for lane in lanes:
+        if not lane.group:
+            out.append((lane, " ", 0))
+        elif lane.group in members:
+            group = sorted(members.pop(lane.group), key=lambda s: (s.rank is None, s.rank or 0))
+            marks = ["─"] if len(group) == 1 else ["┬", *["├"] * (len(group) - 2), "└"]
+            out.extend((member, mark, len(group)) for member, mark in zip(group, marks, strict=True))
+    return out
 
 
 def _shown_state(lane: LaneStatus) -> str:
@@ -148,6 +185,19 @@ def _radar_note(lane: LaneStatus) -> str:
     notes = [what[str(c.get("kind"))].format(lane=c.get("lane"), target=c.get("target") or "the target")
              + ": " + ", ".join(str(f) for f in c.get("files") or ()) for c in lane.conflicts if c.get("kind") in what]
     return "\nradar: " + "; ".join(notes) if notes else ""
+
+
+def _review_note(lane: LaneStatus) -> str:
+    """The review verdict for the tooltip (the column shows only its mark)."""
+    return f"\nreview: {lane.review}" if lane.review else ""
+
+
+def _group_note(lane: LaneStatus, size: int) -> str:
+    """The best-of group for the tooltip: its id, and the lane's rank once every lane of it has ended."""
+    if not lane.group:
+        return ""
+    place = f"rank {lane.rank} of {size}" if lane.rank else "not ranked until every lane of it has ended"
+    return f"\nbest-of group {lane.group}: {place}"
 
 
 def _provider_model(lane: LaneStatus) -> str:

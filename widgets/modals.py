@@ -1,4 +1,4 @@
-"""The decision dialogs: confirm (accept / abandon), recover, answer a question, start a lane.
+"""The decision dialogs: confirm (accept / abandon), recover, answer a question, give a reason, start a lane.
 
 Each is a `ModalScreen[T]` that returns through `dismiss(value)` (HOUSE_STYLE point 11); the App
 pushes it with a callback or `push_screen_wait` and sends the engine command. The dialogs show what
@@ -9,7 +9,7 @@ that a plan the engine refused cannot be confirmed from here.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -19,10 +19,14 @@ from textual.content import Content
 from textual.widgets import Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from lanes_tui.widgets import _format as fmt
 from lanes_tui.widgets._dialog import Dialog, plain_lines
 from lanes_tui.widgets.start_lane import StartLaneModal
 
-__all__ = ["AcceptModal", "ConfirmModal", "RecoverModal", "StartLaneModal", "TextAnswerModal"]
+if TYPE_CHECKING:  # the accept modal is given the engine's plan; it never asks the engine for one
+    from lanes_tui.engine import AcceptPlan
+
+__all__ = ["AcceptModal", "ConfirmModal", "ReasonModal", "RecoverModal", "StartLaneModal", "TextAnswerModal"]
 
 REFUSED = "REFUSED"
 
@@ -48,15 +52,23 @@ class ConfirmModal(Dialog[bool]):
         with Vertical(id="dialog"):
             yield Label(Content(self.title_text), classes="title")
             with VerticalScroll(classes="body"):
-                yield from plain_lines(self.lines)
+                yield from self.compose_body()
                 yield from self.compose_details()
-            if self.refused:
-                reason = self.refusals[0].removeprefix(REFUSED).lstrip(": ") if self.refusals else "the engine refused"
-                yield Static(Content(f"This cannot go ahead: {reason}. y is disabled; fix the cause first."),
-                             classes="note refused", id="refused-note")
-                yield Static("n / escape close", classes="hint")
-            else:
-                yield Static("y confirm  ·  n / escape cancel", classes="hint")
+            yield from self.compose_note()
+
+    def compose_body(self) -> ComposeResult:
+        """The plan's lines, refusals in `$error`."""
+        yield from plain_lines(self.lines)
+
+    def compose_note(self) -> ComposeResult:
+        """Below the body: why y is disabled, if it is, and the keys."""
+        if self.refused:
+            reason = self.refusals[0].removeprefix(REFUSED).lstrip(": ") if self.refusals else "the engine refused"
+            yield Static(Content(f"This cannot go ahead: {reason}. y is disabled; fix the cause first."),
+                         classes="note refused", id="refused-note")
+            yield Static("n / escape close", classes="hint")
+        else:
+            yield Static("y confirm  ·  n / escape cancel", classes="hint")
 
     def compose_details(self) -> ComposeResult:
         """What a subclass shows below the plan's lines, inside the scrolling body."""
@@ -73,10 +85,13 @@ class ConfirmModal(Dialog[bool]):
 
 
 class AcceptModal(ConfirmModal):
-    """The accept confirm: the engine's plan, then the lane's scope and the changed files outside it.
+    """The accept confirm: the engine's plan with each gate's step under its gates line, the review and
+    the lead's verification toned by what they say, then the lane's scope and the files outside it.
 
     A lane with no scope shows no scope block (nothing is checked). Files outside the scope are a
-    refusal in the engine's plan, so y is disabled and the note says how to override.
+    refusal in the engine's plan, so y is disabled and the note says how to override. A plan refused
+    only by its review (`review_override`: BLOCKING, or stale) keeps y: the note says so, and the caller
+    asks for the reason before it accepts with `override_review` (the engine re-checks everything).
     """
 
     DEFAULT_CSS = """
@@ -84,21 +99,99 @@ class AcceptModal(ConfirmModal):
         height: auto;
         margin-top: 1;
     }
-    AcceptModal .outside {
+    AcceptModal .outside, AcceptModal .gate-failed, AcceptModal .review-blocking {
         color: $error;
+    }
+    AcceptModal .gate-passed, AcceptModal .review-clean {
+        color: $success;
+    }
+    AcceptModal .review-missing, AcceptModal .stale {
+        color: $warning;
+    }
+    AcceptModal .unverified {
+        color: $text-muted;
+    }
+    AcceptModal .overridable {
+        color: $warning;
+        text-style: bold;
     }
     """
 
     #: Files outside the scope listed one a line before "and N more" (the body scrolls, but not forever).
     SHOWN_OUTSIDE = 40
+    #: A gate step's mark by its status (`decisions.gates.GateResult.status`).
+    GATE_MARKS: ClassVar[Mapping[str, str]] = {"passed": "✓", "failed": "✗", "timeout": "✗", "not-run": "·"}
 
     def __init__(self, title: str, lines: Sequence[str], *, scope: Sequence[str] = (),
-                 outside: Sequence[str] = (), refused: bool = False) -> None:
+                 outside: Sequence[str] = (), refused: bool = False, gates: Sequence[Mapping[str, Any]] = (),
+                 review: str | None = None, review_override: bool = False) -> None:
         super().__init__(title, lines, refused=refused)
         self.scope = list(scope)
         """The lane's scope: exact paths and folders ending in `/`."""
         self.outside = list(outside)
         """The changed files outside `scope`."""
+        self.gates = list(gates)
+        """The packet's gate results, one a step: command, status, exit code, duration."""
+        self.review = review
+        """The review's verdict (CLEAN, BLOCKING, MISSING), None when the lane has no review."""
+        self.review_override = review_override and bool(self.refusals) and not refused
+        """Every refusal is the review's: y asks for a reason instead of being disabled."""
+        if self.review_override:
+            self.refused = False
+
+    @classmethod
+    def for_plan(cls, title: str, plan: AcceptPlan) -> AcceptModal:
+        """The modal of an engine's accept plan (its scope shown in a block of its own, not as lines)."""
+        return cls(title, plan.describe(scope=False), scope=plan.scope, outside=plan.outside_scope,
+                   gates=plan.gates, review=str(plan.review_detail.get("verdict") or "") or None,
+                   review_override=plan.review_blocked)
+
+    def compose_body(self) -> ComposeResult:
+        """The plan's lines, each gate step right under the gates line, verdicts and stale marks toned."""
+        steps_shown = False
+        for line in self.lines:
+            text = line.lstrip(" ")
+            shown = Static(Content(text), classes=self._line_classes(line))
+            if len(text) < len(line):  # an indented line (a finding) stays indented where it wraps
+                shown.styles.padding = (0, 0, 0, len(line) - len(text))
+            yield shown
+            if not steps_shown and line.startswith("gates:"):
+                steps_shown = True
+                yield from self._gate_steps()
+        if not steps_shown:
+            yield from self._gate_steps()
+
+    def _line_classes(self, line: str) -> str:
+        if line.startswith(REFUSED):
+            return "line overridable" if self.review_override else "line refused"
+        if line.startswith("review:") and self.review:
+            return f"line review-{self.review.lower()}" + (" stale" if "STALE" in line else "")
+        if "STALE" in line:
+            return "line stale"
+        return "line unverified" if line.startswith("verification: not verified") else "line"
+
+    def _gate_steps(self) -> ComposeResult:
+        for gate in self.gates:
+            status = str(gate.get("status") or "?")
+            code = gate.get("exit_code")
+            seconds = gate.get("duration_s")
+            text = f"{self.GATE_MARKS.get(status, '?')} {gate.get('command', '?')} — {status}"
+            text += f" (exit {code})" if isinstance(code, int) and code != 0 else ""
+            if isinstance(seconds, int | float):
+                text += f", {seconds:.1f}s" if seconds < 60 else f", {fmt.duration(seconds)}"
+            tone = "gate-passed" if status == "passed" else "gate-failed" if status in ("failed", "timeout") else ""
+            step = Static(Content(text), classes=f"line gate {tone}".rstrip())
+            step.styles.padding = (0, 0, 0, 2)  # under its gates line, and so where a long command wraps
+            yield step
+
+    def compose_note(self) -> ComposeResult:
+        if not self.review_override:
+            yield from super().compose_note()
+            return
+        yield Static(Content("Only the review stands in the way. y asks for your reason and accepts over the "
+                             "review; the reason is recorded with the accept."),
+                     classes="note overridable", id="override-note")
+        yield Static("y override with a reason  ·  n / escape cancel", classes="hint")
 
     def compose_details(self) -> ComposeResult:
         if not self.scope:
@@ -113,6 +206,44 @@ class AcceptModal(ConfirmModal):
                 yield Static(Content(f"  {name}"), classes="line outside")
             if len(self.outside) > self.SHOWN_OUTSIDE:
                 yield Static(Content(f"  … and {len(self.outside) - self.SHOWN_OUTSIDE} more"), classes="line")
+
+
+class ReasonModal(Dialog[str | None]):
+    """Asks the lead why (an override's reason, a verification's evidence): enter sends the text,
+    escape cancels with None. An empty reason is refused inline: the engine would refuse it too."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("escape", "cancel", "Cancel", id="reason.cancel"),
+    ]
+
+    def __init__(self, title: str, lines: Sequence[str], *, placeholder: str = "your reason") -> None:
+        super().__init__()
+        self.title_text = title
+        self.lines = list(lines)
+        self.placeholder = placeholder
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog"):
+            yield Label(Content(self.title_text), classes="title")
+            with VerticalScroll(classes="body"):
+                yield from plain_lines(self.lines)
+            yield Input(placeholder=self.placeholder, id="reason")
+            yield Static("", classes="error", id="reason-error")
+            yield Static("enter send  ·  escape cancel", classes="hint")
+
+    def on_mount(self) -> None:
+        self.query_one("#reason", Input).focus()
+
+    @on(Input.Submitted, "#reason")
+    def _submit(self, event: Input.Submitted) -> None:
+        event.stop()
+        if not event.value.strip():
+            self.query_one("#reason-error", Static).update(f"type {self.placeholder}, or press escape")
+            return
+        self.dismiss(event.value.strip())
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
 
 
 class RecoverModal(Dialog[str | None]):

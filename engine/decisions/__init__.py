@@ -6,8 +6,12 @@ journalled accept, and the journals it could not finish), `abandon`, `recover`, 
 `reconcile` (state rebuilt from receipts after a restart), `scope` (files a lane changed outside its
 ticket's scope), `review_verdict` (who reviews a lane across model families, and the verdict read
 from the reviewer's output), `lane_diff` (the lane's scoped diff with per-file digests: what a
-reviewer and accept see), `queue` (the accept queue: every ready lane in an order the radar's
-conflicts allow), and `commands` (the async wrappers the Engine offers the dashboard).
+reviewer and accept see), `review_prompt` (the reviewer's prompt, the text of its output, its
+read-only argv, the packet's review as readers see it), `review_run` (the review run: slot, read-only
+snapshot worktree, the reviewer as a supervised process, the verdict into the packet), `verify` (the
+lead's own verification with evidence), `queue` (the accept queue: every ready lane in an order the radar's
+conflicts allow), `ranking` (the ranks of a `run --best-of N` group once all its lanes have ended),
+and `commands` (the async wrappers the Engine offers the dashboard).
 May import: everything below it (`core` … `lanes`). Never imports `live`, `supervisor`, `sim`,
 textual or rich.
 """

@@ -73,25 +73,29 @@ class Accept:
         record = self.store.read(self.lane_id)
         return locate_lane(self.repo, self.lane_id, record, default_root=self.config.lanes.worktree_root)
 
-    async def run(self, *, message: str | None, override: str | None) -> AcceptOutcome:
+    async def run(self, *, message: str | None, override: str | None,
+                  override_review: str | None = None) -> AcceptOutcome:
         lock = await slots.acquire(self.paths.locks / "accept", 1, {"lane": self.lane_id}, budget_s=LOCK_WAIT_S)
         if lock is None:
             raise LanesError("another accept is still running", "try again when it has finished")
         with lock:
             finish_interrupted_accepts(self.repo, self.config)
             with lane_operation(self.paths, self.lane_id, "accept"):
-                plan = plan_accept(self.repo, self.config, self.lane_id, override=override)
+                plan = plan_accept(self.repo, self.config, self.lane_id, override=override,
+                                   override_review=override_review)
                 plan.raise_if_refused()
-                outcome = await self._run(plan, message, override)
+                outcome = await self._run(plan, message, override, override_review if plan.review_refusals else None)
                 return replace(outcome, warnings=tuple(plan.warnings))
 
-    async def _run(self, plan: AcceptPlan, message: str | None, override: str | None) -> AcceptOutcome:
+    async def _run(self, plan: AcceptPlan, message: str | None, override: str | None,
+                   override_review: str | None) -> AcceptOutcome:
         record = self.store.read(self.lane_id)
         msg = message or f"lane {self.lane_id}: {_first_line(record.prompt)}"
         self.journal("commit", target=plan.target, target_sha=plan.target_sha, state_before=record.state,
                      base_sha_before=record.base_sha,
                      lane_head_before=git_out(plan.worktree, "rev-parse", "HEAD"), override=override,
-                     outside_scope=plan.outside_scope)  # what the override let through, kept with its reason
+                     outside_scope=plan.outside_scope,  # what the override let through, kept with its reason
+                     override_review=override_review, review_refusals=plan.review_refusals)
         lane_head = commit_worktree(plan.worktree, plan.files, msg)
         crash_point("commit:after")
         if plan.needs_rebase:
@@ -113,7 +117,7 @@ class Accept:
         fast_forward(self.repo, plan.target, plan.target_sha, lane_head)
         crash_point("merge:after")
         self.journal("cleanup", merged_sha=lane_head)
-        self._cleanup(lane_head, override)
+        self._cleanup(lane_head, override, override_review)
         text = f"accepted {self.lane_id} into {plan.target} at {lane_head[:10]}"
         return AcceptOutcome(self.lane_id, "accepted", text, merged_sha=lane_head)
 
@@ -128,7 +132,7 @@ class Accept:
         return AcceptOutcome(self.lane_id, "conflict", f"accept {self.lane_id} stopped: rebase conflicts in "
                              + ", ".join(files) + "; nothing was merged", conflict_files=tuple(files))
 
-    def _cleanup(self, merged_sha: str, override: str | None) -> None:
+    def _cleanup(self, merged_sha: str, override: str | None, override_review: str | None = None) -> None:
         remove_lane_worktree(self.location())  # the lane's own root: a changed config cannot wedge it
         record = self.store.read(self.lane_id)
         crash_point("cleanup:after")
@@ -140,9 +144,13 @@ class Accept:
             outside = (self.read_journal() or {}).get("outside_scope")
             if outside:
                 packet["override_outside_scope"] = outside
+        if override_review:  # the lead accepted over a BLOCKING or stale review: the reason and what it lifted
+            packet["override_review"] = {"reason": override_review,
+                                         "refusals": (self.read_journal() or {}).get("review_refusals", [])}
         write_packet(self.lane, packet)
         self.store.transition(record, "accepted", f"merged into {record.target_branch} at {merged_sha[:10]}",
-                              sha=merged_sha, **({"override": override} if override else {}))
+                              sha=merged_sha, **({"override": override} if override else {}),
+                              **({"override_review": override_review} if override_review else {}))
         with contextlib.suppress(FileNotFoundError):
             self.journal_path.unlink()
 
@@ -230,7 +238,7 @@ def _resolve(accept: Accept, journal: dict[str, Any]) -> str:
     worktree = location.worktree
     merged = journal.get("merged_sha") or journal.get("lane_head")
     if journal.get("step") in ("merge", "cleanup") and merged and is_ancestor(accept.repo, str(merged), target_sha):
-        accept._cleanup(str(merged), journal.get("override"))
+        accept._cleanup(str(merged), journal.get("override"), journal.get("override_review"))
         return "the merge had happened: accept finished"
     if git_witness(location) is not None and worktree.is_dir():  # only git's own worktree of the lane is reset
         if (worktree / ".git").exists() and _rebase_in_progress(worktree):

@@ -6,6 +6,7 @@ itself re-derives it under the accept lock so nothing can change between the che
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,9 @@ from typing import Any
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept_journal import read_journal
+from lanes_tui.engine.decisions.lane_diff import diff_digest
 from lanes_tui.engine.decisions.packet import read_packet
+from lanes_tui.engine.decisions.review_prompt import describe_review, describe_verification, review_detail, verification
 from lanes_tui.engine.decisions.scope import describe_outside, outside_scope
 from lanes_tui.engine.git import lead_checkout, worktrees
 from lanes_tui.engine.git.commands import git_out, list_worktrees, nul_list, run_git
@@ -51,6 +54,23 @@ class AcceptPlan:
     scope: list[str] = field(default_factory=list)
     #: The changed files outside `scope`: a refusal unless the lead gives `--override REASON`.
     outside_scope: list[str] = field(default_factory=list)
+    #: The packet's review as `review_prompt.review_detail` reads it ({} when there is none), and whether
+    #: the lane changed since (its diff digest differs from the one the reviewer read).
+    review_detail: dict[str, Any] = field(default_factory=dict)
+    review_stale: bool = False
+    #: The lead's `verify ID --evidence TEXT`, and whether the lane changed since.
+    verification: dict[str, Any] | None = None
+    verification_stale: bool = False
+    #: `accept --override-review REASON`: accept over a BLOCKING or stale review, the reason recorded.
+    override_review: str | None = None
+    #: The refusals only `--override-review REASON` lifts (a BLOCKING or stale review).
+    review_refusals: list[str] = field(default_factory=list)
+
+    @property
+    def review_blocked(self) -> bool:
+        """The review is among the refusals, and `--override-review REASON` would lift it."""
+        review = set(self.review_refusals)
+        return bool(self.refusals) and bool(review) and all(r in review for r in self.refusals)
 
     @property
     def ok(self) -> bool:
@@ -65,7 +85,10 @@ class AcceptPlan:
         lines (the accept modal shows the scope and the files outside it in a block of its own)."""
         lines = [
             f"lane {self.lane_id} ({self.state}) → {self.target} at {self.target_sha[:10]}",
-            f"gates: {self.gates_status}; review: {self.review}",
+            f"gates: {self.gates_status}",
+            *describe_review(self.review_detail or None, stale=self.review_stale),
+            describe_verification(self.verification, stale=self.verification_stale,
+                                  when=_when(self.verification.get("at") if self.verification else None)),
             f"files ({len(self.files)}): " + (", ".join(self.files[:12]) + (" …" if len(self.files) > 12 else "")
                                              if self.files else "none"),
             ("the target moved since the lane started: the lane is rebased and its gates run again"
@@ -78,12 +101,19 @@ class AcceptPlan:
                          + (" …" if len(self.outside_scope) > 12 else "") if self.outside_scope else "none"))
         if self.override:
             lines.append(f"override: {self.override}")
+        if self.override_review:
+            lines.append(f"override of the review: {self.override_review}")
         lines.extend(f"WARNING: {w}" for w in self.warnings)
         lines.extend(f"REFUSED: {r}" for r in self.refusals)
         return lines
 
 
-def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | None = None) -> AcceptPlan:
+def _when(at: object) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(at)) if isinstance(at, float) else ""
+
+
+def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | None = None,
+                override_review: str | None = None) -> AcceptPlan:
     store = LaneStore(StatePaths(repo))
     record = store.read(lane_id)
     packet = read_packet(store.lane_paths(lane_id)) or {}
@@ -101,6 +131,7 @@ def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | Non
         gates_status=str(packet.get("gates_status", "none")), gates=list(packet.get("gates", [])),
         review=str(packet.get("review", "MISSING")), needs_rebase=False, target_checkout=None,
         override=override, refusals=refusals, scope=list(record.scope),
+        review_detail=review_detail(packet) or {}, verification=verification(packet), override_review=override_review,
     )
     plan.outside_scope = outside_scope(plan.files, plan.scope)  # the packet's files, until the worktree's below
     _check_state(plan, record, packet, override)
@@ -127,6 +158,7 @@ def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | Non
         plan.files = current
         plan.outside_scope = outside_scope(current, plan.scope)
         _check_scope(plan, override)
+        _check_review(plan, worktree, record.base_sha)
     if target_sha:
         lane_head = git_out(worktree, "rev-parse", "HEAD")
         plan.needs_rebase = not is_ancestor(repo, target_sha, lane_head)
@@ -149,6 +181,8 @@ def _check_state(plan: AcceptPlan, record: LaneRecord, packet: dict[str, Any], o
         plan.refusals.append(f"the lane is still {record.state}; wait for it to finish")
     elif not packet:
         plan.refusals.append(f"the lane has no packet; run `lanes-tui check {record.id}`")
+    elif record.state == "rejected" and _rejected_by_review(packet):
+        pass  # the review's own check (`_check_review`) refuses it, and `--override-review` lifts it
     elif record.state != "ready":
         if override is None:
             plan.refusals.append(f"the lane is {record.state}, not ready ({record.state_reason}); "
@@ -157,6 +191,12 @@ def _check_state(plan: AcceptPlan, record: LaneRecord, packet: dict[str, Any], o
             plan.refusals.append("--override needs a reason")
         elif record.state not in OVERRIDABLE:
             plan.refusals.append(f"a {record.state} lane cannot be accepted, even with --override")
+
+
+def _rejected_by_review(packet: dict[str, Any]) -> bool:
+    """Rejected by a BLOCKING review alone: the gates passed, so no `--override` is needed on top."""
+    detail = review_detail(packet)
+    return detail is not None and detail["verdict"] == "BLOCKING" and packet.get("gates_status") in ("passed", "none")
 
 
 def _check_scope(plan: AcceptPlan, override: str | None) -> None:
@@ -168,6 +208,32 @@ def _check_scope(plan: AcceptPlan, override: str | None) -> None:
         plan.refusals.append(describe_outside(plan.lane_id, plan.outside_scope, plan.scope))
     elif not override.strip() and "--override needs a reason" not in plan.refusals:
         plan.refusals.append("--override needs a reason")
+
+
+def _check_review(plan: AcceptPlan, worktree: Path, base_sha: str) -> None:
+    """A BLOCKING review, or one of a diff the lane no longer has (stale), refuses the accept unless the
+    lead gives `--override-review REASON`. A MISSING review does not: it is shown as such."""
+    detail, verified = plan.review_detail, plan.verification
+    if not detail and verified is None:
+        return
+    digest = diff_digest(worktree, base_sha)
+    plan.review_stale = bool(detail) and detail.get("diff_digest") != digest
+    plan.verification_stale = verified is not None and verified.get("diff_digest") != digest
+    if detail.get("verdict") == "BLOCKING" and not plan.review_stale:
+        count = len(detail.get("findings") or [])
+        plan.review_refusals.append(
+            f"the review is BLOCKING ({detail.get('reviewer')}: {count} finding{'' if count == 1 else 's'}); fix it "
+            f"(`lanes-tui recover {plan.lane_id} --relaunch` gives the agent the findings) or accept with "
+            "--override-review REASON")
+    elif plan.review_stale and detail.get("verdict") != "MISSING":
+        plan.review_refusals.append(f"the review is stale: the lane changed since it was reviewed; review again: "
+                                    f"`lanes-tui review {plan.lane_id}` (or accept with --override-review REASON)")
+    if not plan.review_refusals:
+        return
+    if plan.override_review is None:
+        plan.refusals.extend(plan.review_refusals)
+    elif not plan.override_review.strip():
+        plan.refusals.append("--override-review needs a reason")
 
 
 def _check_journal(plan: AcceptPlan, lane: LanePaths) -> None:

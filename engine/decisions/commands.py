@@ -20,6 +20,8 @@ from lanes_tui.engine.decisions.accept_plan import AcceptPlan, plan_accept
 from lanes_tui.engine.decisions.check import check_lane
 from lanes_tui.engine.decisions.finish import FinishReport, finish
 from lanes_tui.engine.decisions.recover import Findings, inspect_lane, recheck, relaunch, wake_parked
+from lanes_tui.engine.decisions.review_run import review_by_lead
+from lanes_tui.engine.decisions.verify import verify_lane
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.state.model import LaneRecord
 
@@ -49,14 +51,30 @@ class DecisionCommands:
     async def _after_command(self) -> None:
         raise NotImplementedError
 
-    async def plan_accept(self, lane_id: str, override: str | None = None) -> AcceptPlan:
-        return await asyncio.to_thread(plan_accept, self.repo, self.config, lane_id, override=override)
+    async def plan_accept(self, lane_id: str, override: str | None = None,
+                          override_review: str | None = None) -> AcceptPlan:
+        return await asyncio.to_thread(plan_accept, self.repo, self.config, lane_id, override=override,
+                                       override_review=override_review)
 
-    async def accept(self, lane_id: str, *, message: str | None = None,
-                     override: str | None = None) -> AcceptOutcome:
+    async def accept(self, lane_id: str, *, message: str | None = None, override: str | None = None,
+                     override_review: str | None = None) -> AcceptOutcome:
         try:
-            return await _offload(lambda: Accept(self.repo, self.config, lane_id).run(message=message,
-                                                                                       override=override))
+            return await _offload(lambda: Accept(self.repo, self.config, lane_id).run(
+                message=message, override=override, override_review=override_review))
+        finally:
+            await self._after_command()
+
+    async def review(self, lane_id: str) -> dict[str, Any]:
+        """Review (again) a lane by hand: `lanes-tui review ID` from the dashboard."""
+        try:
+            return await _offload(lambda: review_by_lead(self.repo, self.config, lane_id))
+        finally:
+            await self._after_command()
+
+    async def verify(self, lane_id: str, evidence: str) -> dict[str, Any]:
+        """The lead's verification with its evidence (`lanes-tui verify ID --evidence TEXT`)."""
+        try:
+            return await asyncio.to_thread(verify_lane, self.repo, self.config, lane_id, evidence)
         finally:
             await self._after_command()
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from lanes_tui.engine.git.worktrees import describe_path
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
 
-__all__ = ["MAX_DIFF_BYTES", "FileDiff", "LaneDiff", "lane_diff"]
+__all__ = ["MAX_DIFF_BYTES", "FileDiff", "LaneDiff", "diff_digest", "lane_diff"]
 
 #: The unified diff text kept in all (2 MB); what comes after is cut with a note.
 MAX_DIFF_BYTES = 2 * 1024 * 1024
@@ -118,10 +119,7 @@ def lane_diff(repo: Path, config: Config, lane_id: str, *, max_bytes: int = MAX_
     worktree = working_tree(location)  # the derived folder, and git must list it on lane/<id>
     base = record.base_sha
     refuse_option(base, "base commit")
-    changes = _tracked(worktree, base)
-    untracked = set(_untracked(worktree))
-    for path in untracked:
-        changes.setdefault(path, "A")
+    changes, untracked = _changes(worktree, base)
     files: list[FileDiff] = []
     budget = max_bytes
     for path in sorted(changes):
@@ -131,13 +129,41 @@ def lane_diff(repo: Path, config: Config, lane_id: str, *, max_bytes: int = MAX_
     cut = any(f.cut for f in files)
     size = "2 MB" if max_bytes == MAX_DIFF_BYTES else f"{max_bytes} bytes"
     notes = (f"diff cut at {size}: the digests still cover every file",) if cut else ()
-    outer = hashlib.sha256()
-    for f in files:  # already sorted by path
-        outer.update(os.fsencode(f.path) + b"\0" + f.kind.encode() + b"\0" + f.digest.encode() + b"\n")
     paths = [f.path for f in files]
     return LaneDiff(lane=lane_id, base_sha=base, worktree=worktree, files=tuple(files), scope=tuple(record.scope),
-                    outside_scope=tuple(outside_scope(paths, record.scope)), digest="sha256:" + outer.hexdigest(),
-                    cut=cut, notes=notes)
+                    outside_scope=tuple(outside_scope(paths, record.scope)),
+                    digest=_overall((f.path, f.kind, f.digest) for f in files), cut=cut, notes=notes)
+
+
+def diff_digest(worktree: Path, base: str) -> str:
+    """The overall digest alone, without a patch: what a review and a verification are tied to, and
+    what accept compares them with. `worktree` must be the derived, verified one."""
+    refuse_option(base, "base commit")
+    changes, _ = _changes(worktree, base)
+    return _overall((path, *_file_digest(worktree, path)) for path in sorted(changes))
+
+
+def _overall(items: Iterable[tuple[str, str, str]]) -> str:
+    """One sha256 over (path, kind, digest) of every changed file, in path order."""
+    outer = hashlib.sha256()
+    for path, kind, digest in items:
+        outer.update(os.fsencode(path) + b"\0" + kind.encode() + b"\0" + digest.encode() + b"\n")
+    return "sha256:" + outer.hexdigest()
+
+
+def _changes(worktree: Path, base: str) -> tuple[dict[str, str], set[str]]:
+    """Path → status letter of every changed path (untracked ones as `A`), and the untracked set."""
+    changes = _tracked(worktree, base)
+    untracked = set(_untracked(worktree))
+    for path in untracked:
+        changes.setdefault(path, "A")
+    return changes, untracked
+
+
+def _file_digest(worktree: Path, path: str) -> tuple[str, str]:
+    """(kind, digest) of a path in the lane: `sha256:…` of its content, `deleted`, or its kind."""
+    kind, content = describe_path(worktree, worktree / path)
+    return kind, "deleted" if kind == "missing" else ("sha256:" + content.decode() if content else kind)
 
 
 def _tracked(worktree: Path, base: str) -> dict[str, str]:
@@ -153,8 +179,7 @@ def _untracked(worktree: Path) -> list[str]:
 
 
 def _file_diff(worktree: Path, base: str, path: str, letter: str, budget: int, *, untracked: bool) -> FileDiff:
-    kind, content = describe_path(worktree, worktree / path)
-    digest = "deleted" if kind == "missing" else ("sha256:" + content.decode() if content else kind)
+    kind, digest = _file_digest(worktree, path)
     if untracked and letter == "A" and kind != "missing":
         proc = run_git(worktree, *READ_ONLY, "diff", "--no-index", *DIFF_OPTIONS, "--", "/dev/null", path,
                        check=False)  # exits 1 when the files differ, which they do

@@ -67,9 +67,14 @@ def build_packet(record: LaneRecord, gates: list[GateResult], *, clock: Clock | 
         "stall": record.stall,
         "created": (clock or RealClock()).time(),
     }
-    for kept in ("override", "accepted_sha", "conflict_files", "history"):
+    # The review and the lead's verification outlive a new check: accept compares their digests with the
+    # lane's, so one made before the worktree changed is stale, never silently current.
+    for kept in ("override", "accepted_sha", "conflict_files", "history", "review_detail", "verification"):
         if previous and kept in previous:
             packet[kept] = previous[kept]
+    detail = packet.get("review_detail")
+    if isinstance(detail, dict) and detail.get("verdict") in ("CLEAN", "BLOCKING", "MISSING"):
+        packet["review"] = detail["verdict"]
     return packet
 
 

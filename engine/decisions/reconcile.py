@@ -9,6 +9,7 @@ match too.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,8 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept import recover_interrupted_accepts
 from lanes_tui.engine.decisions.gates import GateResult, stop_leftover_gates
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
+from lanes_tui.engine.git.lane_paths import locate_lane
+from lanes_tui.engine.git.review_tree import remove_review_tree
 from lanes_tui.engine.lanes.launcher import leftover_processes, supervisor_alive
 from lanes_tui.engine.procs.process import kill_processes_now
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
@@ -28,7 +31,7 @@ from lanes_tui.engine.state.store import LaneStore, lane_busy, lane_operation
 log = logging.getLogger(__name__)
 
 #: States a supervisor owns: it must be alive for the lane to be in one of them.
-SUPERVISED_STATES = LIVE_STATES | {"checking"}
+SUPERVISED_STATES = LIVE_STATES | {"checking", "reviewing"}
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,8 @@ def _settle(repo: Path, store: LaneStore, record: LaneRecord) -> Reconciled | No
     lane = store.lane_paths(record.id)
     if before == "checking":
         return _interrupted_check(repo, store, record)
+    if before == "reviewing":
+        return _interrupted_review(repo, store, record)
     try:
         receipt = read_json(lane.receipt)
     except (FileNotFoundError, ValueError):
@@ -135,6 +140,29 @@ def _interrupted_check(repo: Path, store: LaneStore, record: LaneRecord) -> Reco
     store.transition(record, "exited", reason, gates="not-run", stopped=sorted(set(stopped)))
     log.info("reconciled %s: checking -> exited (%s)", record.id, reason)
     return Reconciled(record.id, "checking", "exited", reason)
+
+
+def _interrupted_review(repo: Path, store: LaneStore, record: LaneRecord) -> Reconciled:
+    """A `reviewing` lane nobody runs: its reviewer is stopped (found by the lane's environment marker),
+    its review worktree removed, and the lane goes back to `ready` (its gates had passed) with the
+    review MISSING, saying how to run it again. Never CLEAN: nobody read the verdict."""
+    stopped = kill_processes_now(leftover_processes(repo, record.id))
+    with contextlib.suppress(LanesError, OSError):
+        location = locate_lane(repo, record.id, record)
+        remove_review_tree(repo, location.root, record.id)
+    lane = store.lane_paths(record.id)
+    packet = read_packet(lane) or build_packet(record, [], clock=store.clock, look=False)
+    reason = (f"its review was interrupted (the process running it is gone); review MISSING: "
+              f"`lanes-tui review {record.id}` runs it again")
+    packet["review"] = "MISSING"
+    packet["review_detail"] = {"verdict": "MISSING", "reviewer": None, "family": None, "reason": reason,
+                               "findings": [], "tail": "", "diff_digest": "", "started": None, "ended": None}
+    write_packet(lane, packet)
+    record.review = "MISSING"
+    after = "ready" if packet.get("gates_status") in ("passed", "none") else "exited"
+    store.transition(record, after, reason, review="MISSING", stopped=sorted(set(stopped)))
+    log.info("reconciled %s: reviewing -> %s (%s)", record.id, after, reason)
+    return Reconciled(record.id, "reviewing", after, reason)
 
 
 def _orphan_questions(paths: StatePaths, lane_id: str, reason: str) -> None:

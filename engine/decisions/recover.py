@@ -20,6 +20,7 @@ from lanes_tui.engine.core.ids import lane_id_for
 from lanes_tui.engine.decisions.check import check_lane
 from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.decisions.reconcile import reconcile_lane
+from lanes_tui.engine.decisions.review_prompt import describe_review, review_detail, review_prompt_block
 from lanes_tui.engine.git.lane_paths import git_witness, locate_lane
 from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, leftover_processes, stop_lane, supervisor_alive
 from lanes_tui.engine.lanes.parking import PARKED_PREFIX, RESUME_NOW
@@ -49,6 +50,8 @@ class Findings:
     problems: list[str] = field(default_factory=list)
     #: The cap that stopped the lane (`lanes.governor`: cap, value, peak, mechanism, killed), if one did.
     fired: dict[str, str] | None = None
+    #: The packet's review (`review_prompt.review_detail`): a BLOCKING one's findings go into the relaunch.
+    review: dict[str, Any] | None = None
 
     def describe(self) -> list[str]:
         lines = [f"{self.lane_id}: {self.state} ({self.reason}); result {self.result or '-'}"]
@@ -64,6 +67,8 @@ class Findings:
             lines.append(f"gate {gate['command']!r} {gate['status']} (exit {gate.get('exit_code')})")
         if self.conflict_files:
             lines.append("conflicts in: " + ", ".join(self.conflict_files))
+        if self.review is not None and self.review.get("verdict") == "BLOCKING":
+            lines.extend(describe_review(self.review))
         lines.extend(f"your answer: {a}" for a in self.answers)
         if self.fired:
             lines.append(f"cap: {self.fired.get('reason', self.fired.get('cap'))}")
@@ -85,6 +90,9 @@ class Findings:
         body.extend(f"The lead answered: {a}" for a in self.answers)
         if self.fired:
             body.append(resource_advice(self.fired))
+        blocking = review_prompt_block(self.review)
+        if blocking:
+            body.extend(blocking.splitlines())
         return f"\n\n## Findings from attempt {attempt}\n" + "\n".join("> " + line for line in body) + "\n"
 
 
@@ -123,6 +131,7 @@ async def _inspect(repo: Path, config: Config, lane_id: str, clock: Clock | None
         answers=_orphan_answers(repo, lane_id),
         problems=_location_problems(repo, config, lane_id, record),
         fired=_fired(record),
+        review=review_detail(packet),
     )
 
 
@@ -185,7 +194,8 @@ async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | N
     request = LaunchRequest(prompt=prompt, task_type=old.task_type, slug=old.slug, attempt=attempt,
                             lane=old.chain[0] if old.chain else None, allow_load=old.allow_load, raw=old.raw,
                             caps=dict(old.caps), scope=tuple(old.scope), plan=old.plan, ticket=old.ticket,
-                            target=old.target_branch, model=old.model)
+                            target=old.target_branch, model=old.model, tier=old.tier,
+                            group=old.group)  # a best-of member's next attempt stays in its group
     new = launch_lane(repo, config, request, clock=clock)
     old = store.read(lane_id)
     old.superseded_by = new.id

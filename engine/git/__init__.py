@@ -5,7 +5,9 @@ and `lane/` branch: create, digest, guarded removal), `lane_paths` (where a lane
 derived from its id and the root recorded at creation, with git as the second witness),
 `lead_checkout` (a snapshot of the lead's checkout, to notice writes outside a worktree), `views`
 (what the dashboard shows of a worktree: changed files, commits, diff stats, the lane diff), `radar`
-(the conflict radar: files two lanes both changed, trial merges with `git merge-tree`).
+(the conflict radar: files two lanes both changed, trial merges with `git merge-tree`), `review_tree`
+(a reviewer's read-only view: a snapshot commit made through a temporary index, checked out detached
+beside the lane worktrees, removed with the same guards).
 May import: `core`, `state`. Only `views` imports GitPython (lazily, per call, closed after use),
 so a supervisor or `lanes-tui ask` never loads it.
 """

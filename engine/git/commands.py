@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,12 +44,15 @@ class WorktreeEntry:
 
 
 def run_git(cwd: Path, *args: str, fix: str = DEFAULT_FIX, check: bool = True,
-            stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+            stdin: bytes | None = None, extra_env: Mapping[str, str] | None = None,
+            ) -> subprocess.CompletedProcess[bytes]:
     """Run `git args…` in `cwd`; raise a one-line LanesError on failure when `check`.
 
     Output stays bytes so file names that are not UTF-8 survive (decoded with `os.fsdecode`).
+    `extra_env` is set over the cleaned environment (a temporary `GIT_INDEX_FILE`, an author).
     """
     env = {k: v for k, v in os.environ.items() if k not in GIT_ENV_DROP}
+    env.update(extra_env or {})
     env["LC_ALL"] = "C"  # stable, untranslated messages
     env["GIT_TERMINAL_PROMPT"] = "0"
     try:

@@ -14,16 +14,18 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from lanes_tui.engine.config.key_lines import did_you_mean
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.atomic import private_opener, read_json
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.debug import crash_point
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.core.ids import branch_for, lane_id_for, slugify, validate_slug
+from lanes_tui.engine.core.ids import MAX_SLUG, branch_for, lane_id_for, slugify, validate_slug
 from lanes_tui.engine.core.limits import check_prompt
 from lanes_tui.engine.git import lead_checkout, worktrees
 from lanes_tui.engine.git.lane_paths import LaneOrigin, write_origin
@@ -73,6 +75,10 @@ class LaunchRequest:
     target: str | None = None
     #: The model for the first provider of the chain (a plan ticket's tier); None: the provider's own.
     model: str | None = None
+    #: The plan ticket's tier (`[tiers]`): `[review] mode = "cross-heavy"` reviews tier heavy lanes.
+    tier: str | None = None
+    #: The best-of group this lane belongs to (`launch_group`); None for a lone lane.
+    group: str | None = None
 
 
 def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Clock | None = None,
@@ -109,7 +115,8 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
         branch=branch, base_sha=base_sha, target_branch=target,
         state="queued", state_reason="waiting for its supervisor", worktree_root=str(root),
         allow_load=request.allow_load, raw=request.raw, caps=dict(request.caps),
-        scope=list(request.scope), plan=request.plan, ticket=request.ticket, model=request.model,
+        scope=list(request.scope), plan=request.plan, ticket=request.ticket, model=request.model, tier=request.tier,
+        group=request.group,
     )
     info: worktrees.WorktreeInfo | None = None
     try:  # the record and origin first: a `run` killed at any later step leaves a lane abandon can clean
@@ -143,6 +150,65 @@ def _taken_fix(store: LaneStore, lane_id: str) -> str:
     return "pick another --id, or `lanes-tui recover` / `abandon` the existing lane"
 
 
+#: How many lanes `run --best-of N` may start on one task.
+BEST_OF_MIN, BEST_OF_MAX = 2, 8
+
+
+@dataclass(frozen=True)
+class GroupLaunch:
+    """The lanes `launch_group` started, in member order, under their group id."""
+
+    group: str
+    lanes: tuple[LaneRecord, ...]
+
+
+def launch_group(repo: Path, config: Config, request: LaunchRequest, count: int, providers: Sequence[str] = (),
+                 *, clock: Clock | None = None, detach: bool = True) -> GroupLaunch:
+    """`run --best-of N`: N lanes on one task under one group id (`bo-<slug>-<6 hex>`).
+
+    Member i is `<slug>-b<i>-a<attempt>` and gets the i-th of `providers` (or of the task type's
+    chain), round-robin, in front of its chain: the point is N different attempts. What can be
+    checked is checked before the first lane starts; a lane that then fails to start leaves the
+    started ones running, named in the error with how to drop them. `decisions.ranking` ranks the
+    group once every lane has ended.
+    """
+    if not BEST_OF_MIN <= count <= BEST_OF_MAX:
+        raise LanesError(f"--best-of {count} is out of range", f"run {BEST_OF_MIN} to {BEST_OF_MAX} lanes on one task")
+    if request.lane is not None:
+        raise LanesError("--best-of and --lane do not go together", "name the lanes' providers with --providers a,b,c")
+    for name in providers:
+        if name not in config.providers:
+            raise LanesError(f"unknown provider {name!r} in --providers", did_you_mean(name, list(config.providers)))
+    order = list(providers) or config.chain_for(request.task_type)
+    if not order:
+        raise LanesError(f"the chain of {request.task_type!r} names no provider", "give them with --providers a,b,c")
+    base = validate_slug(request.slug) if request.slug is not None else slugify(request.prompt)
+    suffix = f"-b{count}"
+    if len(base) + len(suffix) > MAX_SLUG:
+        raise LanesError(f"task id {base!r} is too long for --best-of",
+                         f"use at most {MAX_SLUG - len(suffix)} characters with --id")
+    slugs = [f"{base}-b{i}" for i in range(1, count + 1)]
+    store = LaneStore(StatePaths(repo))
+    for slug in slugs:
+        if store.taken(lane_id_for(slug, request.attempt)):
+            raise LanesError(f"lane {lane_id_for(slug, request.attempt)} already exists",
+                             "lane ids are never reused: pick another task id with --id")
+    group = f"bo-{base[:40].rstrip('-_') or 'task'}-{os.urandom(3).hex()}"
+    started: list[LaneRecord] = []
+    for i, slug in enumerate(slugs):
+        member = replace(request, slug=slug, lane=order[i % len(order)], group=group)
+        try:
+            started.append(launch_lane(repo, config, member, clock=clock, detach=detach))
+        except LanesError as exc:
+            if not started:
+                raise
+            ids = " ".join(r.id for r in started)
+            raise LanesError(f"best-of {group}: lane {i + 1} of {count} did not start: {exc.what}",
+                             (f"{exc.fix}; " if exc.fix else "") + f"these run on: {ids} "
+                             "(`lanes-tui abandon ID` drops one)") from exc
+    return GroupLaunch(group, tuple(started))
+
+
 def spawn_supervisor(repo: Path, lane_id: str, config: Config) -> None:
     """Start the supervisor in a new session and return once it says it is running.
 
@@ -152,7 +218,8 @@ def spawn_supervisor(repo: Path, lane_id: str, config: Config) -> None:
     paths = StatePaths(repo)
     log_path = paths.lane(lane_id).supervisor_log
     chain = LaneStore(paths).read(lane_id).chain
-    allow = [p for name in chain if name in config.providers for p in config.providers[name].env]
+    reviewers = config.review.chain if config.review.mode != "off" else ()  # the lane's review runs in it too
+    allow = [p for name in [*chain, *reviewers] if name in config.providers for p in config.providers[name].env]
     env = supervisor_environment(os.environ, [*allow, *config.gates.env])
     with open(log_path, "ab", opener=private_opener) as log:
         proc = subprocess.Popen(

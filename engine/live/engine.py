@@ -23,6 +23,7 @@ from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.commands import DecisionCommands
 from lanes_tui.engine.decisions.queue import QueueCommands
+from lanes_tui.engine.decisions.ranking import GroupRanks, with_ranks
 from lanes_tui.engine.decisions.reconcile import reconcile
 from lanes_tui.engine.git.views import lane_commits, lane_diff, worktree_row
 from lanes_tui.engine.inbox.store import InboxStore
@@ -81,6 +82,7 @@ class Engine(DecisionCommands, QueueCommands, PlanTicker):
         self.reconcile_every_s = reconcile_every_s
         self.output_chunk = output_chunk
         self._watched: dict[str, _Watched] = {}
+        self._ranks = GroupRanks(repo)  # best-of groups' ranks, kept while their records stay the same
         self._scan_lock = asyncio.Lock()
         #: Lanes whose new output is read and streamed; None streams every lane's. The dashboard
         #: follows only the lane on screen, so a hundred printing lanes cost one read per tick.
@@ -289,7 +291,25 @@ class Engine(DecisionCommands, QueueCommands, PlanTicker):
         for gone in set(self._watched) - seen:
             del self._watched[gone]
             out.append(LaneRemoved(gone))
+        self._rank_groups(out)
         return out
+
+    def _rank_groups(self, out: list[EngineEvent]) -> None:
+        """Best-of groups: a member whose rank changed gets it in the LaneChanged this scan already
+        carries, or in a new one (`decisions.ranking`; nothing to do without a group)."""
+        current = [w.status for w in self._watched.values() if w.status is not None]
+        if not any(s.group for s in current):
+            return
+        for status in with_ranks(current, self._ranks.ranks(current)):
+            watched = self._watched[status.id]
+            if status is watched.status:
+                continue
+            watched.status = status
+            old = next((e for e in out if isinstance(e, LaneChanged) and e.lane_id == status.id), None)
+            if old is None:
+                out.append(LaneChanged(status.id, status, watched.state))
+            else:
+                out[out.index(old)] = LaneChanged(status.id, status, old.previous_state)
 
     def _scan_lane(self, lane_id: str, watched: _Watched, initial: bool, out: list[EngineEvent]) -> None:
         lane = self.paths.lane(lane_id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.decisions.ranking import GroupRanks, with_ranks
 from lanes_tui.engine.decisions.reconcile import reconcile
 from lanes_tui.engine.git.radar import RADAR_STATES, radar_report, with_conflicts
 from lanes_tui.engine.lanes.launcher import supervisor_alive
@@ -17,7 +18,7 @@ from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.status import LaneStatus, corrupt_status, lane_status
 from lanes_tui.engine.state.store import LaneStore
 
-__all__ = ["lane_settled", "lane_statuses", "read_lane"]
+__all__ = ["group_members", "lane_settled", "lane_statuses", "read_lane"]
 
 
 def lane_statuses(repo: Path, lane_id: str | None = None) -> list[LaneStatus]:
@@ -43,7 +44,18 @@ def lane_statuses(repo: Path, lane_id: str | None = None) -> list[LaneStatus]:
     report = radar_report(repo, radar_lanes)
     statuses = [with_conflicts(lane_status(store, record), report) for record in records]
     statuses += [corrupt_status(store, bad, exc) for bad, exc in problems.items()]
+    groups = {s.group for s in statuses if s.group}
+    if groups:  # best-of groups are ranked over all their members, even when one lane was asked for
+        pool = [lane_status(store, r) for r in store.all() if r.group in groups] if lane_id else statuses
+        statuses = with_ranks(statuses, GroupRanks(repo).ranks(pool))
     return sorted(statuses, key=lambda s: (s.created, s.id))
+
+
+def group_members(repo: Path, group: str) -> list[LaneStatus]:
+    """The lanes of a best-of group, best first once it is ranked (else oldest first); [] for no such
+    group. What the lead looks at before accepting one lane and abandoning the rest."""
+    members = [s for s in lane_statuses(repo) if s.group == group]
+    return sorted(members, key=lambda s: (s.rank is None, s.rank or 0, s.created, s.id))
 
 
 def read_lane(repo: Path, lane_id: str, *, reconciled: bool = True) -> LaneRecord:
@@ -54,8 +66,9 @@ def read_lane(repo: Path, lane_id: str, *, reconciled: bool = True) -> LaneRecor
 
 
 def lane_settled(repo: Path, record: LaneRecord) -> bool:
-    """True once the lane does nothing more by itself: `exited` and `stalled` still count as
-    moving while the supervisor is alive, since it is on the way to a packet."""
+    """True once the lane does nothing more by itself: `exited`, `stalled` and `ready` still count as
+    moving while the supervisor is alive, since it is on the way to a packet (or, ready after its
+    gates, to its review)."""
     if record.state not in SETTLED_STATES:
         return False
-    return not (record.state in ("exited", "stalled") and supervisor_alive(repo, record.id))
+    return not (record.state in ("exited", "stalled", "ready") and supervisor_alive(repo, record.id))

@@ -215,7 +215,7 @@ async def launch_ticket(frozen: FrozenPlan, launch: Launch, *, config: Config,
         prompt=ticket.prompt + ticket_block(frozen, ticket) + findings, task_type=task_type, lane=provider,
         slug=ticket.id, attempt=next_attempt(paths, ticket.id), scope=ticket.scope, plan=frozen.name,
         ticket=ticket.id, target=frozen.plan.target if repo == frozen.repo else None,
-        model=tier_model(config, ticket))
+        model=tier_model(config, ticket), tier=ticket.tier)
     record = await asyncio.to_thread(launch_lane, repo, config, request, clock=clock)
     if launch.after is not None:
         with contextlib.suppress(LanesError, OSError):

@@ -11,6 +11,9 @@ Import cost matters: benchmarks start a hundred of these, so only the standard l
 ``subprocess``/``json``/``shutil`` are imported only by the steps that need them. The script parser
 lives in `sim.script`; its names are re-exported here.
 
+A prompt that opens with the review marker (the engine's review prompt) runs no steps: the sim
+reviews the prompt's diff instead (`sim.review`, docs/sim.md#review-mode).
+
 The resource steps (``alloc``, ``fork-bomb``, ``burn --procs``) exist for the governor's tests of
 per-lane caps. Their forked children run `_child` and nothing else: stdio on /dev/null, the work,
 then ``os._exit``, so a child never runs the rest of the script nor flushes the parent's buffers.
@@ -24,6 +27,7 @@ import sys
 import time
 from pathlib import Path
 
+from lanes_tui.engine.sim.review import REVIEW_MARKER, is_review_request, review
 from lanes_tui.engine.sim.script import (
     CONFIG_ERROR,
     OUT_OF_BUDGET,
@@ -41,8 +45,8 @@ if TYPE_CHECKING:
     from typing import NoReturn
 
 __all__ = [
-    "ACTIVITY_DIR", "ASK_CMD_ENV", "CONFIG_ERROR", "OUT_OF_BUDGET", "STEP_WORDS", "USAGE", "Action", "ScriptError",
-    "Sim", "SimExit", "ask_command", "main", "parse_script", "parse_step", "run",
+    "ACTIVITY_DIR", "ASK_CMD_ENV", "CONFIG_ERROR", "OUT_OF_BUDGET", "REVIEW_MARKER", "STEP_WORDS", "USAGE", "Action",
+    "ScriptError", "Sim", "SimExit", "ask_command", "main", "parse_script", "parse_step", "run",
 ]
 
 ASK_CMD_ENV = "LANES_TUI_ASK_CMD"
@@ -303,7 +307,9 @@ def _read_prompt(argv: list[str]) -> str:
 
 
 def run(text: str, sim: Sim) -> int:
-    """Run a script and return the exit code."""
+    """Run a script, or review a diff when the prompt is a review request; return the exit code."""
+    if is_review_request(text):
+        return review(text, sim.emit)
     steps, notes = parse_script(text)
     for note in notes:
         sys.stderr.write(note + "\n")

@@ -1,7 +1,9 @@
 """The embedded demo: a throw-away repository with simulated lanes that show every pane at work.
 
 Fully offline: the only provider is the built-in simulated agent (plus a stand-in that is always out
-of budget, to show a chain falling back). Everything lives in one temporary folder removed on exit.
+of budget, to show a chain falling back, and the sim again as a reviewer of another model family, so
+every lane that passes its gates is reviewed: the review column is never empty, and the one lane that
+adds a `FIXME` line is blocked). Everything lives in one temporary folder removed on exit.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ DEMO_CONFIG = """\
 # lanes-tui demo: simulated agents only.
 [lanes]
 worktree_root = "{root}/worktrees"
-max_parallel = 10
+max_parallel = 12
 idle_timeout_s = 20
 sample_s = 1
 
@@ -37,6 +39,17 @@ budget_patterns = ["SIM-OUT-OF-BUDGET"]
 
 [providers.sim]
 max = 20
+
+[providers.sim-reviewer]
+# The sim again, as a second model family: it reviews a lane's diff instead of running steps, and
+# blocks added lines marked FIXME or BUG (docs/sim.md, review mode).
+argv = ["{{python}}", "-m", "lanes_tui.engine.sim"]
+family = "sim-review"
+
+[review]
+# Every lane whose gates pass is reviewed by a provider of another family than the one that wrote it.
+mode = "cross-all"
+chain = ["sim-reviewer"]
 
 [gates]
 # The demo project's tests use the standard library, so the demo needs nothing installed.
@@ -67,6 +80,8 @@ SCENARIOS: dict[str, tuple[str, str]] = {
                    "print 8 --rate 2\n"),
     "conflict-b": ("backend", "Change the README title too.\nwrite README.md '# calculator (lane B)'\n"
                    "print 12 --rate 2\n"),
+    "review-blocked": ("backend", "Add a divide function.\nsay adding div()\nprint 8 --rate 2\n"
+                       "write divide.py 'def div(a, b): return a / b  # FIXME: b == 0 raises'\nsay done\n"),
     "busy-cpu": ("backend", "Crunch numbers quietly.\nsay crunching without output\nburn 90\nsay finished\n"),
 }
 

@@ -13,7 +13,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 from lanes_tui.engine.core.errors import LanesError
 
 STATES = (
-    "queued", "launching", "running", "waiting", "stalled", "exited", "checking",
+    "queued", "launching", "running", "waiting", "stalled", "exited", "checking", "reviewing",
     "ready", "rejected", "conflict", "accepted", "abandoned", "lost",
 )
 RESULTS = ("OK", "LANE-FAILED", "LANE-STALLED", "OUT-OF-BUDGET", "CONFIG-ERROR", "FAILED-RESOURCE")
@@ -89,6 +89,14 @@ class LaneRecord:
     #: for a lane the lead started by hand. The scheduler trusts them only together with the lane's id.
     plan: str | None = None
     ticket: str | None = None
+    #: The plan ticket's tier (`heavy`, …) when it has one: `[review] mode = "cross-heavy"` reads it.
+    tier: str | None = None
+    #: The last review's verdict (CLEAN, BLOCKING, MISSING), copied from the packet's `review` for the
+    #: Lanes pane's review column; None before any review ran or was decided against. The packet's
+    #: `review_detail` is what accept trusts, never this copy.
+    review: str | None = None
+    #: `run --best-of N`: the group id the N lanes share (`bo-<slug>-<hash>`); None for a lone lane.
+    group: str | None = None
 
     @property
     def provider(self) -> str | None:

@@ -84,6 +84,12 @@ class LaneStatus:
     plan: str | None = None
     ticket: str | None = None
     scope: tuple[str, ...] = ()
+    #: The last review's verdict (CLEAN, BLOCKING, MISSING), None when no review was decided.
+    review: str | None = None
+    #: `run --best-of N`: the group the lane belongs to, and its rank in it (1 = best) once every lane
+    #: of the group has ended; None otherwise (`decisions.ranking`).
+    group: str | None = None
+    rank: int | None = None
     #: The live process tree from the newest sample (dashboard only; not part of `status --json`).
     tree: tuple[Mapping[str, Any], ...] | None = field(default=None, compare=False)
 
@@ -192,6 +198,7 @@ def lane_status(store: LaneStore, record: LaneRecord) -> LaneStatus:
         locks=locks.locks,
         fired=fired_finding(record.governor),
         plan=record.plan, ticket=record.ticket, scope=tuple(record.scope),
+        review=record.review, group=record.group,
     )
 
 

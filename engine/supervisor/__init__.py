@@ -1,7 +1,8 @@
 """The detached per-lane supervisor process: `python -m lanes_tui.engine.supervisor --repo R --lane ID`.
 
-Owns: `main` (the Supervisor: queue slot, provider chain, channels, meters, the gates at the end,
-the receipt), `containment` (the lane's cgroup and its caps, made and undone), `budget` (the spend
+Owns: `main` (the Supervisor: queue slot, provider chain, channels, meters, the receipt),
+`after_run` (the gates, then the review by another model family, so the lane ends ready or
+rejected with no lead around), `containment` (the lane's cgroup and its caps, made and undone), `budget` (the spend
 guard, quota parking), `detach` (the start handshake with the launcher). It lives as long as its
 agent, so it loads only what a lane runs: never tomlkit (the config writer), GitPython, textual or
 rich, and only the channel its provider uses (a test checks `sys.modules` of a real supervisor).

@@ -28,8 +28,6 @@ from lanes_tui.engine.core.atomic import private_opener, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.debug import report_modules_at_exit
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.decisions.check import gate_lane
-from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
 from lanes_tui.engine.lanes.classify import PatternScanner
@@ -42,7 +40,7 @@ from lanes_tui.engine.state.meters import METERS_FILE, RunMeter
 from lanes_tui.engine.state.model import ProviderAttempt
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
-from lanes_tui.engine.supervisor import budget, containment
+from lanes_tui.engine.supervisor import after_run, budget, containment
 from lanes_tui.engine.supervisor.containment import Hold
 from lanes_tui.engine.supervisor.detach import detach, signal_ready
 
@@ -119,25 +117,9 @@ class Supervisor:
         return 0
 
     async def _decide(self) -> None:
-        """After the agent: gates and packet, so the lane is `ready` or `rejected` with no lead around."""
-        record = self.record
-        if record.result == "OK" and not self.stop_requested.is_set():
-            gates = asyncio.create_task(
-                gate_lane(self.repo, self.config, self.store, record, by_lead=False, clock=self.clock))
-            stop = asyncio.create_task(self.stop_requested.wait())
-            await asyncio.wait({gates, stop}, return_when=asyncio.FIRST_COMPLETED)
-            stop.cancel()
-            if not gates.done():  # the lead stopped the lane mid-check: stop the gate processes too
-                gates.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await gates
-                self.store.transition(record, "exited", "the lead stopped the lane while its gates ran; "
-                                      f"`lanes-tui check {record.id}` runs them again")
-            else:
-                gates.result()
-        else:
-            lane = self.paths.lane(record.id)
-            write_packet(lane, build_packet(record, [], clock=self.clock, previous=read_packet(lane)))
+        """After the agent: gates, packet and review (`supervisor.after_run`)."""
+        await after_run.decide(self.repo, self.config, self.store, self.record, clock=self.clock,
+                               stop=self.stop_requested)
 
     async def _run_chain(self, holder: dict[str, Any]) -> RunOutcome | None:
         """The chain, and again after each parking while the provider's quota resets (`budget`)."""

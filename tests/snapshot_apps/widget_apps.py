@@ -51,6 +51,19 @@ LANES: list[LaneStatus] = [
 ]
 
 
+#: A best-of-3 group, ranked: the winner CLEAN, the runner-up's review MISSING, the last one BLOCKING.
+BEST_OF: list[LaneStatus] = [
+    lane("parse-csv-b1-a1", "ready", task="parse-csv", group="bo-parse-csv-1a2b3c", rank=1, review="CLEAN",
+         state_reason="gates passed; review CLEAN by codex"),
+    lane("parse-csv-b2-a1", "ready", task="parse-csv", group="bo-parse-csv-1a2b3c", rank=2, review="MISSING",
+         state_reason="gates passed; review MISSING: no REVIEW: line"),
+    lane("parse-csv-b3-a1", "rejected", task="parse-csv", group="bo-parse-csv-1a2b3c", rank=3, review="BLOCKING",
+         state_reason="review BLOCKING by codex: 2 findings"),
+]
+#: Verdicts for some of LANES (the review column).
+REVIEWS = {"tidy-tests-a2": "CLEAN", "old-work-a1": "CLEAN"}
+
+
 def question(qid: str, lane_id: str, state: str, created: float, **extra: Any) -> dict[str, Any]:
     """A question dict shaped like QuestionView.to_json()."""
     data: dict[str, Any] = {

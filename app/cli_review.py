@@ -1,0 +1,49 @@
+"""Review subcommands: `review ID` (a second model's verdict, by hand) and `verify ID --evidence TEXT`
+(the lead's own check). See docs/review.md."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+from lanes_tui.app.cli_lanes import repo_of
+from lanes_tui.engine import describe_review, load_config, review_by_lead, verify_lane
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("review", help="review a lane's diff by a model of another family (again), now",
+                       description="Runs the [review] chain's first reviewer of another family than the lane's "
+                                   "writers on the lane's scoped diff, whatever [review] mode says. Exit 0 for "
+                                   "CLEAN, 1 for BLOCKING, 3 for MISSING (no verdict).")
+    p.add_argument("lane_id")
+    p.set_defaults(func=cmd_review)
+
+    p = sub.add_parser("verify", help="record your own verification of a lane, with the evidence",
+                       description="Records who verified the lane, when, your evidence and the digest of the "
+                                   "lane's diff in its packet; the accept modal shows it (stale once the lane "
+                                   "changes).")
+    p.add_argument("lane_id")
+    p.add_argument("--evidence", required=True, metavar="TEXT", help="what you checked and what you saw")
+    p.set_defaults(func=cmd_verify)
+
+
+#: `review`'s exit codes: a script can tell a blocked lane from a review that did not happen.
+EXIT_FOR = {"CLEAN": 0, "BLOCKING": 1, "MISSING": 3}
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    repo = repo_of(args)
+    detail = asyncio.run(review_by_lead(repo, load_config(repo), args.lane_id))
+    print("\n".join(describe_review(detail, shown=len(detail["findings"]))))
+    if detail["verdict"] == "MISSING" and detail.get("tail"):
+        print("the reviewer's last lines:", *(f"  {line}" for line in str(detail["tail"]).splitlines()),
+              sep="\n", file=sys.stderr)
+    return EXIT_FOR.get(str(detail["verdict"]), 3)
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    repo = repo_of(args)
+    done = verify_lane(repo, load_config(repo), args.lane_id, args.evidence)
+    print(f"{args.lane_id}: verified by {done['by']} at the diff {str(done['diff_digest'])[:19]}…")
+    return 0

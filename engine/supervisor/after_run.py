@@ -1,0 +1,53 @@
+"""After the agent: gates, then the review, so the lane is `ready` or `rejected` with no lead around.
+
+Split from `supervisor.main` (the chain of providers) because this half is the lane's judgement, not
+its run: the gates (`decisions.check`), and when `[review]` applies the reviewer of another family
+(`decisions.review_run`). The lead's stop reaches both: the gate processes and the reviewer stop, and
+the lane says what was left undone and the command that does it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+from lanes_tui.engine.config.settings import Config
+from lanes_tui.engine.core.clock import Clock
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.decisions.check import gate_lane
+from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
+from lanes_tui.engine.decisions.review_run import review_lane
+from lanes_tui.engine.state.model import LaneRecord
+from lanes_tui.engine.state.store import LaneStore
+
+__all__ = ["decide"]
+
+
+async def decide(repo: Path, config: Config, store: LaneStore, record: LaneRecord, *, clock: Clock,
+                 stop: asyncio.Event) -> None:
+    """Gates and packet for a lane that finished OK (then its review); the packet alone otherwise."""
+    if record.result != "OK" or stop.is_set():
+        lane = store.lane_paths(record.id)
+        write_packet(lane, build_packet(record, [], clock=clock, previous=read_packet(lane)))
+        return
+    gates = asyncio.create_task(gate_lane(repo, config, store, record, by_lead=False, clock=clock))
+    halt = asyncio.create_task(stop.wait())
+    await asyncio.wait({gates, halt}, return_when=asyncio.FIRST_COMPLETED)
+    halt.cancel()
+    if not gates.done():  # the lead stopped the lane mid-check: stop the gate processes too
+        gates.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await gates
+        store.transition(record, "exited", "the lead stopped the lane while its gates ran; "
+                         f"`lanes-tui check {record.id}` runs them again")
+        return
+    gates.result()
+    if record.state != "ready" or stop.is_set():
+        return
+    try:
+        await review_lane(repo, config, store, record, by_lead=False, clock=clock, stop=stop)
+    except LanesError as exc:  # the worktree went away, git refused the snapshot: ready, review MISSING
+        store.event(record.id, "review-failed", reason=str(exc))
+        store.transition(record, "ready", f"gates passed; review not run: {exc}; `lanes-tui review {record.id}` "
+                         "tries again")
