@@ -15,20 +15,30 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn, cast
+from typing import TYPE_CHECKING, NoReturn, cast
 
+from lanes_tui.app.cli_args import HelpText
 from lanes_tui.engine import LanesError, report_modules_at_exit
+
+if TYPE_CHECKING:
+    import logging  # loaded only with --debug or LANES_TUI_LOG (app/cli_log.py)
 
 #: subcommand -> the module under lanes_tui.app that defines it (and its `add_parsers`).
 COMMAND_MODULES: dict[str, str] = {
-    "init": "cli_lanes", "run": "cli_lanes", "status": "cli_lanes", "wait": "cli_lanes", "doctor": "cli_lanes",
+    "init": "cli_lanes", "run": "cli_lanes", "status": "cli_lanes", "wait": "cli_lanes",
     "check": "cli_decisions", "accept": "cli_decisions", "abandon": "cli_decisions", "recover": "cli_decisions",
     "finish": "cli_decisions", "diff": "cli_decisions",
     "ask": "cli_inbox", "answer": "cli_inbox", "inbox": "cli_inbox",
     "lock": "cli_lock",
     "plan": "cli_plan",
     "review": "cli_review", "verify": "cli_review",
+    "attach": "cli_hands", "send": "cli_hands", "peek": "cli_hands",
+    "stop": "cli_stop",
+    "providers": "cli_config", "show-chain": "cli_config", "doctor": "cli_config",
+    "completion": "cli_shell", "help": "cli_shell", "__complete": "cli_shell",
 }
+#: The commands an agent runs in its shell: their `--help` is their own module's text (no `cli_help`).
+LEAN_COMMANDS = frozenset({"ask", "answer", "inbox", "lock"})
 #: Global options that take a value: their value is not the command word.
 _VALUE_OPTIONS = ("--repo", "--demo-dir")
 #: The lead's decisions: refused in a shell that belongs to a lane (`LANES_LANE` set). `check` is one
@@ -37,7 +47,7 @@ _VALUE_OPTIONS = ("--repo", "--demo-dir")
 #: only ask or look (`inbox` lists the lane's own questions there); `lock` is the agent's own (it runs
 #: the agent's heavy commands in a heavy slot).
 LEAD_ONLY = frozenset({"answer", "accept", "abandon", "recover", "finish", "run", "init", "check", "review",
-                       "verify"})
+                       "verify", "stop", "attach", "send"})
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -92,8 +102,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; with a known `command`, only that command's module is imported and registered."""
     parser = OneLineParser(
         prog="lanes-tui",
-        description="A dashboard for a lead who runs several AI coding agents, each in its own worktree.",
+        description="A dashboard for a lead who runs several AI coding agents, each in its own worktree. "
+                    "Without a command: the dashboard.",
+        epilog=EPILOG, formatter_class=HelpText,
     )
+    parser.add_argument("--version", action="store_true", help="print lanes-tui's version and exit")
+    parser.add_argument("--debug", action="store_true",
+                        help="write a debug log to .lanes/state/logs/lanes-tui.log (also: LANES_TUI_LOG=debug)")
     parser.add_argument("--repo", type=Path, default=None, help="the repository (default: the current one)")
     parser.add_argument("--demo", action="store_true",
                         help="build a throw-away repository and run simulated lanes in it")
@@ -109,17 +124,61 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+EPILOG = """exit codes: 0 done, 1 done but not good (gates failed, a problem found, answered no), 2 refused
+or a usage error (one line on stderr), 124 wait --timeout passed, 130 interrupted; docs/cli.md has the
+full table and every --json shape.
+
+more:
+  lanes-tui help KEYS          the dashboard's keys
+  lanes-tui COMMAND --help     a command's options and examples
+  lanes-tui completion bash    shell completion (also zsh, fish)"""
+
+
+def package_version() -> str:
+    """The installed version, from the package's metadata (read only when asked)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("lanes-tui")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def main(argv: list[str] | None = None) -> int:
     report_modules_at_exit("lanes-tui")
     arguments = sys.argv[1:] if argv is None else argv
     command = command_word(arguments)
+    if command is None and "--version" in arguments:  # before the parser: no command module is loaded
+        print(f"lanes-tui {package_version()}")
+        return 0
     refusal = lane_refusal(command, arguments, os.environ)
     if refusal is not None:  # before the parser: `ask` and friends import nothing more for it
         print(f"lanes-tui: {refusal}", file=sys.stderr)
         return 2
     parser = build_parser(command)
+    if command not in LEAN_COMMANDS and any(a in ("-h", "--help") for a in arguments):
+        from lanes_tui.app.cli_help import describe
+
+        describe(parser)
     args = parser.parse_args(arguments)
+    log = None
+    if args.debug or os.environ.get("LANES_TUI_LOG"):
+        from lanes_tui.app import cli_log
+
+        level = cli_log.wanted_level(args.debug, os.environ)
+        log = None if level is None else cli_log.start(level, args.repo, os.environ, arguments)
+    code = _dispatch(args, log)
+    if log is not None:
+        log.info("exit %d", code)
+    return code
+
+
+def _dispatch(args: argparse.Namespace, log: logging.Logger | None) -> int:
+    """Run the command; every refusal becomes one stderr line and its exit code (docs/cli.md)."""
     try:
+        if args.version:
+            print(f"lanes-tui {package_version()}")
+            return 0
         if args.command is None:
             from lanes_tui.app.run_dashboard import run_dashboard
 
@@ -127,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         code: int = args.func(args)
         return code
     except LanesError as exc:
+        if log is not None:
+            log.debug("refused: %s", exc, exc_info=True)
         print(f"lanes-tui: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -135,8 +196,14 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as exc:  # the machine refused (permissions, a full disk, a read-only folder)
+        if log is not None:
+            log.debug("refused by the machine", exc_info=True)
         print(f"lanes-tui: {os_error_line(exc)}", file=sys.stderr)
         return 2
+    except Exception:  # a bug: the traceback goes to stderr as always, and into the log when there is one
+        if log is not None:
+            log.exception("failed")
+        raise
 
 
 def os_error_line(exc: OSError) -> str:

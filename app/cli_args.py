@@ -37,3 +37,25 @@ def dollars(text: str) -> float:
     if not math.isfinite(value) or value < 0 or value >= 1e9:
         raise argparse.ArgumentTypeError(f"{text!r} is not an amount in dollars, 0 or more")
     return value
+
+
+class HelpText(argparse.HelpFormatter):
+    """`--help` text in paragraphs: prose is wrapped to the terminal, indented lines (examples) are kept.
+
+    argparse's own choice is all or nothing (RawDescriptionHelpFormatter keeps every line as written),
+    and a description reads best wrapped while an example must be printed exactly as it is typed.
+    """
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        import textwrap  # only when help is printed
+
+        blocks = []
+        for block in text.strip("\n").split("\n\n"):
+            lines = block.splitlines()
+            body = lines[1:] if lines[0].rstrip().endswith(":") else lines  # `examples:` heads its lines
+            if body and all(line.startswith("  ") for line in body):
+                blocks.append("\n".join(indent + line for line in lines))
+            else:
+                blocks.append(textwrap.fill(" ".join(block.split()), width, initial_indent=indent,
+                                            subsequent_indent=indent))
+        return "\n\n".join(blocks)

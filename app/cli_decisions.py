@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from lanes_tui.app.cli_lanes import repo_of
 from lanes_tui.engine import (
@@ -32,6 +34,7 @@ from lanes_tui.engine import (
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("check", help="run a lane's gates again and rewrite its packet")
     p.add_argument("lane_id")
+    p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("accept", help="the guarded accept: gates, digest, commit, rebase if needed, fast-forward")
@@ -43,22 +46,30 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--override", metavar="REASON", help="accept a lane that is not ready; the reason is recorded")
     p.add_argument("--override-review", metavar="REASON",
                    help="accept over a BLOCKING or stale review; the reason is recorded")
-    p.add_argument("--dry-run", action="store_true", help="print what would happen and change nothing")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print what would happen and change nothing (exit as the accept would: 2 if refused)")
+    p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
     p.set_defaults(func=cmd_accept)
 
     p = sub.add_parser("abandon", help="stop a lane, remove its worktree and lane/ branch (packet and logs stay)")
     p.add_argument("lane_id")
     p.add_argument("--force", action="store_true", help="also when its branch has commits found nowhere else")
+    p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
     p.set_defaults(func=cmd_abandon)
 
     p = sub.add_parser("recover", help="bring a lost, stalled, rejected or failed lane back to a known state")
     p.add_argument("lane_id")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--recheck", action="store_true", help="run the gates on the worktree as it is")
-    mode.add_argument("--relaunch", action="store_true", help="start the next attempt with the findings")
+    mode.add_argument("--relaunch", action="store_true",
+                      help="start the next attempt with the findings, resuming the agent's own session where its "
+                           "CLI can (docs/lanes.md)")
+    p.add_argument("--fresh", action="store_true", help="with --relaunch: a new session, not the old one resumed")
+    p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
     p.set_defaults(func=cmd_recover)
 
     p = sub.add_parser("finish", help="remove merged lane worktrees and branches; list leftovers")
+    p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
     p.set_defaults(func=cmd_finish)
 
     p = sub.add_parser("diff", help="a lane's diff against its base, with per-file digests")
@@ -72,12 +83,29 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 def cmd_check(args: argparse.Namespace) -> int:
     repo = repo_of(args)
     packet = asyncio.run(check_lane(repo, load_config(repo), args.lane_id))
+    code = 0 if packet.get("gates_status") in ("passed", "none") else 1
+    if args.json:
+        warnings: Any = packet.get("warnings") or []
+        return _json({"id": args.lane_id, **_gates(packet), "warnings": list(warnings)}, code)
     for gate in packet.get("gates", []):  # type: ignore[attr-defined]
         print(f"{gate['status']:>8}  {gate['command']}  (exit {gate['exit_code']}, {gate['duration_s']}s)")
     for warning in packet.get("warnings") or []:  # type: ignore[attr-defined]
         print(f"WARNING: {warning}")
     print(f"{args.lane_id}: gates {packet.get('gates_status')}, next: {packet.get('next')}")
-    return 0 if packet.get("gates_status") in ("passed", "none") else 1
+    return code
+
+
+def _json(value: object, code: int = 0) -> int:
+    """Print the `--json` object of a command (docs/cli.md has each shape) and return its exit code."""
+    print(json.dumps(value, indent=2, default=str))
+    return code
+
+
+def _gates(packet: Any) -> dict[str, Any]:
+    """A packet's gates as `check --json` and `recover --recheck --json` show them."""
+    gates = [{key: gate.get(key) for key in ("command", "status", "exit_code", "duration_s")}
+             for gate in packet.get("gates") or []]
+    return {"gates_status": packet.get("gates_status"), "next": packet.get("next"), "gates": gates}
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
@@ -89,10 +117,22 @@ def cmd_accept(args: argparse.Namespace) -> int:
     config = load_config(repo)
     if args.dry_run:
         plan = plan_accept(repo, config, args.lane_id, override=args.override, override_review=args.override_review)
+        code = 0 if plan.ok else 2  # as the accept itself: refused before anything changed
+        if args.json:
+            return _json({"id": args.lane_id, "dry_run": True, "ok": plan.ok, "state": plan.state,
+                          "target": plan.target, "target_sha": plan.target_sha, "files": plan.files,
+                          "gates_status": plan.gates_status, "needs_rebase": plan.needs_rebase,
+                          "outside_scope": plan.outside_scope, "refusals": plan.refusals,
+                          "warnings": plan.warnings, "lines": plan.describe()}, code)
         print("\n".join(plan.describe()))
-        return 0 if plan.ok else 1
+        return code
     outcome = asyncio.run(Accept(repo, config, args.lane_id).run(message=args.message, override=args.override,
                                                                  override_review=args.override_review))
+    if args.json:
+        return _json({"id": outcome.lane_id, "dry_run": False, "ok": outcome.state == "accepted",
+                      "state": outcome.state, "message": outcome.message, "merged_sha": outcome.merged_sha,
+                      "conflict_files": list(outcome.conflict_files), "warnings": list(outcome.warnings)},
+                     0 if outcome.state == "accepted" else 1)
     for warning in outcome.warnings:
         print(f"lanes-tui: WARNING: {warning}", file=sys.stderr)
     if outcome.state != "accepted":
@@ -131,16 +171,27 @@ def cmd_accept_queue(args: argparse.Namespace) -> int:
     repo = repo_of(args)
     config = load_config(repo)
     plan = plan_queue(repo, config)
+    order = [{"id": e.lane_id, "why": e.why, "last": e.last} for e in plan.entries]
     if args.dry_run or not plan.entries:
+        if args.json:
+            return _json({"dry_run": True, "order": order, "steps": [], "ok": True})
         print("\n".join(plan.describe()))
         return 0
-    report = asyncio.run(run_queue(repo, config, plan=plan, on_step=lambda step: print(step.line(), flush=True)))
-    return 0 if report.ok else 1
+    show = None if args.json else (lambda step: print(step.line(), flush=True))
+    report = asyncio.run(run_queue(repo, config, plan=plan, on_step=show))
+    code = 0 if report.ok else 1
+    if args.json:
+        return _json({"dry_run": False, "order": order, "ok": report.ok,
+                      "steps": [{"id": s.lane_id, "state": s.state, "message": s.message} for s in report.steps]},
+                     code)
+    return code
 
 
 def cmd_abandon(args: argparse.Namespace) -> int:
     repo = repo_of(args)
     removed = asyncio.run(abandon_lane(repo, load_config(repo), args.lane_id, force=args.force))
+    if args.json:
+        return _json({"id": args.lane_id, "removed": list(removed)})
     print(f"abandoned {args.lane_id}: " + ("; ".join(removed) if removed else "nothing left to remove"))
     return 0
 
@@ -150,17 +201,30 @@ def cmd_recover(args: argparse.Namespace) -> int:
     config = load_config(repo)
     if args.recheck:
         packet = asyncio.run(recheck(repo, config, args.lane_id))
+        code = 0 if packet.get("gates_status") in ("passed", "none") else 1
+        if args.json:
+            return _json({"id": args.lane_id, "action": "recheck", **_gates(packet)}, code)
         print(f"{args.lane_id}: gates {packet.get('gates_status')}, next: {packet.get('next')}")
-        return 0 if packet.get("gates_status") in ("passed", "none") else 1
+        return code
+    if args.fresh and not args.relaunch:
+        raise LanesError("--fresh goes with --relaunch", "`lanes-tui recover ID --relaunch --fresh`")
     if args.relaunch:
-        record = asyncio.run(relaunch(repo, config, args.lane_id))
+        record = asyncio.run(relaunch(repo, config, args.lane_id, fresh=args.fresh))
+        if args.json:
+            return _json({"id": args.lane_id, "action": "relaunch", "new_id": record.id,
+                          "worktree": str(record.worktree)})
         print(f"relaunched {args.lane_id} as {record.id} in {record.worktree}")
         print(record.id)
         return 0
     if wake_parked(repo, args.lane_id):
+        if args.json:
+            return _json({"id": args.lane_id, "action": "wake"})
         print(f"{args.lane_id} was parked; its provider starts again now")
         return 0
     findings = asyncio.run(inspect_lane(repo, config, args.lane_id))
+    if args.json:
+        return _json({"id": args.lane_id, "action": "inspect", "findings": dataclasses.asdict(findings),
+                      "lines": findings.describe()})
     print("\n".join(findings.describe()))
     return 0
 
@@ -168,6 +232,10 @@ def cmd_recover(args: argparse.Namespace) -> int:
 def cmd_finish(args: argparse.Namespace) -> int:
     repo = repo_of(args)
     report = finish(repo, load_config(repo))
+    if args.json:
+        return _json({"removed": list(report.removed), "leftovers": [
+            {"kind": left.kind, "id": left.lane_id, "path": str(left.path), "fix": left.fix}
+            for left in report.leftovers]})
     for item in report.removed:
         print(f"removed {item}")
     for left in report.leftovers:

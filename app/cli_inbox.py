@@ -57,6 +57,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
         "ask", help="ask the lead a question from inside a lane and wait for the answer",
         description="Ask the lead and block until answered. Exit 0 yes / 1 no (or the choice or text "
                     "printed), 3 still open at --timeout (the id is printed), 4 cancelled or orphaned.",
+        epilog='examples:\n  lanes-tui ask "Drop the legacy table?" --yes-no\n'
+               '  lanes-tui ask "Which database?" --choice postgres,sqlite --default sqlite --timeout 300\n'
+               "  lanes-tui ask --wait q_0123456789ab",
+        formatter_class=cli_args.HelpText,
     )
     ask.add_argument("title", nargs="?", help="the question, one line")
     kinds = ask.add_mutually_exclusive_group()
@@ -75,7 +79,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
     answer = sub.add_parser("answer", help="answer a question in the inbox",
                             description="yes/no for yes/no and permission questions (yes = allow), an "
-                                        "option id or label for a choice, any text for a text question.")
+                                        "option id or label for a choice, any text for a text question.",
+                            epilog="examples:\n  lanes-tui answer q_0123456789ab yes\n"
+                                   "  lanes-tui answer q_0123456789ab use the staging database",
+                            formatter_class=cli_args.HelpText)
     answer.add_argument("qid", metavar="QID")
     answer.add_argument("value", metavar="VALUE", nargs="+", help="the answer (words are joined by spaces)")
     answer.add_argument("--by", default="lead", help="who answers (default: lead)")
@@ -85,7 +92,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                         help="if the question's lane is gone (orphaned), start its next attempt with the answer")
     answer.set_defaults(func=_guarded(_cmd_answer))
 
-    inbox = sub.add_parser("inbox", help="list the questions of every lane (inside a lane: its own)")
+    inbox = sub.add_parser("inbox", help="list the questions of every lane (inside a lane: its own)",
+                           description="Every lane's questions with their state (inside a lane: its own); "
+                                       "answer one with `lanes-tui answer QID VALUE`.",
+                           epilog="examples:\n  lanes-tui inbox\n  lanes-tui inbox --state open --json",
+                           formatter_class=cli_args.HelpText)
     inbox.add_argument("--json", action="store_true", help="print a JSON list of question objects")
     inbox.add_argument("--lane", metavar="ID", help="only this lane's questions")
     inbox.add_argument("--state", metavar="S,...", help=f"only these states ({', '.join(QUESTION_STATES)})")

@@ -1,11 +1,9 @@
-"""Headless lane subcommands: init, run, status, wait, doctor (PRODUCT.md, "Command line")."""
+"""Headless lane subcommands: init, run, status, wait (PRODUCT.md, "Command line"); `doctor` is in cli_config."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import shutil
 import stat
 import sys
 import tempfile
@@ -17,36 +15,35 @@ from lanes_tui.app import cli_args
 from lanes_tui.engine import (
     MAX_PLAN_BYTES,
     MAX_PROMPT_BYTES,
+    NEEDS_LEAD_STATES,
     SETTLED_STATES,
     STATES,
     Config,
+    LaneRecord,
     LanesError,
     LaunchRequest,
     StatePaths,
-    check_capped,
     check_prompt,
-    describe_heavy_slots,
     describe_limit,
-    detect_containment,
     find_repo_root,
-    governor_summary,
-    lane_caps,
     lane_settled,
     lane_statuses,
+    lanes_needing_lead,
     launch_group,
     launch_lane,
     load_config,
     parse_bytes,
     parse_percent,
-    passed_env_names,
     phase_prompt,
     read_lane,
     read_text_file,
-    reconcile,
     scope_problem,
     stuck_accepts,
     write_default_config,
 )
+
+#: `wait`'s exit code when its `--timeout` passes, as timeout(1)'s: apart from 2, a refusal.
+WAIT_TIMED_OUT = 124
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -84,6 +81,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                       help="token cap: at this many tokens the lane pauses and asks you (0: none)")
     caps.add_argument("--allow-uncapped", action="store_true",
                       help="run even when no mechanism holds the lane's memory, or its memory cap is off")
+    limits = p.add_argument_group("time limits for this lane (over [lanes] timeout_s / idle_timeout_s)")
+    limits.add_argument("--timeout", type=cli_args.seconds, metavar="S",
+                        help="wall-clock limit of each provider run, in seconds")
+    limits.add_argument("--idle-timeout", type=cli_args.seconds, metavar="S",
+                        help="the lane stalls after this long without activity (0: no stall watchdog)")
+    p.add_argument("--json", action="store_true", help="one JSON object: the lanes started and their group")
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("status", help="lanes and their state")
@@ -91,16 +94,20 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--json", action="store_true", help="a JSON list of lane objects")
     p.set_defaults(func=cmd_status)
 
-    p = sub.add_parser("wait", help="block until a lane reaches one of the given states")
-    p.add_argument("lane_id")
+    p = sub.add_parser("wait", help="block until a lane reaches one of the given states (or --any lane needs you)")
+    p.add_argument("lane_id", nargs="?", help="the lane to wait for (or --any)")
     p.add_argument("--until", default=None,
                    help="comma-separated states (default: settled: ready, rejected, stalled, exited, … with "
                         "its supervisor finished)")
-    p.add_argument("--timeout", type=float, default=None, help="seconds; exit 2 when it passes")
+    p.add_argument("--any", action="store_true",
+                   help="wake on the first lane that needs you (in one of --states) and print it")
+    p.add_argument("--states", metavar="A,B", default=None,
+                   help=f"with --any: the states that count (default: {','.join(NEEDS_LEAD_STATES)})")
+    p.add_argument("--timeout", type=cli_args.seconds, default=None,
+                   help=f"seconds; exit {WAIT_TIMED_OUT} when it passes (like timeout(1))")
+    p.add_argument("--json", action="store_true", help="the lane as a JSON object: id, state, result, reason")
     p.set_defaults(func=cmd_wait)
 
-    p = sub.add_parser("doctor", help="providers, config problems, stale state")
-    p.set_defaults(func=cmd_doctor)
 
 
 def repo_of(args: argparse.Namespace) -> Path:
@@ -136,8 +143,17 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                      lane=args.lane, slug=args.slug,
                                                      allow_load=args.allow_load, raw=args.raw,
                                                      caps=_run_caps(args), scope=_run_scope(args.scope)))
+    if args.json:
+        return _print_started([record], None)
     print(f"started lane {record.id} in {record.worktree} (chain: {' → '.join(record.chain)})")
     print(record.id)
+    return 0
+
+
+def _print_started(records: list[LaneRecord], group: str | None) -> int:
+    """`run --json`: the same shape for one lane and a best-of group (docs/cli.md)."""
+    print(json.dumps({"lanes": [{"id": r.id, "worktree": str(r.worktree), "branch": r.branch, "chain": list(r.chain)}
+                                for r in records], "group": group}, indent=2))
     return 0
 
 
@@ -154,6 +170,8 @@ def _run_best_of(args: argparse.Namespace, repo: Path, config: Config, prompt: s
                                                         allow_load=args.allow_load, raw=args.raw,
                                                         caps=_run_caps(args), scope=_run_scope(args.scope)),
                             args.best_of, providers)
+    if args.json:
+        return _print_started(list(launched.lanes), launched.group)
     for record in launched.lanes:
         print(f"started lane {record.id} in {record.worktree} (chain: {' → '.join(record.chain)})")
     print(f"best-of group {launched.group}: {' '.join(r.id for r in launched.lanes)}")
@@ -183,6 +201,12 @@ def _run_caps(args: argparse.Namespace) -> dict[str, Any]:
             caps[key] = value
     if args.allow_uncapped:
         caps["allow_uncapped"] = True
+    if args.timeout is not None:  # kept with the caps: `recover --relaunch` keeps them too
+        if args.timeout == 0:
+            raise LanesError("--timeout 0 would stop every run at once", "give the wall-clock limit in seconds")
+        caps["timeout_s"] = args.timeout
+    if args.idle_timeout is not None:
+        caps["idle_timeout_s"] = args.idle_timeout
     return caps
 
 
@@ -256,84 +280,58 @@ def _group_tag(row: dict[str, Any]) -> str:
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
+    """`wait ID [--until …]` or `wait --any [--states …]`: 0 when it came, 124 at `--timeout`, 2 refused."""
     repo = repo_of(args)
+    if args.any:
+        return _wait_any(repo, args)
+    if args.lane_id is None or args.states is not None:
+        raise LanesError("wait needs a lane id, or --any (with --states)",
+                         "`lanes-tui wait ID [--until a,b]` or `lanes-tui wait --any [--states a,b]`")
     settled = args.until is None
-    wanted = set(SETTLED_STATES) if settled else {s.strip() for s in args.until.split(",") if s.strip()}
-    unknown = wanted - set(STATES)
-    if unknown:
-        raise LanesError(f"unknown state(s) in --until: {', '.join(sorted(unknown))}",
-                         f"use some of: {' '.join(STATES)}")
+    wanted = set(SETTLED_STATES) if settled else _states(args.until, "--until")
     read_lane(repo, args.lane_id, reconciled=False)
     deadline = None if args.timeout is None else time.monotonic() + args.timeout
     while True:
         record = read_lane(repo, args.lane_id)
         # `exited` and `stalled` are on the way to a packet while the supervisor still runs.
         if (lane_settled(repo, record) if settled else record.state in wanted):
-            print(f"{record.id} {record.state} {record.result or ''}".rstrip())
-            return 0
+            return _waited(record, args.json)
         if deadline is not None and time.monotonic() >= deadline:
             print(f"lanes-tui: {record.id} is still {record.state} after {args.timeout:g}s", file=sys.stderr)
-            return 2
+            return WAIT_TIMED_OUT
         time.sleep(0.1)
 
 
-def cmd_doctor(args: argparse.Namespace) -> int:
-    repo = repo_of(args)
-    problems = 0
-    try:
-        config = load_config(repo)
-    except LanesError as exc:
-        print(f"config: PROBLEM {exc}")
-        return 1
-    print(f"config: {config.path or 'defaults (no .lanes/config.toml; `lanes-tui init` writes one)'}")
-    print(f"containment: {detect_containment().describe()}")
-    for cap in governor_summary(config):  # which mechanism enforces which cap on this machine
-        print(f"cap {cap['cap']:<8} {cap['value']:<12} {cap['mechanism']}")
-    try:
-        check_capped(lane_caps(config.lanes))
-    except LanesError as exc:
-        problems += 1
-        print(f"PROBLEM: caps: {exc}")
-    try:
-        print(f"heavy slots: {describe_heavy_slots(os.environ, Path.cwd(), repo)}")
-    except LanesError as exc:
-        problems += 1
-        print(f"PROBLEM: heavy slots: {exc}")
-    for name, provider in sorted(config.providers.items()):
-        exe = provider.executable()
-        found = shutil.which(exe) if os.sep not in exe else (exe if os.access(exe, os.X_OK) else None)
-        print(f"provider {name:<8} {'ok' if found else 'missing':<8} {found or exe}")
-    # What each lane would receive from this environment: names only, never a value.
-    base = passed_env_names(os.environ)
-    print(f"env (every lane and gate, names only): {', '.join(base) or 'nothing'}; plus its own LANES_*")
-    for name, allow in [*sorted((n, p.env) for n, p in config.providers.items()), ("gates", config.gates.env)]:
-        extra = [var for var in passed_env_names(os.environ, allow) if var not in base]
-        print(f"env {name:<8} + {', '.join(extra) or 'nothing more'}"
-              + (f"  (allows {', '.join(allow)})" if allow else ""))
-    used = {p for chain in config.chains.values() for p in chain}
-    for name in sorted(used):
-        exe = config.providers[name].executable()
-        if shutil.which(exe) is None and not os.access(exe, os.X_OK):
-            problems += 1
-            print(f"PROBLEM: chain provider {name!r} is not installed ({exe} not on PATH)")
-    for lane_id in StatePaths(repo).lane_ids():
-        try:
-            read_lane(repo, lane_id, reconciled=False)
-        except LanesError as exc:
-            problems += 1
-            print(f"PROBLEM: {exc}")
-    for change in reconcile(repo):
-        print(f"stale: {change.lane_id} was {change.before}, now {change.after} ({change.reason})")
-    for stuck in stuck_accepts(repo):
-        problems += 1
-        print(f"PROBLEM: {stuck.describe()}")
-    for row in statuses(repo):
-        if row.get("problem"):  # a corrupt record: already a PROBLEM above, with its fix
-            continue
-        if row["state"] == "lost":
-            print(f"lost lane {row['id']}: `lanes-tui recover {row['id']}`")
-        if row["state"] not in ("accepted", "abandoned") and not Path(row["worktree"]).exists():
-            problems += 1
-            print(f"PROBLEM: worktree of {row['id']} is missing: {row['worktree']}")
-    print(f"{problems} problem(s)")
-    return 1 if problems else 0
+def _wait_any(repo: Path, args: argparse.Namespace) -> int:
+    """The first lane (the longest in it) in one of the states; lanes already there count at once."""
+    if args.lane_id is not None or args.until is not None:
+        raise LanesError("wait --any takes no lane id or --until", "name the states with --states a,b")
+    wanted = set(NEEDS_LEAD_STATES) if args.states is None else _states(args.states, "--states")
+    deadline = None if args.timeout is None else time.monotonic() + args.timeout
+    while True:
+        found = lanes_needing_lead(repo, wanted)
+        if found:
+            return _waited(found[0], args.json)
+        if deadline is not None and time.monotonic() >= deadline:
+            print(f"lanes-tui: no lane became {' or '.join(sorted(wanted))} within {args.timeout:g}s",
+                  file=sys.stderr)
+            return WAIT_TIMED_OUT
+        time.sleep(0.25)
+
+
+def _states(text: str, flag: str) -> set[str]:
+    wanted = {s.strip() for s in text.split(",") if s.strip()}
+    unknown = wanted - set(STATES)
+    if unknown or not wanted:
+        raise LanesError(f"unknown state(s) in {flag}: {', '.join(sorted(unknown)) or repr(text)}",
+                         f"use some of: {' '.join(STATES)}")
+    return wanted
+
+
+def _waited(record: LaneRecord, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps({"id": record.id, "state": record.state, "result": record.result,
+                          "reason": record.state_reason}))
+    else:
+        print(f"{record.id} {record.state} {record.result or ''}".rstrip())
+    return 0

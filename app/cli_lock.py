@@ -26,6 +26,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                     "LANES_HEAVY_SLOTS, else [gates] slots, else cores ÷ 2; 0 turns the lock off. "
                     "CMD gets its slot's own emptied TMPDIR; a lock inside a lock does not wait. "
                     "Exit: CMD's code, 127 if it cannot start, 75 if no slot came free within --wait.",
+        epilog="examples:\n  lanes-tui lock -- python -m pytest -q\n  lanes-tui lock --wait 600 -- make build",
+        formatter_class=cli_args.HelpText,
     )
     lock.add_argument("--wait", type=cli_args.seconds, default=None, metavar="S",
                       help="give up (exit 75) if no slot is free within S seconds (default: wait)")

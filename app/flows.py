@@ -191,6 +191,10 @@ class DecisionFlows(Screen[None]):
         answered = await self._guard(lambda: self.lanes_app.engine.answer(question["id"], value))
         if answered is not None:
             self._answered(question, answered)
+            await self._offer_same_answer(question, answered)
+
+    async def _offer_same_answer(self, question: dict[str, Any], answered: str) -> None:
+        """After an answer: `inbox_flows.InboxFlows` offers it to the open questions that ask the same."""
 
     def _answered(self, question: dict[str, Any], answered: str) -> None:
         if question.get("state") == "orphaned":
@@ -211,6 +215,7 @@ class DecisionFlows(Screen[None]):
         answered = await self._guard(lambda: self.lanes_app.engine.answer(question["id"], value))
         if answered is not None:
             self._answered(question, answered)
+            await self._offer_same_answer(question, answered)
 
     @work(group="decision", exclusive=True)
     async def action_start(self) -> None:

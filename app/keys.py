@@ -7,8 +7,10 @@ A lead remaps any of them by id in `.lanes/config.toml` (`[keys] accept = "A"`),
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from textual.binding import Binding
+if TYPE_CHECKING:  # Textual is loaded by `bindings()` alone: `lanes-tui help KEYS` reads this table without it
+    from textual.binding import Binding
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,20 @@ KEYS: tuple[Key, ...] = (
         "launch the open plans' tickets that can start now (blockers accepted, files free); the Plan tab lists them",
         show=False),  # the footer is full: the Plan pane's border and `?` name it
     Key("output", "o", "output", "Output", "show the selected lane's output", show=False),
+    # Many lanes: order, find, and "allow always" (docs/dashboard.md); `?` names them.
+    Key("sort_lanes", "O", "sort_lanes", "Sort",
+        "sort the Lanes pane: oldest first, by attention (waiting and stalled first), newest first, by id",
+        show=False),
+    Key("filter_lanes", "slash", "filter_lanes", "Filter",
+        "filter the Lanes pane by id, task, state or provider as you type; escape clears it", show=False),
+    Key("allow_always", "Y", "allow_always", "Yes, always",
+        "allow the selected tool permission prompt, and from now on its lane's requests the pattern matches",
+        show=False),
+    # The lead's hands on a running lane (docs/dashboard.md#attach-send-peek); `?` names them.
+    Key("attach", "t", "attach", "Attach",
+        "attach to the selected lane: its live terminal (the detach key, ctrl+], returns) or its conversation",
+        show=False),
+    Key("send_line", "T", "send_line", "Send", "send the selected lane one line without attaching", show=False),
     Key("next_pane", "tab", "app.focus_next", "Next pane", "move to the next pane", show=False),
     Key("help", "question_mark", "help", "Help", "this help"),
     Key("quit", "q", "app.quit", "Quit", "quit the dashboard; lanes keep running", priority=True),
@@ -60,14 +76,17 @@ KEYS: tuple[Key, ...] = (
 KNOWN_KEY_IDS = frozenset({k.id for k in KEYS} | {
     "confirm.yes", "confirm.no", "confirm.cancel", "recover.recheck", "recover.relaunch", "recover.cancel",
     "answer.cancel", "reason.cancel", "start.submit", "start.cancel", "help.close", "conflicts.close",
+    "filter.clear", "allow.cancel", "attach.detach", "conversation.close",
 })
 
 
 def bindings() -> list[Binding]:
+    from textual.binding import Binding
+
     return [Binding(k.key, k.action, k.description, show=k.show, id=k.id, priority=k.priority) for k in KEYS]
 
 
 def help_rows(keymap: dict[str, str] | None = None) -> list[tuple[str, str]]:
     """(key, what it does) for the help screen, with the lead's remaps applied."""
     remap = keymap or {}
-    return [(remap.get(k.id, k.key).replace("question_mark", "?"), k.help) for k in KEYS]
+    return [(remap.get(k.id, k.key).replace("question_mark", "?").replace("slash", "/"), k.help) for k in KEYS]

@@ -20,7 +20,9 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
 from lanes_tui.app.flows import DecisionFlows
+from lanes_tui.app.hands import HandsFlows
 from lanes_tui.app.host import DashboardHost
+from lanes_tui.app.inbox_flows import InboxFlows
 from lanes_tui.app.keys import bindings
 from lanes_tui.app.messages import (
     EngineNoticed,
@@ -31,6 +33,7 @@ from lanes_tui.app.messages import (
     StallRaised,
 )
 from lanes_tui.app.meters_feed import GovernorCaps, meters_mapping
+from lanes_tui.app.overview import OverviewFlows
 from lanes_tui.app.plan_feed import advance_plans, describe_advance, plan_statuses
 from lanes_tui.engine import LaneStatus
 from lanes_tui.widgets import (
@@ -48,7 +51,7 @@ from lanes_tui.widgets import (
 OPEN_STATES = ("open", "answered")
 
 
-class DashboardScreen(DecisionFlows, Screen[None]):
+class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = bindings()  # type: ignore[assignment]
 
     def __init__(self, *, machine_every_s: float = 2.0, worktrees_every_s: float = 5.0) -> None:
@@ -115,6 +118,8 @@ class DashboardScreen(DecisionFlows, Screen[None]):
         for lane_id in message.removed:
             self.lanes.pop(lane_id, None)
         self._apply_lanes(message.statuses)
+        if any(q.get("answered_by") == "rule" for q in self.questions):  # shown only while their lane runs
+            self._apply_questions(self.questions, notify=False)
 
     def _apply_lanes(self, statuses: Iterable[LaneStatus]) -> None:
         for status in statuses:
@@ -156,7 +161,11 @@ class DashboardScreen(DecisionFlows, Screen[None]):
         self._update_attention()
 
     def _worth_showing(self, question: dict[str, Any]) -> bool:
-        """An orphaned question stays until it is answered or its lane is closed or relaunched."""
+        """An orphaned question stays until it is answered or its lane is closed or relaunched; one an
+        allow rule answered, while its lane runs."""
+        if question.get("answered_by") == "rule" and question.get("state") == "delivered":
+            lane = self.lanes.get(str(question.get("lane")))
+            return lane is not None and lane.live
         if question.get("state") != "orphaned":
             return True
         lane = self.lanes.get(str(question.get("lane")))

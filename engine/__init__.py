@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     # config
     "Config": "config.settings", "load_config": "config.settings",
     "write_default_config": "config.write", "set_config_value": "config.write",
+    "read_layers": "config.layers", "PRESETS": "config.providers", "provider_family": "config.providers",
     # git
     "find_repo_root": "git.worktrees",
     # lanes
@@ -88,7 +89,13 @@ _EXPORTS: dict[str, str] = {
     # the live engine and its queries
     "Engine": "live.engine",
     "lane_statuses": "live.queries", "read_lane": "live.queries", "lane_settled": "live.queries",
-    "group_members": "live.queries",
+    "group_members": "live.queries", "lanes_needing_lead": "live.queries", "NEEDS_LEAD_STATES": "live.queries",
+    "StopReport": "decisions.stop", "stop_lanes": "decisions.stop", "live_lane_ids": "decisions.stop",
+    # the lead's hands on a running lane: the control socket's client (`supervisor.control`)
+    "Turn": "channels.transcript", "conversation": "supervisor.control_client",
+    "lane_hands": "supervisor.control_client", "open_attach": "supervisor.control_client",
+    "peek_output": "supervisor.control_client", "peek_screen": "supervisor.control_client",
+    "send_to_lane": "supervisor.control_client",
     # the demo
     "Demo": "sim.demo", "build_demo": "sim.demo", "start_demo_lanes": "sim.demo",
 }
@@ -96,6 +103,9 @@ _EXPORTS: dict[str, str] = {
 if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal by a test)
     from typing import Any
 
+    from lanes_tui.engine.channels.transcript import Turn
+    from lanes_tui.engine.config.layers import read_layers
+    from lanes_tui.engine.config.providers import PRESETS, provider_family
     from lanes_tui.engine.config.settings import Config, load_config
     from lanes_tui.engine.config.write import set_config_value, write_default_config
     from lanes_tui.engine.core.clock import Clock, RealClock
@@ -128,6 +138,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
         verification,
     )
     from lanes_tui.engine.decisions.review_run import review_by_lead
+    from lanes_tui.engine.decisions.stop import StopReport, live_lane_ids, stop_lanes
     from lanes_tui.engine.decisions.verify import verify_lane
     from lanes_tui.engine.git.worktrees import find_repo_root
     from lanes_tui.engine.inbox.files import STATES as QUESTION_STATES
@@ -140,7 +151,14 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.lanes.heavy import run_locked
     from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_group, launch_lane, stop_lane, supervisor_alive
     from lanes_tui.engine.live.engine import Engine
-    from lanes_tui.engine.live.queries import group_members, lane_settled, lane_statuses, read_lane
+    from lanes_tui.engine.live.queries import (
+        NEEDS_LEAD_STATES,
+        group_members,
+        lane_settled,
+        lane_statuses,
+        lanes_needing_lead,
+        read_lane,
+    )
     from lanes_tui.engine.plans.commands import (
         PlanSummary,
         amend_plan,
@@ -171,11 +189,21 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.state.model import LIVE_STATES, RESULTS, SETTLED_STATES, STATES, TASK_TYPES, LaneRecord
     from lanes_tui.engine.state.paths import StatePaths
     from lanes_tui.engine.state.status import LaneStatus
+    from lanes_tui.engine.supervisor.control_client import (
+        conversation,
+        lane_hands,
+        open_attach,
+        peek_output,
+        peek_screen,
+        send_to_lane,
+    )
 
 __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "LIVE_STATES",
     "MAX_PLAN_BYTES",
     "MAX_PROMPT_BYTES",
+    "NEEDS_LEAD_STATES",
+    "PRESETS",
     "QUESTION_STATES",
     "RECOVERABLE",
     "RESULTS",
@@ -212,8 +240,10 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "RealClock",
     "StallDetected",
     "StatePaths",
+    "StopReport",
     "StuckAccept",
     "TicketStatus",
+    "Turn",
     "abandon_lane",
     "amend_plan",
     "build_demo",
@@ -222,6 +252,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "check_lane",
     "check_prompt",
     "check_report",
+    "conversation",
     "describe_heavy_slots",
     "describe_limit",
     "describe_review",
@@ -234,16 +265,22 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "inspect_lane",
     "lane_caps",
     "lane_diff",
+    "lane_hands",
     "lane_settled",
     "lane_statuses",
+    "lanes_needing_lead",
     "launch_group",
     "launch_lane",
     "launch_plan",
+    "live_lane_ids",
     "load_config",
     "load_plan",
+    "open_attach",
     "parse_bytes",
     "parse_percent",
     "passed_env_names",
+    "peek_output",
+    "peek_screen",
     "phase_prompt",
     "plan_abandon",
     "plan_accept",
@@ -252,8 +289,10 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "plan_queue",
     "plan_statuses",
     "plan_summaries",
+    "provider_family",
     "rank_group",
     "read_lane",
+    "read_layers",
     "read_text_file",
     "recheck",
     "reconcile",
@@ -265,10 +304,12 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "run_locked",
     "run_queue",
     "scope_problem",
+    "send_to_lane",
     "set_config_value",
     "split_lane_id",
     "start_demo_lanes",
     "stop_lane",
+    "stop_lanes",
     "stuck_accepts",
     "supervisor_alive",
     "validate_lane_id",

@@ -55,6 +55,15 @@ def no_leftover_processes(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
             pytest.fail("test left processes behind: " + "; ".join(described))
 
 
+@pytest.fixture(autouse=True)
+def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lead's own `~/.config/lanes-tui/config.toml` (config.layers) never reaches a test: every
+    test, and every process it starts, reads an empty config folder unless it sets one itself."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.delenv("LANES_TUI_CONFIG", raising=False)
+    monkeypatch.delenv("LANES_TUI_LOG", raising=False)
+
+
 def git(cwd: Path, *args: str) -> str:
     return subprocess.run(
         ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
@@ -78,3 +87,11 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "initial")
     return root
+
+
+@pytest.fixture(autouse=True)
+def no_load_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gates and `lanes-tui lock` hold back while the machine's load is over twice its cores; in a test
+    run that load is the suite's own (and a CI neighbour's), not what a test is about, so the wait is
+    off (`LANES_HEAVY_LOAD=0`). A test of the load wait sets its own value."""
+    monkeypatch.setenv("LANES_HEAVY_LOAD", "0")

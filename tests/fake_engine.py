@@ -23,6 +23,7 @@ from lanes_tui.engine.decisions.queue import QueueEntry, QueuePlan, QueueReport,
 from lanes_tui.engine.decisions.recover import Findings
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.lanes.launcher import LaunchRequest
+from lanes_tui.engine.state.allow import AllowRule
 from lanes_tui.engine.state.events import EngineEvent, LaneChanged, QuestionsChanged
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.status import LaneStatus
@@ -169,6 +170,13 @@ class FakeEngine:
         normalised = self.inbox.answer(qid, value, by="lead")
         self.publish_questions()
         return normalised
+
+    async def allow_always(self, qid: str, pattern: str | None = None) -> AllowRule:
+        self.calls.append(("allow_always", (qid, pattern)))
+        self.inbox.answer(qid, "yes", by="lead")
+        self.publish_questions()
+        question = self.inbox.get(qid).question
+        return AllowRule(str(question.correlation.get("tool_name")), pattern, question=qid)
 
     async def run_lane(self, request: LaunchRequest) -> LaneRecord:
         self.calls.append(("run_lane", request))

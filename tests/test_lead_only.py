@@ -104,7 +104,7 @@ def lanes_tui(repo: Path, *args: str, lane: str = "probe-a1") -> subprocess.Comp
 
 @pytest.mark.parametrize("argv", [
     ["answer", "q_20250101T000000_abcdef", "yes"], ["accept", "x-a1"], ["abandon", "x-a1"], ["recover", "x-a1"],
-    ["finish"], ["run", "--prompt", "hi"], ["init"], ["check", "x-a1"],
+    ["finish"], ["run", "--prompt", "hi"], ["init"], ["check", "x-a1"], ["stop", "x-a1"], ["stop", "--all"],
     ["--repo", ".", "accept", "x-a1"],  # a global option first does not hide the command word
     [],  # the dashboard accepts and answers too
 ])
@@ -136,7 +136,8 @@ def test_looking_and_asking_stay_available_in_a_lane(repo: Path) -> None:
 
 
 def test_the_refusal_rules() -> None:
-    assert {"answer", "accept", "abandon", "recover", "finish", "run", "init", "check"} == LEAD_ONLY
+    assert {"answer", "accept", "abandon", "recover", "finish", "run", "init", "check", "review", "verify",
+            "stop"} <= LEAD_ONLY
     for word in ("ask", "status", "inbox", "wait", "doctor", "lock"):  # lock: the agent's heavy runs
         assert lane_refusal(word, [word], {"LANES_LANE": "a-a1"}) is None
     assert lane_refusal("accept", ["accept", "x"], {}) is None

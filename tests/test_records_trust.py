@@ -75,7 +75,7 @@ def test_record_pointing_at_another_lanes_worktree_is_refused(programme: Path) -
     one_line_error(cli(repo, "check", thief), "names worktree", "restore")
     one_line_error(cli(repo, "accept", thief), "refused", "names worktree", str(victim_tree))
     dry = cli(repo, "accept", thief, "--dry-run")
-    assert dry.returncode == 1 and "REFUSED" in dry.stdout and "names worktree" in dry.stdout
+    assert dry.returncode == 2 and "REFUSED" in dry.stdout and "names worktree" in dry.stdout
     one_line_error(cli(repo, "abandon", thief, "--force"), "refusing to delete it")
 
     assert git(repo, "rev-parse", "programme") == before, "nothing was merged"

@@ -91,7 +91,7 @@ def test_a_lane_outside_its_scope_is_refused_then_accepted_with_an_override(prog
     assert warning in checked.stdout
 
     dry = cli(repo, "accept", lane_id, "--dry-run")
-    assert dry.returncode == 1
+    assert dry.returncode == 2  # as the accept itself: refused
     assert "scope: src/, calc.py" in dry.stdout and "outside its scope (1): notes.txt" in dry.stdout
 
     target = git(repo, "rev-parse", "programme")

@@ -12,6 +12,7 @@ from lanes_tui.engine import AcceptPlan
 from lanes_tui.engine.plans.model import TicketStatus
 from lanes_tui.widgets import (
     AcceptModal,
+    AllowRuleModal,
     AttentionBar,
     ConfirmModal,
     DiffPane,
@@ -150,9 +151,25 @@ def _output(pane: OutputPane) -> None:
     pane.show("fix-login-a1", text)
 
 
+def _overview(table: LanesTable) -> None:
+    """Many lanes: sorted by attention, and two lanes whose state changed since the lead saw them."""
+    table.sync(SHOWN_LANES, NOW)
+    table.cycle_sort()
+    news = {"quiet-one-a1": ("stalled", "no activity for 900.0s"), "tidy-tests-a2": ("conflict", "rebase conflicts")}
+    table.sync([dataclasses.replace(s, state=news[s.id][0], state_reason=news[s.id][1]) if s.id in news else s
+                for s in SHOWN_LANES], NOW)
+
+
+PERMISSION = question("q_00000000000b", "fix-login-a1", "open", NOW, kind="permission", source="claude-stdio",
+                      title="Allow Bash: pytest -q tests/test_auth.py",
+                      correlation={"request_id": "req_1", "tool_name": "Bash",
+                                   "subject": "pytest -q tests/test_auth.py"})
+
+
 def _make(name: str) -> Any:
     panes: dict[str, Any] = {
         "lanes": lambda: WidgetHost(LanesTable(), lambda w: w.sync(SHOWN_LANES, NOW)),
+        "lanes_overview": lambda: WidgetHost(LanesTable(), _overview),
         "inbox": lambda: WidgetHost(InboxPane(), lambda w: w.sync(QUESTIONS, NOW)),
         "stalls": lambda: WidgetHost(StallsPane(), lambda w: w.sync([*LANES, HUNGRY], 300)),
         "worktrees": lambda: WidgetHost(WorktreesPane(), lambda w: w.sync(WORKTREES)),
@@ -173,6 +190,7 @@ def _make(name: str) -> Any:
                                                                ["claude", "codex", "sim"])),
         "help": lambda: ModalHost(lambda: HelpScreen(KEYS)),
         "conflicts": lambda: ModalHost(lambda: ConflictsModal(RADAR_LANES)),
+        "allow_rule": lambda: ModalHost(lambda: AllowRuleModal(PERMISSION)),
     }
     return panes[name]()
 
@@ -180,7 +198,7 @@ def _make(name: str) -> Any:
 @pytest.mark.parametrize("name", [
     "lanes", "inbox", "stalls", "worktrees", "meters", "output", "diff", "attention", "plan",
     "confirm_accept", "accept_blocked", "confirm_refused", "recover", "answer_choice", "answer_text", "start_lane",
-    "help", "conflicts",
+    "help", "conflicts", "lanes_overview", "allow_rule",
 ])
 def test_widget_snapshot(name: str, snap_compare: Any) -> None:
     assert snap_compare(_make(name), terminal_size=SIZE)

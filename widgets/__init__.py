@@ -3,10 +3,12 @@ never read files, spawn processes or call git; the App feeds them from the engin
 
 from __future__ import annotations
 
+from lanes_tui.widgets.allow_modal import AllowChoice, AllowRuleModal
 from lanes_tui.widgets.attention import AttentionBar
 from lanes_tui.widgets.diff_pane import DiffPane
 from lanes_tui.widgets.help_screen import HelpScreen
 from lanes_tui.widgets.inbox_pane import InboxPane
+from lanes_tui.widgets.lane_filter import LaneFilter
 from lanes_tui.widgets.lanes_table import LanesTable
 from lanes_tui.widgets.meters_pane import MetersPane
 from lanes_tui.widgets.modals import (
@@ -24,11 +26,14 @@ from lanes_tui.widgets.worktrees_pane import WorktreesPane
 
 __all__ = [
     "AcceptModal",
+    "AllowChoice",
+    "AllowRuleModal",
     "AttentionBar",
     "ConfirmModal",
     "DiffPane",
     "HelpScreen",
     "InboxPane",
+    "LaneFilter",
     "LanesTable",
     "MetersPane",
     "OutputPane",

@@ -3,7 +3,9 @@
 Fed with `QuestionView.to_json()` dicts. Only questions that still concern the lead are listed:
 `open` (needs an answer), `answered` (answer written, not yet picked up by the agent) and
 `orphaned` (the lane died; shown loudly instead of being silently dropped). Delivered, cancelled
-and expired questions are history and are hidden.
+and expired questions are history and are hidden, except a permission the lead's "allow always" rule
+answered (`answered_by` "rule"): its state reads `by rule`, so the lead sees what was allowed without
+them (the screen drops those once their lane has ended).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from lanes_tui.widgets import _format as fmt
 from lanes_tui.widgets._keyed_table import Cell, KeyedTable, Row
 
 #: Question states the pane lists, and the theme tone of each.
-SHOWN_STATES: Mapping[str, str] = {"open": "warning", "answered": "dim", "orphaned": "error"}
+SHOWN_STATES: Mapping[str, str] = {"open": "warning", "answered": "dim", "orphaned": "error", "by rule": "dim"}
 
 
 class InboxPane(KeyedTable):
@@ -56,14 +58,14 @@ class InboxPane(KeyedTable):
 
     def sync(self, questions: Sequence[Mapping[str, Any]], now: float) -> None:
         """Show the listed questions of `questions`; `now` (wall-clock seconds) gives their age."""
-        shown = sorted((q for q in questions if q.get("state") in SHOWN_STATES),
+        shown = sorted((q for q in questions if q.get("state") in SHOWN_STATES or by_rule(q)),
                        key=lambda q: (float(q.get("created") or 0.0), str(q.get("id"))))
         self._questions = {str(q["id"]): q for q in shown}
         rows: list[Row] = [(str(q["id"]), self._row(q, now)) for q in shown]
         self._apply(rows)
 
     def _row(self, q: Mapping[str, Any], now: float) -> tuple[Cell, ...]:
-        state = str(q.get("state"))
+        state = "by rule" if by_rule(q) else str(q.get("state"))
         created = q.get("created")
         # The question comes right after its lane: the side pane is narrow and the text matters most.
         return (
@@ -77,3 +79,8 @@ class InboxPane(KeyedTable):
 
     def _selection_changed(self, key: str | None) -> None:
         self.post_message(self.QuestionSelected(key))
+
+
+def by_rule(question: Mapping[str, Any]) -> bool:
+    """A question an "allow always" rule of the lead's answered (`state.allow`), not the lead."""
+    return question.get("answered_by") == "rule" and question.get("state") in ("answered", "delivered")

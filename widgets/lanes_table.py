@@ -14,6 +14,14 @@ The "rev" column is the lane's review verdict (`LaneStatus.review`) as one mark 
 The lanes of a best-of-N group (`LaneStatus.group`) are shown together, best rank first, where the
 group's first lane would be, tied by a bracket in the id cell (`┬ ├ └`) and suffixed `#rank` once the
 group is ranked; the tooltip names the group. That reordering is display only: the lanes keep their keys.
+
+For many lanes (`widgets._lane_order`): `cycle_sort` orders them oldest first (the default), by
+attention (waiting and stalled first, then rejected / conflict / lost, then ready, then running, then
+the rest), newest first or by id, a best-of group moving as one block; `set_filter` keeps the lanes
+whose id, task, state or provider hold every word typed; and a lane whose state changed since the
+lead last selected it, into one that may need them (not back to running), has a `•` before its id
+until it is selected again. What was seen is kept in memory for this dashboard session: at its start
+every lane counts as seen.
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from textual.content import Content
 from textual.message import Message
 
 from lanes_tui.widgets import _format as fmt
+from lanes_tui.widgets import _lane_order as order
 from lanes_tui.widgets._keyed_table import Cell, KeyedTable, Row
 
 if TYPE_CHECKING:  # widgets are given statuses; they never load the engine to get them
@@ -57,23 +66,79 @@ class LanesTable(KeyedTable):
         super().__init__(name=name, id=id, classes=classes)
         self._states: dict[str, tuple[str, str]] = {}
         """Lane id → (state, state_reason), for the tooltip."""
+        self.sort_mode = order.SORT_MODES[0]
+        self.filter_text = ""
+        self._seen: dict[str, str] = {}
+        """Lane id → its state when the lead last selected it (or first saw it: `_lane_order.seen_state`)."""
+        self._lanes: list[LaneStatus] = []
+        self._now = 0.0
 
     @property
     def selected_lane(self) -> str | None:
         """The lane id under the cursor, or None when there are no lanes."""
         return self.selected_key
 
+    @property
+    def unseen(self) -> list[str]:
+        """The lanes marked `•`: their state changed since the lead last selected them."""
+        return [lane.id for lane in self._lanes if self._is_unseen(lane)]
+
     def sync(self, lanes: Sequence[LaneStatus], now: float) -> None:
-        """Show exactly these lanes, in this order (a best-of group's lanes moved together); `now` is
-        wall-clock seconds (for elapsed)."""
+        """Show these lanes, filtered and in the sort order (oldest first, as given, by default; a
+        best-of group's lanes moved together); `now` is wall-clock seconds (for elapsed)."""
+        self._lanes, self._now = list(lanes), now
+        for lane in self._lanes:
+            self._seen.setdefault(lane.id, order.seen_state(lane))  # first sight is the baseline
+        self._show_rows()
+
+    def cycle_sort(self) -> str:
+        """The next sort order (`_lane_order.SORT_MODES`); returns its name."""
+        modes = order.SORT_MODES
+        self.sort_mode = modes[(modes.index(self.sort_mode) + 1) % len(modes)]
+        self._show_rows()
+        return self.sort_mode
+
+    def set_filter(self, text: str) -> None:
+        """Keep only the lanes whose id, task, state or provider hold every word of `text` ("": all)."""
+        self.filter_text = text.strip()
+        self._show_rows()
+
+    def _show_rows(self) -> None:
+        if self.selected_key is not None and (lane := self._lane(self.selected_key)) is not None:
+            self._seen[lane.id] = order.seen_state(lane)  # under the cursor: the lead is looking at it
+        lanes = [lane for lane in self._lanes if not self.filter_text
+                 or order.matches(lane, self.filter_text, _shown_state(lane), _provider_model(lane))]
+        if self.sort_mode != order.SORT_MODES[0]:
+            lanes = order.ordered(lanes, self.sort_mode)
+        marked = any(self._is_unseen(lane) for lane in lanes)
         rows: list[Row] = []
         self._states = {}
         for lane, mark, size in _grouped(lanes):
             self._states[lane.id] = (_shown_state(lane),
                                      _why(lane) + _radar_note(lane) + _review_note(lane) + _group_note(lane, size))
-            rows.append((lane.id, self._row(lane, now, mark)))
+            cells = self._row(lane, self._now, mark)
+            if marked:
+                cells = (Cell(("• " if self._is_unseen(lane) else "  ") + cells[0].text, cells[0].tone,
+                              bold=cells[0].bold), *cells[1:])
+            rows.append((lane.id, cells))
         self._apply(rows)
         self._set_tooltip()
+        self.border_title = self._title(len(lanes))
+
+    def _title(self, shown: int) -> str:
+        """`Lanes`, plus the sort order and the filter when they are not the defaults."""
+        parts = [self.TITLE]
+        if self.sort_mode != order.SORT_MODES[0]:
+            parts.append(f"by {self.sort_mode}")
+        if self.filter_text:
+            parts.append(f"/{self.filter_text} {shown} of {len(self._lanes)}")
+        return " · ".join(parts)
+
+    def _lane(self, lane_id: str) -> LaneStatus | None:
+        return next((lane for lane in self._lanes if lane.id == lane_id), None)
+
+    def _is_unseen(self, lane: LaneStatus) -> bool:
+        return order.changed_since(lane, self._seen.get(lane.id))
 
     def update_meters(self, lane_id: str, sample: Mapping[str, Any]) -> None:
         """A watchdog sample for one lane: only its idle, CPU % and RSS cells change."""
@@ -114,6 +179,9 @@ class LanesTable(KeyedTable):
     def _selection_changed(self, key: str | None) -> None:
         self._set_tooltip()
         self.post_message(self.LaneSelected(key))
+        lane = self._lane(key) if key is not None else None
+        if lane is not None and self._is_unseen(lane):
+            self._show_rows()  # selected: seen now, its mark goes
 
     def _set_tooltip(self) -> None:
         """The full reason of the highlighted lane, since the "why" column is cut short."""

@@ -70,6 +70,8 @@ class ChannelContext:
     meters: RunMeter
     clock: Clock
     on_session: Callable[[str], None] = lambda session_id: None
+    #: The lane's folder in the state (its `allow.json` rules, its events); None in channel unit tests.
+    lane_dir: Path | None = None
 
 
 class Channel:

@@ -35,6 +35,7 @@ from lanes_tui.engine.channels.base import (
 from lanes_tui.engine.config.providers import CLAUDE_PERMISSION_ARGS
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.inbox.store import Question, QuestionView
+from lanes_tui.engine.state.allow import RuleBook, record_auto_allow
 from lanes_tui.engine.state.meters import Usage
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,13 @@ def permission_title(tool: str, tool_input: Mapping[str, Any]) -> str:
     return truncate(f"Allow {tool}: {subject}" if subject else f"Allow {tool}?", MAX_TITLE_CHARS)
 
 
+def permission_subject(tool: str, tool_input: Mapping[str, Any]) -> str | None:
+    """The input field an allow rule's pattern is matched against (`state.allow`), as the agent sent
+    it: a Bash command, a file path, a URL; None for a tool without one."""
+    subject = tool_input.get(TOOL_SUBJECT.get(tool, ""))
+    return subject if isinstance(subject, str) else None
+
+
 @dataclass
 class _Pending:
     """A control request the CLI is still waiting on, and the inbox questions that stand for it."""
@@ -109,6 +117,8 @@ class ClaudeStreamChannel(Channel):
         super().__init__(*args, **kwargs)
         self.pending: dict[str, _Pending] = {}
         self.result_seen = False
+        #: The lead's "allow always" rules for this lane (`state.allow`); None without a lane folder.
+        self.rules = RuleBook(self.ctx.lane_dir) if self.ctx.lane_dir is not None else None
 
     # --- start -----------------------------------------------------------------------------------
 
@@ -194,7 +204,8 @@ class ClaudeStreamChannel(Channel):
                 pending.questions.append(inbox.ask(
                     self.ctx.lane, kind="permission", title=permission_title(tool, pending.tool_input),
                     body=self._body(request, pending.tool_input), attempt=self.ctx.attempt,
-                    source="claude-stdio", correlation={"request_id": request_id, "tool_name": tool}))
+                    source="claude-stdio", correlation={"request_id": request_id, "tool_name": tool,
+                                                        "subject": permission_subject(tool, pending.tool_input)}))
         except (LanesError, OSError) as exc:
             log.warning("cannot ask the lead about %s (%s): denying", request_id, exc)
             for question in pending.questions:
@@ -203,6 +214,7 @@ class ClaudeStreamChannel(Channel):
                                                         "message": "lanes-tui could not ask the lead."}))
             return
         self.pending[request_id] = pending
+        self._try_deliver(request_id)  # a rule of the lead's may allow it at once
 
     def _ask_user_questions(self, pending: _Pending) -> bool:
         """AskUserQuestion: one inbox question per question Claude asks; False if the input is unusable."""
@@ -259,6 +271,7 @@ class ClaudeStreamChannel(Channel):
         inbox = self.ctx.inbox
         if inbox is None:
             return
+        self._allow_by_rule(pending)
         views: list[QuestionView] = []
         for question in pending.questions:
             try:
@@ -283,6 +296,26 @@ class ClaudeStreamChannel(Channel):
                         inbox.deliver(view.question.id)
                     except LanesError as exc:
                         log.warning("cannot mark %s delivered: %s", view.question.id, exc)
+
+    def _allow_by_rule(self, pending: _Pending) -> None:
+        """A permission the lead allowed for this lane (`state.allow`): its open question is answered
+        yes by `rule` (the inbox shows it so) and the lane's events say which rule; delivery follows."""
+        if self.rules is None or pending.texts or len(pending.questions) != 1 or self.ctx.inbox is None:
+            return
+        subject = permission_subject(pending.tool, pending.tool_input)
+        rule = self.rules.match(pending.tool, subject)
+        if rule is None or self.ctx.lane_dir is None:
+            return
+        qid = pending.questions[0].id
+        try:
+            self.ctx.inbox.answer(qid, "yes", by="rule")
+        except LanesError as exc:  # answered or withdrawn meanwhile: that answer stands
+            log.info("rule %s did not answer %s: %s", rule.describe(), qid, exc)
+            return
+        try:
+            record_auto_allow(self.ctx.lane_dir, self.ctx.clock, rule, subject=subject, question=qid)
+        except OSError as exc:
+            log.warning("cannot record the allow of %s: %s", qid, exc)
 
     def _response(self, pending: _Pending, views: list[QuestionView]) -> dict[str, Any]:
         if not pending.texts:

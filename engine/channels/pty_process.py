@@ -42,6 +42,9 @@ class PtyTerminal:
     def __init__(self, master_fd: int, on_bytes: Callable[[bytes], None] | None = None) -> None:
         self.fd = master_fd
         self.on_bytes = on_bytes
+        #: Lead's viewers of the live terminal (`lanes-tui attach`): each gets every byte read, and b""
+        #: once the terminal has ended.
+        self.listeners: list[Callable[[bytes], None]] = []
         self.reader = asyncio.StreamReader()
         self._loop = asyncio.get_running_loop()
         self._eof = False
@@ -65,6 +68,7 @@ class PtyTerminal:
                     self.on_bytes(data)
                 except Exception:
                     log.exception("terminal renderer failed")
+            self._tell(data)
             self.reader.feed_data(data)
 
     def write(self, data: bytes) -> bool:
@@ -90,11 +94,24 @@ class PtyTerminal:
     def close_input(self) -> None:
         """A terminal has no EOF of its own to send; the agent is stopped by signals instead."""
 
+    def _tell(self, data: bytes) -> None:
+        """Copy to the viewers, after the renderer: a viewer's repaint plus this stream is the screen."""
+        for listener in list(self.listeners):
+            try:
+                listener(data)
+            except Exception:
+                log.exception("terminal viewer failed")
+
+    @property
+    def ended(self) -> bool:
+        return self._eof
+
     def _finish(self) -> None:
         if not self._eof:
             self._eof = True
             self._loop.remove_reader(self.fd)
             self.reader.feed_eof()
+            self._tell(b"")
 
     def close(self) -> None:
         self._finish()

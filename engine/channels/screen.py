@@ -25,6 +25,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from lanes_tui.engine.config.providers import SCREEN_BUSY, SCREEN_PROMPTS, ProviderConfig, compile_pattern
 from lanes_tui.engine.core.clock import Clock
@@ -163,3 +164,78 @@ class Screen:
 
     def _render(self) -> str:
         return "\n".join(line.rstrip() for line in self._screen.display)
+
+    def repaint(self) -> bytes:
+        """The live screen as terminal bytes: what a viewer who attaches mid-run is shown first.
+
+        The raw stream from then on (`PtyTerminal.listeners`) moves the viewer's terminal from this
+        picture exactly as it moves the pyte screen, so the two stay the same.
+        """
+        return paint(self._screen)
+
+    @property
+    def cursor(self) -> tuple[int, int, bool]:
+        """(row, column, hidden), from 0."""
+        cursor = self._screen.cursor
+        return cursor.y, cursor.x, bool(cursor.hidden)
+
+
+_COLOURS = {"black": 0, "red": 1, "green": 2, "brown": 3, "blue": 4, "magenta": 5, "cyan": 6, "white": 7}
+
+
+def _colour(value: str, base: int) -> str | None:
+    """One pyte colour (a name, `bright…`, or six hex digits) as SGR parameters; None for the default."""
+    if value == "default":
+        return None
+    name = value.removeprefix("bright").replace("bfight", "")  # pyte spells one of them `bfightmagenta`
+    if name in _COLOURS:
+        return str(base + (60 if value.startswith(("bright", "bfight")) else 0) + _COLOURS[name])
+    if len(value) == 6:
+        try:
+            red, green, blue = (int(value[i:i + 2], 16) for i in (0, 2, 4))
+        except ValueError:
+            return None
+        return f"{base + 8};2;{red};{green};{blue}"
+    return None
+
+
+def _sgr(char: object) -> str:
+    params = ["0"]
+    for attr, code in (("bold", "1"), ("italics", "3"), ("underscore", "4"), ("blink", "5"), ("reverse", "7"),
+                       ("strikethrough", "9")):
+        if getattr(char, attr, False):
+            params.append(code)
+    for value, base in ((getattr(char, "fg", "default"), 30), (getattr(char, "bg", "default"), 40)):
+        colour = _colour(str(value), base)
+        if colour is not None:
+            params.append(colour)
+    return "\x1b[" + ";".join(params) + "m"
+
+
+def paint(screen: Any) -> bytes:
+    """A pyte screen as bytes that draw it on a terminal of at least its size: home, clear, each row
+    with its colours and attributes, then the cursor where the program left it (and hidden if it was)."""
+    out = ["\x1b[0m\x1b[H\x1b[2J"]
+    for row in range(screen.lines):
+        line = screen.buffer[row]
+        last = max((col for col, char in line.items() if char.data not in ("", " ") or char.bg != "default"
+                    or char.reverse), default=-1)
+        if last < 0:
+            continue
+        out.append(f"\x1b[{row + 1};1H")
+        current = ""
+        for col in range(last + 1):
+            char = line[col]
+            if char.data == "":  # the right half of a wide character
+                continue
+            style = _sgr(char)
+            if style != current:
+                out.append(style)
+                current = style
+            out.append(char.data)
+        out.append("\x1b[0m")
+    cursor = screen.cursor
+    out.append(f"\x1b[{cursor.y + 1};{cursor.x + 1}H")
+    out.append("\x1b[?25l" if cursor.hidden else "\x1b[?25h")
+    out.append(_sgr(cursor.attrs))  # what the program prints next comes in the colours it chose last
+    return "".join(out).encode("utf-8", "replace")

@@ -301,12 +301,57 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
 #: Extra claude arguments to answer permission requests over stdin (structured inbox channel).
 CLAUDE_PERMISSION_ARGS = ("--input-format", "stream-json", "--permission-prompt-tool", "stdio")
 
-#: How to resume a session; `{session}` is the session / thread id, the prompt follows as in the preset.
-RESUME_ARGV: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "claude": ("claude", "-p", "--resume", "{session}"),
-    "codex": ("codex", "exec", "resume", "{session}"),
-    "gemini": ("gemini", "-r", "{session}", "-p"),
+
+@dataclass(frozen=True)
+class ResumeFact:
+    """How a CLI continues its own conversation (`supervisor.resume`; docs/lanes.md, "Resuming").
+
+    `args` (`{session}` is the recorded session / thread id) go into the argv the channel rendered,
+    before the element `before` when the argv has it (codex's trailing `-`: `codex exec … resume ID -`),
+    else at the end; the new message is the prompt, sent as the preset sends one.
+    """
+
+    args: tuple[str, ...]
+    before: str | None = None
+    #: Output lines (case-insensitive regexes) that say the CLI could not find the session: the run is
+    #: repeated once, fresh, instead of failing the lane.
+    missing: tuple[str, ...] = ()
+    #: Can the CLI find a session made in another worktree of the same repository? A relaunch always
+    #: runs in a new worktree: a CLI that keeps sessions per directory starts fresh there.
+    across_worktrees: bool = True
+    #: The session is this file in the worktree (aider's chat history), not an id the CLI prints: it is
+    #: recorded after the run and copied into the next attempt's worktree before the resumed one.
+    history_file: str = ""
+
+    def apply(self, argv: list[str], session: str) -> list[str]:
+        extra = [part.replace("{session}", session) for part in self.args]
+        at = argv.index(self.before) if self.before is not None and self.before in argv[1:] else len(argv)
+        return argv[:at] + extra + argv[at:]
+
+
+#: Resuming, by channel (a channel is one CLI's dialect, so a custom provider that speaks it resumes too).
+#: claude finds a session of another worktree of the same repository (Claude Code 2.1.9x and later);
+#: codex keeps sessions by id under ~/.codex, wherever it runs; gemini keeps them per project folder.
+RESUME_BY_CHANNEL: Mapping[str, ResumeFact] = MappingProxyType({
+    "claude-stream-json": ResumeFact(("--resume", "{session}"), missing=(r"No conversation found with session ID",)),
+    "codex-json": ResumeFact(("resume", "{session}"), before="-",
+                             missing=(r"no rollout found for thread id", r"missing rollout path")),
+    "gemini-stream-json": ResumeFact(("--resume", "{session}"), across_worktrees=False),
 })
+#: Resuming, by program, for CLIs read as plain text.
+RESUME_BY_PROGRAM: Mapping[str, ResumeFact] = MappingProxyType({
+    "aider": ResumeFact(("--restore-chat-history",), history_file=".aider.chat.history.md"),
+})
+
+
+def resume_fact(provider: ProviderConfig) -> ResumeFact | None:
+    """How `provider` resumes its own session, or None when it cannot (sim, an unknown plain CLI)."""
+    if provider.channel in RESUME_BY_CHANNEL:
+        return RESUME_BY_CHANNEL[provider.channel]
+    if provider.channel == "plain":
+        return RESUME_BY_PROGRAM.get(Path(provider.executable()).name)
+    return None
+
 
 #: Gemini exit codes with a meaning beyond success / failure.
 GEMINI_EXIT_CODES: Mapping[int, str] = MappingProxyType({42: "bad input", 53: "turn limit reached"})

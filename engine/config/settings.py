@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,14 +20,15 @@ from typing import Any, NoReturn
 from lanes_tui.engine.config import providers as pv
 from lanes_tui.engine.config.caps_keys import parse_caps
 from lanes_tui.engine.config.key_lines import did_you_mean, find_key_line, shown
+from lanes_tui.engine.config.layers import Layers, parse_toml, read_layers
+from lanes_tui.engine.config.notify import NotifyConfig, parse_notify
 from lanes_tui.engine.config.providers import PRESETS, ProviderConfig
 from lanes_tui.engine.config.review import ReviewConfig, parse_review
 from lanes_tui.engine.config.tiers import TierConfig, parse_tiers
 from lanes_tui.engine.core.errors import ConfigError, LanesError
-from lanes_tui.engine.core.limits import MAX_CONFIG_BYTES, read_limited
 from lanes_tui.engine.core.sizes import MIN_MEMORY_BYTES, machine_memory
 from lanes_tui.engine.state.model import TASK_TYPES
-from lanes_tui.engine.state.paths import StatePaths, default_worktree_root, inside
+from lanes_tui.engine.state.paths import default_worktree_root, inside
 
 __all__ = ["DEFAULT_CHAINS", "Config", "GatesConfig", "LanesSettings", "ProviderConfig", "load_config", "parse_config"]
 
@@ -106,6 +106,11 @@ class Config:
     tiers: Mapping[str, TierConfig] = field(default_factory=lambda: MappingProxyType({}))
     #: `[review]`: cross-family review of a lane's diff (`config.review`); off unless the lead sets it.
     review: ReviewConfig = field(default_factory=ReviewConfig)
+    #: `[notify]`: a command run once per event that needs the lead (`config.notify`); off unless set.
+    notify: NotifyConfig = field(default_factory=NotifyConfig)
+    #: Every file read, lowest first: the lead's own (`config.layers`), then `.lanes/config.toml`. Not
+    #: compared: the same values read from other files are the same config.
+    files: tuple[Path, ...] = field(default=(), compare=False)
 
     def chain_for(self, task_type: str, lane: str | None = None) -> list[str]:
         """Providers to try for a task, first first; `--lane PROVIDER` moves or inserts it in front."""
@@ -129,20 +134,18 @@ class Config:
 # --- Reading ---------------------------------------------------------------------------------------
 
 def load_config(repo: Path) -> Config:
-    """The config of `repo`; a missing `.lanes/config.toml` means all defaults."""
-    path = StatePaths(repo).config
-    try:
-        text = read_limited(path, MAX_CONFIG_BYTES, f"the config {path}").decode("utf-8")  # never unbounded
-    except FileNotFoundError:
-        return parse_config("", path=None, repo=repo)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read the config: {exc}", "make it a readable UTF-8 text file",
-                          path=str(path)) from exc
-    return parse_config(text, path=path, repo=repo)
+    """The config of `repo`: the lead's own file under `.lanes/config.toml` (`config.layers`); no file
+    at all means all defaults."""
+    return _Parser("", None, repo, read_layers(repo)).parse()
 
 
-def parse_config(text: str, *, path: Path | None, repo: Path) -> Config:
-    """Validate TOML text into a Config; raises ConfigError at the first problem found."""
+def parse_config(text: str, *, path: Path | None, repo: Path, layered: bool = False) -> Config:
+    """Validate TOML text into a Config; raises ConfigError at the first problem found.
+
+    `layered`: the text is the repository's file, read over the lead's own (an edit's check).
+    """
+    if layered:
+        return _Parser("", None, repo, read_layers(repo, repo_text=text)).parse()
     return _Parser(text, path, repo).parse()
 
 
@@ -150,7 +153,7 @@ def _field_names(cls: type[Any], *, skip: tuple[str, ...] = ()) -> tuple[str, ..
     return tuple(f.name for f in dataclasses.fields(cls) if f.name not in skip)
 
 
-_TABLES = ("lanes", "chains", "providers", "gates", "keys", "tiers", "review")
+_TABLES = ("lanes", "chains", "providers", "gates", "keys", "tiers", "review", "notify")
 
 
 
@@ -158,32 +161,23 @@ _TABLES = ("lanes", "chains", "providers", "gates", "keys", "tiers", "review")
 class _Parser:
     """One pass over the parsed TOML with the source text at hand, so errors can name a line."""
 
-    def __init__(self, text: str, path: Path | None, repo: Path) -> None:
+    def __init__(self, text: str, path: Path | None, repo: Path, layers: Layers | None = None) -> None:
         self.text = text
         self.path = path
         self.repo = repo
+        #: The files read (`config.layers`); None: `text` alone, as `parse_config` is given it.
+        self.layers = layers
+        if layers is not None and layers.repo is not None:
+            self.path = layers.repo.path
 
     def fail(self, key: str, what: str, fix: str) -> NoReturn:
-        raise ConfigError(what, fix, key=key, line=find_key_line(self.text, key),
-                          path=str(self.path) if self.path else None)
+        text, path = self.text, self.path
+        if self.layers is not None and (layer := self.layers.blame(key)) is not None:
+            text, path = layer.text, layer.path  # the file the bad key was written in
+        raise ConfigError(what, fix, key=key, line=find_key_line(text, key), path=str(path) if path else None)
 
     def parse(self) -> Config:
-        try:
-            data = tomllib.loads(self.text)
-        except tomllib.TOMLDecodeError as exc:
-            match = re.search(r"\(at line (\d+), column \d+\)", str(exc))
-            line = int(match.group(1)) if match else None
-            if "(at end of document)" in str(exc):
-                line = max(1, len(self.text.splitlines()))
-            what = re.sub(r"\s*\(at (?:line|end of).*\)$", "", str(exc)) or "syntax error"
-            raise ConfigError(f"malformed TOML: {what}",
-                              "fix the syntax on that line (strings need quotes, arrays [a, b], see toml.io)",
-                              line=line, path=str(self.path) if self.path else None) from exc
-        except (ValueError, RecursionError) as exc:  # tomllib's own limits, past which it raises these bare
-            what = "an integer with more digits than Python converts" if isinstance(exc, ValueError) \
-                else "arrays or tables nested too deeply"
-            raise ConfigError(f"malformed TOML: {what}", "write ordinary numbers and flat values",
-                              path=str(self.path) if self.path else None) from None
+        data = self.layers.merged() if self.layers is not None else parse_toml(self.text, self.path)
         for name in data:
             if name not in _TABLES:
                 self.fail(name, f"unknown table or key {name!r}", did_you_mean(name, _TABLES))
@@ -201,6 +195,9 @@ class _Parser:
             keys=self.keys(data.get("keys", {})),
             tiers=parse_tiers(self, data.get("tiers", {}), providers),
             review=parse_review(self, data.get("review", {}), providers),
+            notify=parse_notify(self, data.get("notify", {})),
+            files=tuple(layer.path for layer in self.layers.layers) if self.layers is not None else
+            tuple(p for p in (self.path,) if p is not None),
         )
 
     # typed getters ------------------------------------------------------------------------------

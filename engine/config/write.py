@@ -126,5 +126,6 @@ def set_config_value(path: Path, dotted_key: str, value: object, *, repo: Path |
         value = list(value)
     container[parts[-1]] = value
     new_text = tomlkit.dumps(doc)
-    parse_config(new_text, path=path, repo=repo if repo is not None else path.parent.parent)
+    # Checked over the lead's own file (`config.layers`): the dashboard reads both when it starts.
+    parse_config(new_text, path=path, repo=repo if repo is not None else path.parent.parent, layered=True)
     write_text_atomic(path, new_text, mode=None)  # an existing config keeps its mode (atomic writes do)

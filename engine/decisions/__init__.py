@@ -11,7 +11,8 @@ read-only argv, the packet's review as readers see it), `review_run` (the review
 snapshot worktree, the reviewer as a supervised process, the verdict into the packet), `verify` (the
 lead's own verification with evidence), `queue` (the accept queue: every ready lane in an order the radar's
 conflicts allow), `ranking` (the ranks of a `run --best-of N` group once all its lanes have ended),
-and `commands` (the async wrappers the Engine offers the dashboard).
+`stop` (`lanes-tui stop`: the agent stopped, the work kept, the tree confirmed gone), and `commands`
+(the async wrappers the Engine offers the dashboard).
 May import: everything below it (`core` … `lanes`). Never imports `live`, `supervisor`, `sim`,
 textual or rich.
 """

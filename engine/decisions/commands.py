@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.clock import Clock
+from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.abandon import AbandonPlan, abandon_lane, plan_abandon
 from lanes_tui.engine.decisions.accept import Accept, AcceptOutcome
 from lanes_tui.engine.decisions.accept_plan import AcceptPlan, plan_accept
@@ -23,7 +24,9 @@ from lanes_tui.engine.decisions.recover import Findings, inspect_lane, recheck, 
 from lanes_tui.engine.decisions.review_run import review_by_lead
 from lanes_tui.engine.decisions.verify import verify_lane
 from lanes_tui.engine.inbox.store import InboxStore
+from lanes_tui.engine.state.allow import AllowRule, add_rule
 from lanes_tui.engine.state.model import LaneRecord
+from lanes_tui.engine.state.paths import StatePaths
 
 T = TypeVar("T")
 
@@ -128,3 +131,23 @@ class DecisionCommands:
             return await asyncio.to_thread(self.inbox.answer, qid, value, by="lead")
         finally:
             await self._after_command()
+
+    async def allow_always(self, qid: str, pattern: str | None = None) -> AllowRule:
+        """Allow a permission prompt and, for the rest of its lane, every request like it: the tool,
+        or the tool with its subject matching `pattern` (a glob; `state.allow`)."""
+        try:
+            return await asyncio.to_thread(allow_always, self.repo, self.inbox, qid, pattern)
+        finally:
+            await self._after_command()
+
+
+def allow_always(repo: Path, inbox: InboxStore, qid: str, pattern: str | None) -> AllowRule:
+    """Answer `qid` yes and add the rule to its lane. The answer goes first, so the rule can never
+    answer this question in the lead's place; a rule that cannot be written leaves the answer standing."""
+    question = inbox.get(qid).question
+    tool = question.correlation.get("tool_name")
+    if question.kind != "permission" or not isinstance(tool, str):
+        raise LanesError(f"{qid} is not a tool's permission prompt",
+                         "allow rules are for a structured agent's tool requests; answer it with y or n")
+    inbox.answer(qid, "yes", by="lead")
+    return add_rule(StatePaths(repo).lane(question.lane).dir, tool, pattern, question=qid, clock=inbox.clock)

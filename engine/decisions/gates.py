@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import shlex
 import sys
 import time
@@ -26,7 +27,9 @@ from lanes_tui.engine.config.settings import GatesConfig
 from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import read_json, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
+from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.lanes.heavy import HEAVY_SLOT_ENV
+from lanes_tui.engine.lanes.heavy import load_limit as heavy_load_limit
 from lanes_tui.engine.procs.process import ProcessHandle, ProcessRequest, ProcKey, StopDeadlines, stop_group_now
 from lanes_tui.engine.state.paths import heavy_slot_dir
 
@@ -56,6 +59,15 @@ class GateResult:
 
     def to_json(self) -> dict[str, Any]:
         return dict(asdict(self), passed=self.passed)
+
+
+def _load_limit() -> float:
+    """`LANES_HEAVY_LOAD` as `lanes-tui lock` reads it (twice the cores when unset; 0 = no load wait);
+    a value it cannot read falls back to the default here: the gates must run either way."""
+    try:
+        return heavy_load_limit(os.environ)
+    except LanesError:
+        return slots.default_load_limit()
 
 
 def gate_argv(command: str) -> list[str]:
@@ -96,8 +108,9 @@ async def _run_gates(worktree: Path, gates: GatesConfig, env: Mapping[str, str],
     slot = await slots.acquire(folder, gates.slots, holder, budget_s=gates.slot_wait_s, clock=clk)
     if slot is not None:
         remaining = max(0.0, gates.slot_wait_s - (clk.monotonic() - waited_from))
-        await slots.wait_for_load(load_limit if load_limit is not None else slots.default_load_limit(),
-                                  remaining, clk)
+        limit = load_limit if load_limit is not None else _load_limit()
+        if limit > 0:  # 0: the lead (or a test run, whose own load is not the lanes') turned the wait off
+            await slots.wait_for_load(limit, remaining, clk)
     if slot is None:
         waited = clk.monotonic() - waited_from
         reason = f"not run: every heavy slot ({gates.slots}) stayed busy for {waited:.0f}s"

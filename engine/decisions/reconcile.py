@@ -23,6 +23,7 @@ from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_p
 from lanes_tui.engine.git.lane_paths import locate_lane
 from lanes_tui.engine.git.review_tree import remove_review_tree
 from lanes_tui.engine.lanes.launcher import leftover_processes, supervisor_alive
+from lanes_tui.engine.lanes.notify import announce_lanes
 from lanes_tui.engine.procs.process import kill_processes_now
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
@@ -62,6 +63,7 @@ def reconcile(repo: Path, clock: Clock | None = None) -> list[Reconciled]:
             continue
         if change is not None:
             changes.append(change)
+    announce_lanes(store, [c.lane_id for c in changes])  # `lost` is seen here first (`lanes.notify`)
     return changes
 
 

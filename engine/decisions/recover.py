@@ -185,7 +185,9 @@ async def recheck(repo: Path, config: Config, lane_id: str, *, clock: Clock | No
     return dict(await check_lane(repo, config, lane_id, clock=clock))
 
 
-async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None) -> LaneRecord:
+async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None,
+                   fresh: bool = False) -> LaneRecord:
+    """The next attempt, with the findings; it resumes the provider's session unless `fresh` (`--fresh`)."""
     findings = await inspect_lane(repo, config, lane_id, clock=clock)
     store = LaneStore(StatePaths(repo), clock)
     old = store.read(lane_id)
@@ -195,13 +197,25 @@ async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | N
                             lane=old.chain[0] if old.chain else None, allow_load=old.allow_load, raw=old.raw,
                             caps=dict(old.caps), scope=tuple(old.scope), plan=old.plan, ticket=old.ticket,
                             target=old.target_branch, model=old.model, tier=old.tier,
-                            group=old.group)  # a best-of member's next attempt stays in its group
+                            group=old.group,  # a best-of member's next attempt stays in its group
+                            **resume_fields(old, fresh=fresh))
     new = launch_lane(repo, config, request, clock=clock)
     old = store.read(lane_id)
     old.superseded_by = new.id
     store.write(old)
-    store.event(lane_id, "relaunched", next=new.id)
+    store.event(lane_id, "relaunched", next=new.id, fresh=fresh)
     return new
+
+
+def resume_fields(old: LaneRecord, *, fresh: bool) -> dict[str, Any]:
+    """The `resume_*` fields of the attempt after `old`: the last session one of its providers recorded,
+    or its last provider with none (the supervisor then says why it starts fresh); none with `fresh`."""
+    if fresh:
+        return {"resume_from": old.id, "resume_fresh": True}
+    with_session = [a for a in old.providers_tried if a.session_id]
+    last = with_session[-1] if with_session else (old.providers_tried[-1] if old.providers_tried else None)
+    return {"resume_from": old.id, "resume_provider": last.provider if last else None,
+            "resume_session": last.session_id if last else None}
 
 
 def next_attempt(paths: StatePaths, slug: str) -> int:

@@ -8,7 +8,8 @@ allow-list environment and the `lanes-tui` shim), `runner` (the Runner protocol 
 is wrapped in, with `.lanes/rules.md`), `heavy` (`lanes-tui lock`), `guard` (what may end or pause a
 run besides its own exit), `caps` (a lane's caps and which mechanism enforces each), `governor` (the
 caps at work, a cap that fired named), `spend` (spend caps that pause and ask), `parking` (quota
-reset times, a parked lane's wait).
+reset times, a parked lane's wait), `notify` (`[notify] command` run once per event, claimed by a
+marker file so no two processes announce the same event).
 May import: `core`, `state`, `config`, `git`, `procs`, `inbox`, `channels`. Never imports
 `decisions`, `live`, `supervisor` (it starts the supervisor by module name), textual or rich.
 """

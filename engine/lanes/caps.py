@@ -30,7 +30,8 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.sizes import format_bytes, format_percent, parse_bytes, parse_percent
 from lanes_tui.engine.procs import caps_cgroup, cgroup
 
-__all__ = ["LaneCaps", "check_capped", "governor_summary", "lane_caps", "mechanisms", "sampler_available"]
+__all__ = ["LaneCaps", "check_capped", "governor_summary", "lane_caps", "lane_timeouts", "mechanisms",
+           "sampler_available"]
 
 #: The keys `run` may set per lane (the same names as in `[lanes]`).
 CAP_KEYS = ("cpu", "memory", "pids", "nice", "max_cost_usd", "max_tokens", "allow_uncapped")
@@ -95,6 +96,27 @@ def _override(key: str, value: Any) -> Any:
     if not isinstance(value, int) or value < 0 or (key == "nice" and value > 19):
         raise bad
     return value
+
+
+#: The `[lanes]` time limits `run --timeout / --idle-timeout` may set per lane, kept in `LaneRecord.caps`
+#: with the caps (so `recover --relaunch` keeps them too).
+TIMEOUT_KEYS = ("timeout_s", "idle_timeout_s")
+
+
+def lane_timeouts(settings: LanesSettings, overrides: Mapping[str, Any] | None = None) -> LanesSettings:
+    """`[lanes]` with the lane's own wall-clock and idle limits over it; a wrong one (lane.json is
+    anyone's to edit) is a LanesError naming it. The early warning follows the lane's idle limit."""
+    values: dict[str, Any] = {}
+    for key in TIMEOUT_KEYS:
+        value = (overrides or {}).get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e9 \
+                or (key == "timeout_s" and value == 0):
+            raise LanesError(f"the lane's {key}={value!r} is not valid",
+                             "give it as `run` takes it, e.g. --timeout 600")
+        values[key] = float(value)
+    return replace(settings, **values)
 
 
 def sampler_available() -> bool:

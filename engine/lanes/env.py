@@ -76,8 +76,9 @@ def lane_environment(base: Mapping[str, str], *, lane_id: str, attempt: int, sta
 
 
 #: What the supervisor needs for itself beyond what its agents and gates may get: its interpreter's
-#: paths and lanes-tui's own settings (`LANES_TUI_*`, read by the supervisor, never given to an agent).
-SUPERVISOR_ENV = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANES_TUI_*")
+#: paths and lanes-tui's own settings (`LANES_TUI_*`, read by the supervisor, never given to an agent),
+#: and the load wait of its gates (`LANES_HEAVY_LOAD`, as `lanes-tui lock` reads it).
+SUPERVISOR_ENV = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANES_TUI_*", "LANES_HEAVY_LOAD")
 
 
 def supervisor_environment(base: Mapping[str, str], allow: Iterable[str]) -> dict[str, str]:

@@ -79,6 +79,11 @@ class LaunchRequest:
     tier: str | None = None
     #: The best-of group this lane belongs to (`launch_group`); None for a lone lane.
     group: str | None = None
+    #: A relaunch: the attempt it follows and the session to resume (`LaneRecord.resume_*`).
+    resume_from: str | None = None
+    resume_provider: str | None = None
+    resume_session: str | None = None
+    resume_fresh: bool = False
 
 
 def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Clock | None = None,
@@ -116,7 +121,8 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
         state="queued", state_reason="waiting for its supervisor", worktree_root=str(root),
         allow_load=request.allow_load, raw=request.raw, caps=dict(request.caps),
         scope=list(request.scope), plan=request.plan, ticket=request.ticket, model=request.model, tier=request.tier,
-        group=request.group,
+        group=request.group, resume_from=request.resume_from, resume_provider=request.resume_provider,
+        resume_session=request.resume_session, resume_fresh=request.resume_fresh,
     )
     info: worktrees.WorktreeInfo | None = None
     try:  # the record and origin first: a `run` killed at any later step leaves a lane abandon can clean

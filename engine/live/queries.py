@@ -18,7 +18,10 @@ from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.status import LaneStatus, corrupt_status, lane_status
 from lanes_tui.engine.state.store import LaneStore
 
-__all__ = ["group_members", "lane_settled", "lane_statuses", "read_lane"]
+#: `wait --any`'s default: the states in which a lane waits for the lead's word.
+NEEDS_LEAD_STATES = ("waiting", "ready", "rejected", "stalled", "conflict", "lost")
+
+__all__ = ["NEEDS_LEAD_STATES", "group_members", "lane_settled", "lane_statuses", "lanes_needing_lead", "read_lane"]
 
 
 def lane_statuses(repo: Path, lane_id: str | None = None) -> list[LaneStatus]:
@@ -72,3 +75,18 @@ def lane_settled(repo: Path, record: LaneRecord) -> bool:
     if record.state not in SETTLED_STATES:
         return False
     return not (record.state in ("exited", "stalled", "ready") and supervisor_alive(repo, record.id))
+
+
+def lanes_needing_lead(repo: Path, states: frozenset[str] | set[str]) -> list[LaneRecord]:
+    """The lanes in one of `states` now (after a reconcile), the longest in it first: what `wait --any`
+    wakes on.
+
+    A relaunched lane (superseded) no longer needs anyone; one of the settled states counts once the
+    lane is settled (`lane_settled`: a `ready` lane still under review is not ready for the lead yet).
+    Records that cannot be read are left out: `status` names them.
+    """
+    reconcile(repo)
+    records, _ = LaneStore(StatePaths(repo)).scan()
+    found = [r for r in records if r.state in states and not r.superseded_by
+             and (r.state not in SETTLED_STATES or lane_settled(repo, r))]
+    return sorted(found, key=lambda r: (r.updated, r.id))

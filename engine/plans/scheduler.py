@@ -10,8 +10,8 @@ A ticket's lane is launched like `lanes-tui run` would: `--id <ticket>` (so its 
 plan repository's config) first, its scope in the lane record (checked at accept), and its plan and
 ticket named in the record. A ticket of another repository is launched there, with that
 repository's config (its worktree root, chains, providers and gates), as its supervisor reads it.
-A relaunch puts the findings of the lane before it in the prompt (`decisions.recover`), as
-`recover --relaunch` does.
+A relaunch puts the findings of the lane before it in the prompt (`decisions.recover`) and resumes
+that lane's provider session where the CLI can (`supervisor.resume`), as `recover --relaunch` does.
 """
 
 from __future__ import annotations
@@ -22,12 +22,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from lanes_tui.engine.config.settings import Config, load_config
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.reconcile import reconcile
-from lanes_tui.engine.decisions.recover import RECOVERABLE, inspect_lane, next_attempt
+from lanes_tui.engine.decisions.recover import RECOVERABLE, inspect_lane, next_attempt, resume_fields
 from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, supervisor_alive
 from lanes_tui.engine.plans.decide import ACTIVE_STATES, Decision, LaneFact, Launch, decide, ticket_lanes
 from lanes_tui.engine.plans.model import Ticket, TicketStatus
@@ -202,10 +203,12 @@ async def launch_ticket(frozen: FrozenPlan, launch: Launch, *, config: Config,
         config = load_config(repo)
     paths = StatePaths(repo)
     findings = ""
+    resume: dict[str, Any] = {}
     if launch.after is not None:
         if lane_busy(paths, launch.after):
             return None
         old = LaneStore(paths, clock).read(launch.after)
+        resume = resume_fields(old, fresh=False)  # the next attempt continues the agent's session
         if old.state in RECOVERABLE:  # stops what is left of it, reads its gates, stall, conflicts
             findings = (await inspect_lane(repo, config, launch.after, clock=clock)).prompt_block(old.attempt)
         else:
@@ -215,7 +218,7 @@ async def launch_ticket(frozen: FrozenPlan, launch: Launch, *, config: Config,
         prompt=ticket.prompt + ticket_block(frozen, ticket) + findings, task_type=task_type, lane=provider,
         slug=ticket.id, attempt=next_attempt(paths, ticket.id), scope=ticket.scope, plan=frozen.name,
         ticket=ticket.id, target=frozen.plan.target if repo == frozen.repo else None,
-        model=tier_model(config, ticket), tier=ticket.tier)
+        model=tier_model(config, ticket), tier=ticket.tier, **resume)
     record = await asyncio.to_thread(launch_lane, repo, config, request, clock=clock)
     if launch.after is not None:
         with contextlib.suppress(LanesError, OSError):

@@ -211,6 +211,30 @@ class Sim:
         self.children.append(child)
         self.emit(f"sim: spawned setsid child {child.pid}")
 
+    def echo_input(self, seconds: float) -> None:
+        """Print `echo: LINE` for each line read from stdin (a pipe, or the lane's terminal, where the
+        lead types through `lanes-tui attach` or `send`) until EOF or `seconds` have passed."""
+        import select
+
+        self.emit(f"sim: echoing input for {seconds:g}s")
+        end = time.monotonic() + seconds
+        buf = b""
+        while (left := end - time.monotonic()) > 0:
+            try:
+                ready, _, _ = select.select([0], [], [], left)
+                chunk = os.read(0, 4096) if ready else b""
+            except (OSError, ValueError):  # no stdin at all
+                chunk = b""
+            if not chunk:
+                break
+            buf += chunk
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                self.emit("echo: " + line.rstrip(b"\r").decode("utf-8", "surrogateescape"))
+        if buf.strip():
+            self.emit("echo: " + buf.rstrip(b"\r").decode("utf-8", "surrogateescape"))
+        self.emit("sim: input ended")
+
     def ask(self, question: str, flags: list[str], yes_no: bool) -> None:
         import subprocess
 

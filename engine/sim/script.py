@@ -34,10 +34,11 @@ if TYPE_CHECKING:
         def touch(self, seconds: float, every: float) -> None: ...
         def spawn_setsid(self, seconds: float) -> None: ...
         def ask(self, question: str, flags: list[str], yes_no: bool) -> None: ...
+        def echo_input(self, seconds: float) -> None: ...
 
 __all__ = [
-    "ALLOC_MAX_MIB", "BURN_MAX_PROCS", "CONFIG_ERROR", "FORK_MAX", "OUT_OF_BUDGET", "STEP_WORDS", "Action",
-    "ScriptError", "SimExit", "parse_script", "parse_step",
+    "ALLOC_MAX_MIB", "BURN_MAX_PROCS", "CONFIG_ERROR", "ECHO_DEFAULT_S", "FORK_MAX", "OUT_OF_BUDGET", "STEP_WORDS",
+    "Action", "ScriptError", "SimExit", "parse_script", "parse_step",
 ]
 
 OUT_OF_BUDGET = "SIM-OUT-OF-BUDGET: You've hit your usage limit"
@@ -48,6 +49,8 @@ CONFIG_ERROR = "SIM-CONFIG-ERROR: Unknown Model, please check the model code"
 ALLOC_MAX_MIB = 65536
 FORK_MAX = 100_000
 BURN_MAX_PROCS = 64
+#: How long `echo-input` listens when no time is given: bounded, so a forgotten lane still ends.
+ECHO_DEFAULT_S = 60.0
 
 Action = Callable[["Sim"], None]
 
@@ -211,6 +214,10 @@ def _parse_simple(word: str, args: list[str]) -> Action:
     if word == "exit":
         _count(word, args, 1, 1)
         return _exit_with(int(_number(word, args[0], whole=True)))
+    if word == "echo-input":
+        _count(word, args, 0, 1)
+        secs = _number(word, args[0], positive=True) if args else ECHO_DEFAULT_S
+        return lambda sim: sim.echo_input(secs)
     if word == "env":
         _count(word, args, 1, 1)
         name = args[0]
@@ -234,7 +241,7 @@ def _env_line(name: str) -> str:
 
 STEP_WORDS = frozenset(("print", "say", "write", "append", "sleep", "burn", "touch", "spawn-setsid", "ask",
                         "if", "out-of-budget", "config-error", "exit", "env", "fail-if-exists", "alloc",
-                        "fork-bomb"))
+                        "fork-bomb", "echo-input"))
 
 _PARSERS: dict[str, Callable[[list[str]], Action]] = {
     "print": _parse_print, "ask": _parse_ask, "if": _parse_if, "alloc": _parse_alloc,

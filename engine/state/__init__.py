@@ -5,6 +5,7 @@ lane record, state and result names), `store` (lane.json written atomically, eve
 the per-lane operation lock), `status` (the typed `LaneStatus` of `status --json` and the dashboard),
 `events` (the frozen events the engine streams), `meters` (tokens and cost in meters.json),
 `lock_events` (the `lock-*` events an agent's `lanes-tui lock` appends to its lane, and the wait and
-counts read back from them).
+counts read back from them), `allow` (the lead's "allow always" rules for a lane's permission
+prompts, in `allow.json`).
 May import: `core`. Never imports config, git, processes or anything above; never textual or rich.
 """

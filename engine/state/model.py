@@ -97,6 +97,14 @@ class LaneRecord:
     review: str | None = None
     #: `run --best-of N`: the group id the N lanes share (`bo-<slug>-<hash>`); None for a lone lane.
     group: str | None = None
+    #: A relaunch (`recover --relaunch`, `answer --relaunch`, a plan's next attempt): the attempt it
+    #: follows, and that attempt's provider and session. The supervisor resumes the session when it
+    #: runs that provider and the CLI can (`supervisor.resume`), else starts fresh and says why.
+    resume_from: str | None = None
+    resume_provider: str | None = None
+    resume_session: str | None = None
+    #: `recover --relaunch --fresh`: the lead asked for a new session.
+    resume_fresh: bool = False
 
     @property
     def provider(self) -> str | None:

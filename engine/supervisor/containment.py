@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanes_tui.engine.config.settings import Config
-from lanes_tui.engine.lanes.caps import lane_caps
+from lanes_tui.engine.lanes.caps import lane_caps, lane_timeouts
 from lanes_tui.engine.lanes.governor import LaneGovernor
 from lanes_tui.engine.procs import cgroup
 from lanes_tui.engine.procs.cgroup import LaneCgroup
@@ -35,9 +35,11 @@ class Hold:
 def enter(repo: Path, config: Config, store: LaneStore, record: LaneRecord, lane_dir: Path) -> Hold:
     """The lane's cgroup (or none, said once in the events) and its caps, recorded in `lane.json`.
 
-    Raises LanesError when the record's own caps (`run --memory …`, kept in lane.json) do not parse.
+    Raises LanesError when the record's own caps (`run --memory …`, `--timeout`, kept in lane.json) do
+    not parse.
     """
     caps = lane_caps(config.lanes, record.caps)
+    lane_timeouts(config.lanes, record.caps)  # read again for each run; a wrong one is refused here, once
     support = cgroup.detect()
     made = cgroup.LaneCgroup.create(support, repo_key(repo), record.id)
     if made is None:

@@ -30,9 +30,11 @@ from lanes_tui.engine.core.debug import report_modules_at_exit
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
+from lanes_tui.engine.lanes.caps import lane_timeouts
 from lanes_tui.engine.lanes.classify import PatternScanner
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
 from lanes_tui.engine.lanes.guard import RunGuard
+from lanes_tui.engine.lanes.notify import announce
 from lanes_tui.engine.lanes.preamble import agent_prompt, read_rules
 from lanes_tui.engine.lanes.spend import SpendGuard, meter_spend
 from lanes_tui.engine.procs.process import ProcessRequest, process_create_time, set_child_subreaper
@@ -42,7 +44,9 @@ from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
 from lanes_tui.engine.supervisor import after_run, budget, containment
 from lanes_tui.engine.supervisor.containment import Hold
+from lanes_tui.engine.supervisor.control import ControlServer
 from lanes_tui.engine.supervisor.detach import detach, signal_ready
+from lanes_tui.engine.supervisor.resume import Resumer
 
 log = logging.getLogger("lanes_tui.supervisor")
 
@@ -76,6 +80,8 @@ class Supervisor:
         self.worktree = Path(self.record.worktree)
         #: What the agent receives: the record's prompt in the preamble, with the rules (set by `run`).
         self.prompt = self.record.prompt
+        #: A relaunched lane resuming its provider's session: the decision, the message (`resume`).
+        self.resume = Resumer(repo, self.config, self.store, self.record, self.lane.output)
 
     def request_stop(self) -> None:
         self.stop_requested.set()
@@ -114,6 +120,7 @@ class Supervisor:
             return self._finish(None, "LANE-FAILED", "stopped by the lead while queued")
         self._finish(outcome, outcome.classification.result, outcome.classification.reason)
         await self._decide()
+        announce(self.store, self.config.notify, self.record)  # ready or rejected, after gates and review
         return 0
 
     async def _decide(self) -> None:
@@ -154,6 +161,8 @@ class Supervisor:
                 return outcome
             with slot:
                 outcome = await self._run_provider(provider)
+                if self.resume.retry_fresh() and not self.stop_requested.is_set():  # no such session
+                    outcome = await self._run_provider(provider)
             if not budget.quota_out(outcome) or self.stop_requested.is_set():
                 break  # done, failed, or the lead said stop at a spend cap: no fallback
             self.store.event(record.id, "fallback", provider=name, reason=outcome.classification.reason)
@@ -192,16 +201,17 @@ class Supervisor:
                                             lambda: meter_spend(self.meter)() if self.meter else (0, None))
         if self.spend is not None:
             guards.append(self.spend)
-        request = ProcessRequest(channel.render_argv(self.prompt, worktree), worktree, env,
+        turn = self.resume.turn(provider, self.prompt, worktree)  # resumed, or fresh with the full prompt
+        request = ProcessRequest(turn.argv(channel.render_argv(turn.prompt, worktree)), worktree, env,
                                  stdin_pipe=channel.stdin_pipe, name=f"{record.id}:{provider.name}",
                                  preexec=self.hold.governor.preexec() if self.hold else None)
-        settings = RunSettings(self.config.lanes.timeout_s, self.config.lanes.idle_timeout_s,
-                               self.config.lanes.sample_s, warn_after_s=self.config.lanes.warn_after_s)
+        lanes = lane_timeouts(self.config.lanes, record.caps)  # run --timeout / --idle-timeout over [lanes]
+        settings = RunSettings(lanes.timeout_s, lanes.idle_timeout_s, lanes.sample_s, warn_after_s=lanes.warn_after_s)
         watcher = _tree_watcher(worktree)
         with open(self.lane.output, "ab", opener=private_opener) as output:  # 0600: what the agent printed
-            output.write(f"\n=== lanes-tui: {provider.name} ({provider.model}) starting ===\n".encode())
+            output.write(f"\n=== lanes-tui: {provider.name} ({provider.model}) starting{turn.header} ===\n".encode())
             run = AgentRun(
-                request, stdin_data=channel.stdin_payload(self.prompt),
+                request, stdin_data=channel.stdin_payload(turn.prompt),
                 keep_stdin_open=channel.keep_stdin_open, output=output, samples_path=self.lane.samples,
                 scanner=PatternScanner.from_patterns(provider.budget_patterns, provider.config_patterns),
                 settings=settings, clock=self.clock,
@@ -221,6 +231,7 @@ class Supervisor:
                 self.current = None
                 if watcher:
                     watcher.close()
+        self.resume.ended(turn, outcome, lambda session_id: self._on_session(attempt, session_id))
         attempt.result = outcome.classification.result
         attempt.reason = outcome.classification.reason
         attempt.returncode = outcome.returncode
@@ -245,7 +256,8 @@ class Supervisor:
         self.meter = meter  # the spend guard reads the lane's totals from the current run's meter
         context = ChannelContext(lane=self.record.id, attempt=self.record.attempt, provider=provider,
                                  inbox=inbox, meters=meter, clock=self.clock,
-                                 on_session=lambda session_id: self._on_session(attempt, session_id))
+                                 on_session=lambda session_id: self._on_session(attempt, session_id),
+                                 lane_dir=self.lane.dir)
         return make_channel(context)
 
     def _on_session(self, attempt: ProviderAttempt, session_id: str) -> None:
@@ -264,6 +276,7 @@ class Supervisor:
     def _on_waiting(self, waiting: bool) -> None:
         if waiting:
             self.store.transition(self.record, "waiting", "a question is open in the inbox")
+            announce(self.store, self.config.notify, self.record, inbox=_inbox(self.paths))
         else:
             self.store.transition(self.record, "running", "the question was answered")
 
@@ -271,6 +284,7 @@ class Supervisor:
         self.record.stall = report
         self.record.result = "LANE-STALLED"
         self.store.transition(self.record, "stalled", f"no activity for {report['idle_s']}s", stall=report)
+        announce(self.store, self.config.notify, self.record)
 
     def reserve_space(self) -> None:
         """Keep a little space for the lane's last words (`out_of_space`); best effort."""
@@ -306,6 +320,7 @@ class Supervisor:
         state = "stalled" if result == "LANE-STALLED" else "exited"
         self.store.transition(record, state, reason, result=result)
         _orphan_open_questions(self.paths, record.id)
+        announce(self.store, self.config.notify, record)  # a cap hit: FAILED-RESOURCE
         return 0
 
 
@@ -358,6 +373,7 @@ async def _amain(repo: Path, lane_id: str) -> int:
         loop.add_signal_handler(sig, supervisor.request_stop)
     supervisor.reserve_space()
     signal_ready()
+    control = await ControlServer.open(supervisor)  # the lead's attach, send and peek (`supervisor.control`)
     try:
         return await supervisor.run()
     except OSError as exc:
@@ -369,6 +385,8 @@ async def _amain(repo: Path, lane_id: str) -> int:
         log.exception("supervisor failed")
         raise
     finally:
+        if control is not None:
+            await control.close()
         with contextlib.suppress(OSError):
             (supervisor.lane.dir / SPACE_RESERVE).unlink()
 

@@ -1,0 +1,109 @@
+"""The lead's hands on a running lane: `attach`, `send`, `peek` (docs/dashboard.md#attach-send-peek).
+
+They talk to the lane's supervisor through its control socket (`engine.supervisor.control`).
+`peek` without `--screen` reads the lane's output.log and works on any lane, running or not.
+Exit codes: 0 done; 1 the lane refused (`send` mid-redraw, to a closed input, to a plain lane);
+2 no such lane, the lane is not running, or a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from lanes_tui.app import cli_args
+from lanes_tui.app.cli_lanes import repo_of
+from lanes_tui.engine import LanesError, load_config, peek_output, peek_screen, send_to_lane
+
+#: The supervisor refused (it is running, but cannot take this now): exit 1, not 2.
+REFUSED = 1
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "attach", help="join a running lane: its live terminal, or its conversation",
+        description="A terminal (pty) lane: the agent's screen, full size, keys go to the agent until the "
+                    "detach key (ctrl+] by default); the lane runs on. The first viewer holds the keyboard, "
+                    "others watch. A claude stream-json lane: the conversation so far and each new turn; a "
+                    "line you type is sent as a user message. Exit 0 on detach; 2: no such lane or not running.",
+        epilog="example: lanes-tui attach fix-login-a1 --detach-key ctrl+g")
+    p.add_argument("lane_id", metavar="ID", help="the lane")
+    p.add_argument("--detach-key", default=None, metavar="KEY",
+                   help='ctrl+] (default), ctrl+LETTER, ctrl+\\, ...; or [keys] "attach.detach" in the config')
+    p.set_defaults(func=cmd_attach)
+
+    p = sub.add_parser(
+        "send", help="send one message to a running lane",
+        description="A claude stream-json lane gets a user message; a terminal lane gets the text and Enter, "
+                    "once its screen is still (refused while it redraws, or while a prompt of it waits in the "
+                    "inbox). Recorded in the lane's events. Exit 0 delivered; 1 the lane refused (say why); "
+                    "2 no such lane or not running.",
+        epilog='example: lanes-tui send fix-login-a1 "also update the changelog"')
+    p.add_argument("lane_id", metavar="ID", help="the lane")
+    p.add_argument("text", metavar="TEXT", help="the message")
+    p.add_argument("--json", action="store_true", help='one object: {"lane", "sent", "via"} or {"lane", "sent": '
+                                                       'false, "error"}')
+    p.set_defaults(func=cmd_send)
+
+    p = sub.add_parser(
+        "peek", help="the last lines of a lane's output, or a terminal lane's live screen",
+        description="Without --screen: the last N lines of output.log, colour codes removed (any lane, running "
+                    "or not). --screen: the rows of a running terminal lane's screen, as the prompt detector "
+                    "reads them. Exit 0; 2 no such lane, or --screen on a lane that is not a running terminal.",
+        epilog="examples: lanes-tui peek fix-login-a1 --lines 20  ·  lanes-tui peek aider-a1 --screen --json")
+    p.add_argument("lane_id", metavar="ID", help="the lane")
+    p.add_argument("--lines", type=cli_args.count, default=40, metavar="N", help="how many lines (default 40)")
+    p.add_argument("--screen", action="store_true", help="the live screen of a terminal lane")
+    p.add_argument("--json", action="store_true",
+                   help='one object: {"lane", "source": "output"|"screen", "lines": [...]} (+ rows, columns, '
+                        'cursor, still for a screen)')
+    p.set_defaults(func=cmd_peek)
+
+
+def cmd_attach(args: argparse.Namespace) -> int:
+    from lanes_tui.app.attach_client import DEFAULT_DETACH, attach
+
+    repo = repo_of(args)
+    key = args.detach_key or load_config(repo).keys.get("attach.detach") or DEFAULT_DETACH
+    print(f"lanes-tui: {attach(repo, args.lane_id, detach=key)}", file=sys.stderr)
+    return 0
+
+
+def cmd_send(args: argparse.Namespace) -> int:
+    repo = repo_of(args)
+    try:
+        reply = send_to_lane(repo, args.lane_id, args.text)
+    except LanesError as exc:
+        code = REFUSED if getattr(exc, "refused", False) else 2
+        if args.json:
+            print(json.dumps({"lane": args.lane_id, "sent": False, "error": str(exc), "exit": code}))
+        else:
+            print(f"lanes-tui: {exc}", file=sys.stderr)
+        return code
+    if args.json:
+        print(json.dumps({"lane": args.lane_id, "sent": True, "via": reply.get("via")}))
+    else:
+        print(f"sent to {args.lane_id} ({reply.get('via')})")
+    return 0
+
+
+def cmd_peek(args: argparse.Namespace) -> int:
+    repo = repo_of(args)
+    result: dict[str, Any]
+    if args.screen:
+        reply = peek_screen(repo, args.lane_id)
+        lines = [str(line) for line in reply.get("lines", [])]
+        while lines and not lines[-1].strip():
+            lines.pop()
+        result = {"lane": args.lane_id, "source": "screen", "lines": lines[-args.lines:] if args.lines else [],
+                  **{k: reply[k] for k in ("rows", "columns", "cursor", "still") if k in reply}}
+    else:
+        result = {"lane": args.lane_id, "source": "output", "lines": peek_output(repo, args.lane_id, args.lines)}
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False))
+    else:
+        for line in result["lines"]:
+            print(line)
+    return 0

@@ -1,0 +1,214 @@
+"""The command line's conveniences: `completion bash|zsh|fish`, `help KEYS|COMMAND`, and `__complete`.
+
+The completion scripts are generated here from the real parser (no argcomplete, nothing to install):
+commands and options are written into the script, so pressing tab starts no Python for them. Lane ids
+and question ids change all the time, so for those the script runs the hidden `lanes-tui __complete
+lanes|questions|…`, which lists folder names of the state folder and imports nothing else: it must
+answer before the lead notices the tab.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+#: Commands whose positional argument is a lane id, and those whose is a question id.
+LANE_COMMANDS = ("status", "wait", "check", "accept", "abandon", "recover", "diff", "review", "verify",
+                 "attach", "send", "peek", "stop")
+QUESTION_COMMANDS = ("answer",)
+#: Options whose value is a path: the shell completes files for them.
+PATH_OPTIONS = ("--repo", "--demo-dir", "--prompt-file", "--plan")
+#: What `__complete` lists.
+KINDS = ("lanes", "questions", "types", "providers", "states", "commands")
+
+
+def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)")
+    p.add_argument("shell", choices=("bash", "zsh", "fish"))
+    p.set_defaults(func=cmd_completion)
+
+    p = sub.add_parser("help", help="help on a topic: KEYS (the dashboard's keys) or a command")
+    p.add_argument("topic", nargs="?", metavar="KEYS|COMMAND", help="KEYS, or a command name")
+    p.set_defaults(func=cmd_help)
+
+    p = sub.add_parser("__complete")  # no help=: hidden from the command list
+    p.add_argument("kind", choices=KINDS)
+    p.set_defaults(func=cmd_complete)
+
+
+# --- __complete: fast, for the shell --------------------------------------------------------------
+
+def _state_dir(repo: Path | None) -> Path | None:
+    """The state folder: `--repo`'s, a lane's own (`LANES_HOME`), or the nearest `.lanes/state` above here."""
+    if repo is not None:
+        return Path(repo) / ".lanes" / "state"
+    home = os.environ.get("LANES_HOME", "")
+    if home:
+        return Path(home)
+    here = Path.cwd()
+    for folder in (here, *here.parents):
+        if (folder / ".lanes" / "state").is_dir():
+            return folder / ".lanes" / "state"
+    return None
+
+
+def _lane_ids(state: Path) -> Iterator[str]:
+    lanes = state / "lanes"
+    if lanes.is_dir():
+        yield from sorted(p.name for p in lanes.iterdir() if (p / "lane.json").is_file())
+
+
+def _open_questions(state: Path) -> Iterator[str]:
+    """Question ids with no answer file yet (answered ones cannot be answered again)."""
+    inbox = state / "inbox"
+    if not inbox.is_dir():
+        return
+    for lane in sorted(inbox.iterdir()):
+        if not lane.is_dir():
+            continue
+        for path in sorted(lane.glob("q_*.json")):
+            qid = path.name.removesuffix(".json")
+            if "." not in qid and not (lane / f"{qid}.answer.json").exists():
+                yield qid
+
+
+def cmd_complete(args: argparse.Namespace) -> int:
+    """One candidate a line; nothing (and exit 0) when there is nothing to offer."""
+    state = _state_dir(args.repo)
+    if args.kind == "commands":
+        from lanes_tui.app.cli import COMMAND_MODULES
+
+        found: list[str] = [c for c in COMMAND_MODULES if not c.startswith("_")]
+    elif args.kind in ("types", "providers", "states"):
+        found = _from_config(args)
+    elif state is None:
+        found = []
+    else:
+        found = list(_lane_ids(state) if args.kind == "lanes" else _open_questions(state))
+    if found:
+        print("\n".join(found))
+    return 0
+
+
+def _from_config(args: argparse.Namespace) -> list[str]:
+    """Task types and providers of this repository's config (the defaults when it cannot be read)."""
+    from lanes_tui.engine import STATES, TASK_TYPES, LanesError, find_repo_root, load_config
+
+    if args.kind == "states":
+        return list(STATES)
+    try:
+        config = load_config(find_repo_root(Path(args.repo) if args.repo else Path.cwd()))
+    except LanesError:
+        return list(TASK_TYPES) if args.kind == "types" else []
+    return list(config.chains) if args.kind == "types" else sorted(config.providers)
+
+
+# --- help -----------------------------------------------------------------------------------------
+
+def cmd_help(args: argparse.Namespace) -> int:
+    from lanes_tui.app import cli
+    from lanes_tui.app.cli_help import describe
+
+    topic = args.topic
+    if topic is not None and topic.upper() == "KEYS":
+        return _print_keys(args)
+    if topic is not None and topic not in cli.COMMAND_MODULES:
+        from lanes_tui.engine import LanesError
+
+        raise LanesError(f"no help on {topic!r}", "try `lanes-tui help KEYS` or `lanes-tui help COMMAND` "
+                                                  "(`lanes-tui --help` lists the commands)")
+    parser = cli.build_parser(topic)
+    describe(parser)
+    if topic is None:
+        parser.print_help()
+        print("\nhelp topics: KEYS (the dashboard's keys), or any COMMAND above")
+        return 0
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            action.choices[topic].print_help()
+    return 0
+
+
+def _print_keys(args: argparse.Namespace) -> int:
+    """The dashboard's keys from the table the dashboard binds (`app.keys`), with this repository's remaps."""
+    from lanes_tui.app.keys import help_rows
+    from lanes_tui.engine import LanesError, find_repo_root, load_config
+
+    keymap: dict[str, str] = {}
+    try:
+        root = find_repo_root(Path(args.repo) if args.repo else Path.cwd())
+    except LanesError:  # outside a repository: the default keys, nothing to say about it
+        root = None
+    try:
+        keymap = dict(load_config(root).keys) if root is not None else {}
+    except LanesError as exc:  # a config it cannot read: the default keys, and why
+        print(f"lanes-tui: showing the default keys: {exc}", file=sys.stderr)
+    names = {"slash": "/", "question_mark": "?", "comma": ",", "full_stop": ".", "minus": "-", "plus": "+"}
+    rows = [(names.get(key, key), what) for key, what in help_rows(keymap)]  # Textual's names as typed
+    width = max(len(key) for key, _ in rows)
+    print("The dashboard's keys (remap any of them in .lanes/config.toml under [keys]; docs/dashboard.md):")
+    for key, what in rows:
+        print(f"  {key:<{width}}  {what}")
+    return 0
+
+
+# --- completion scripts ---------------------------------------------------------------------------
+
+def _tree() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
+    """The full parser and its visible subcommands (`plan check` for plan's own), by name."""
+    from lanes_tui.app import cli
+
+    parser = cli.build_parser(None)
+    found: dict[str, argparse.ArgumentParser] = {}
+
+    def walk(p: argparse.ArgumentParser, prefix: str) -> None:
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                visible = {c.dest for c in action._choices_actions}
+                for name, sub in action.choices.items():
+                    if name in visible:
+                        found[f"{prefix}{name}"] = sub
+                        walk(sub, f"{prefix}{name} ")
+
+    walk(parser, "")
+    return parser, found
+
+
+def _options(parser: argparse.ArgumentParser) -> list[tuple[str, str]]:
+    """(option, its help) for every option string of `parser`."""
+    return [(opt, _help_of(action)) for action in parser._actions for opt in action.option_strings
+            if action.help != argparse.SUPPRESS]
+
+
+def _help_of(action: argparse.Action) -> str:
+    text = " ".join(str(action.help or "").replace("%%", "%").split())
+    return text if len(text) <= 70 else text[:69] + "…"
+
+
+def _summary(parser: argparse.ArgumentParser, name: str) -> str:
+    """A subcommand's one-line help, as the parent's command list shows it."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for choice in action._choices_actions:
+                if choice.dest == name:
+                    return _help_of(choice)
+    return ""
+
+
+def cmd_completion(args: argparse.Namespace) -> int:
+    from lanes_tui.app.completion_scripts import bash_script, fish_script, zsh_script
+
+    parser, commands = _tree()
+    present = set(commands)
+    spec = {"globals": _options(parser),
+            "commands": {name: (_summary(parser if " " not in name else commands[name.split(" ")[0]],
+                                         name.split(" ")[-1]), _options(sub)) for name, sub in commands.items()},
+            "lane_commands": [c for c in LANE_COMMANDS if c in present],
+            "question_commands": [c for c in QUESTION_COMMANDS if c in present],
+            "path_options": list(PATH_OPTIONS), "value_options": ["--repo", "--demo-dir"]}
+    make = {"bash": bash_script, "zsh": zsh_script, "fish": fish_script}[args.shell]
+    sys.stdout.write(make(spec))
+    return 0

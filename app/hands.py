@@ -1,0 +1,107 @@
+"""The lead's hands on the selected lane from the dashboard: `t` attaches, `T` sends one line.
+
+`t` asks the lane's supervisor what it runs (`lane_hands`). A terminal lane: the dashboard suspends
+(`App.suspend`), the same passthrough as `lanes-tui attach` takes the terminal, and the detach key
+brings the dashboard back with the lane still running. A claude stream-json lane: the conversation
+view (`widgets.conversation`), read from the lane's files, with a message line sent through the
+socket; a conversation lane that has ended opens read-only. A plain lane has nothing to attach to.
+
+The socket calls block (a few milliseconds; `send` to a terminal may wait up to two seconds for
+the screen to be still), so they run in a thread and never stall the dashboard.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import Any
+
+from textual import work
+from textual.app import SuspendNotSupported
+
+from lanes_tui.app.flows import DecisionFlows
+from lanes_tui.engine import LanesError, conversation, lane_hands, send_to_lane
+from lanes_tui.widgets import ReasonModal
+from lanes_tui.widgets.conversation import ConversationScreen
+
+__all__ = ["HandsFlows"]
+
+
+class HandsFlows(DecisionFlows):
+    """Mixed into the dashboard screen like `DecisionFlows`."""
+
+    @work(group="hands", exclusive=True)
+    async def action_attach(self) -> None:
+        lane = self._need_lane()
+        if lane is None:
+            return
+        repo = self.lanes_app.engine.repo
+        hands = await self._guard(lambda: asyncio.to_thread(lane_hands, repo, lane))
+        if hands is None:
+            return
+        mode = hands.get("mode") if hands.get("running") else None
+        if mode == "pty":
+            self._attach_terminal(lane)
+        elif mode == "conversation":
+            self._open_conversation(lane, live=True)
+        elif hands.get("live") and hands.get("running"):
+            self.app.notify(f"{lane} runs on pipes: there is no terminal or conversation to attach to; "
+                            "its output is in the Output tab", title="Attach", severity="warning")
+        elif await self._has_conversation(lane):
+            self._open_conversation(lane, live=False)
+        else:
+            self.app.notify(f"{lane} is not running ({hands.get('state')}): nothing to attach to; "
+                            "its output is in the Output tab", title="Attach", severity="warning")
+
+    async def _has_conversation(self, lane: str) -> bool:
+        turns = await self._guard(lambda: asyncio.to_thread(conversation, self.lanes_app.engine.repo, lane))
+        return bool(turns) and any(t.role in ("assistant", "result") for t in turns or ())
+
+    def _attach_terminal(self, lane: str) -> None:
+        """The dashboard steps aside; the attach client has the terminal until the detach key."""
+        from lanes_tui.app.attach_client import DEFAULT_DETACH, attach
+
+        engine = self.lanes_app.engine
+        key = engine.config.keys.get("attach.detach") or DEFAULT_DETACH
+        try:
+            with self.app.suspend():
+                said = attach(engine.repo, lane, detach=key)
+        except SuspendNotSupported:
+            self.app.notify("this terminal cannot hand itself over: run `lanes-tui attach "
+                            f"{lane}` in another terminal", title="Attach", severity="warning")
+            return
+        except LanesError as exc:
+            self.app.notify(str(exc), title="Refused", severity="error", timeout=10)
+            return
+        self.app.notify(said, title="Detached")
+
+    def _open_conversation(self, lane: str, *, live: bool) -> None:
+        repo = self.lanes_app.engine.repo
+
+        async def load() -> Any:
+            try:
+                return await asyncio.to_thread(conversation, repo, lane)
+            except LanesError:
+                return []
+
+        async def send(text: str) -> str:
+            reply = await asyncio.to_thread(send_to_lane, repo, lane, text)
+            return f"sent ({reply.get('via')})"
+
+        self.app.push_screen(ConversationScreen(lane, load=load, send=send if live else None))
+
+    @work(group="hands-send", exclusive=True)
+    async def action_send_line(self) -> None:
+        lane = self._need_lane()
+        if lane is None:
+            return
+        text = await self.app.push_screen_wait(ReasonModal(
+            f"Send to {lane}", ["One line for the agent: a user message for a conversation (claude stream-json) "
+                                "lane; the text and Enter for a terminal lane, once its screen is still."],
+            placeholder="a message"))
+        if text is None:
+            return
+        repo = self.lanes_app.engine.repo
+        reply = await self._guard(lambda: asyncio.to_thread(partial(send_to_lane, repo, lane, text)))
+        if reply is not None:
+            self.app.notify(f"{lane}: {text}", title=f"Sent ({reply.get('via')})")

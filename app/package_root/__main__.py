@@ -1,0 +1,5 @@
+"""`python -m lanes_tui` is the `lanes-tui` command, for a machine where the script is not on PATH."""
+
+from lanes_tui.app.cli import main
+
+raise SystemExit(main())
