@@ -11,9 +11,15 @@ rejected by its gates, rejected by its review), it saves into `screenshots/`:
   enforces each,
 - `plan.svg`   the dashboard with the Plan tab open on the demo's plan,
 - `accept.svg` the accept modal of the ready lane (`a`),
-- `help.svg`   the help screen (`?`).
+- `help.svg`   the help screen (`?`),
+- `conversation.svg` the conversation view (`t`) of a real claude stream-json lane: a lane started
+  on the demo repository once the other shots are saved, running the fake claude CLI
+  (`tests/fakes/fake_claude.py`, `chat` mode, a `[providers.fakeclaude]` added to the demo's config)
+  through the real supervisor and channel; the lane is selected in the dashboard, `t` opens the view,
+  lines are typed into its message line and sent through the lane's control socket, and the shot is
+  saved once the agent's `ack:` of each is on screen. Nothing is staged or parsed by hand.
 
-Every lane is stopped and the demo removed afterwards, whatever happens.
+Every lane (the conversation lane too) is stopped and the demo removed afterwards, whatever happens.
 """
 
 from __future__ import annotations
@@ -27,10 +33,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lanes_tui.engine.lanes.launcher import stop_lane
+from lanes_tui.engine import lane_hands
+from lanes_tui.engine.config.settings import load_config
+from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, stop_lane
 from lanes_tui.engine.sim.demo import Demo, build_demo, start_demo_lanes
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.status import LaneStatus
+from tests.fakes import CLAUDE_TABLE
 
 SIZE = (120, 36)
 OUT = Path(__file__).resolve().parent.parent / "screenshots"
@@ -39,17 +48,31 @@ WANTED = {"ready-a1": {"ready"}, "question-a1": {"waiting"}, "stall-a1": {"stall
           "broken-gates-a1": {"rejected"}, "fallback-a1": {"ready"}, "busy-cpu-a1": {"running"},
           "review-blocked-a1": {"rejected"}}
 IDLE_TIMEOUT_S = 8
+#: The conversation lane: the fake claude's `chat` mode (the prompt's last line starts with `chat`)
+#: says "ready for messages" and answers each message with `ack: <text>`.
+CHAT_PROVIDER = "fakeclaude"
+CHAT_PROMPT = "chat with the lead about the calculator's next feature"
+CHAT_SLUG = "chat"
+CHAT_LINES = ("add a divide function that refuses b == 0", "and a test for it, please")
 
 
-def shorten_idle_timeout(demo: Demo, seconds: int) -> None:
-    """Edit the demo repository's own config (committed there, so its checkout stays clean)."""
+def configure_demo(demo: Demo, idle_timeout_s: int) -> None:
+    """Edit the demo repository's own config (committed there, so its checkout stays clean): a short
+    idle timeout, and the fake claude provider the conversation lane runs on."""
     config = demo.repo / ".lanes" / "config.toml"
-    text, count = re.subn(r"(?m)^idle_timeout_s = \d+", f"idle_timeout_s = {seconds}", config.read_text())
+    text, count = re.subn(r"(?m)^idle_timeout_s = \d+", f"idle_timeout_s = {idle_timeout_s}", config.read_text())
     if count != 1:
         raise RuntimeError(f"no idle_timeout_s line in {config}")
-    config.write_text(text)
-    for argv in (["add", str(config)], ["commit", "-q", "-m", "demo: short idle timeout for screenshots"]):
+    config.write_text(text.rstrip("\n") + "\n\n" + CLAUDE_TABLE)
+    for argv in (["add", str(config)],
+                 ["commit", "-q", "-m", "demo: short idle timeout and a fake claude for screenshots"]):
         subprocess.run(["git", *argv], cwd=demo.repo, check=True, capture_output=True)
+
+
+def start_chat_lane(demo: Demo) -> str:
+    """A claude stream-json lane on the fake claude; no idle limit (it waits quietly for the lead)."""
+    request = LaunchRequest(prompt=CHAT_PROMPT, lane=CHAT_PROVIDER, slug=CHAT_SLUG, caps={"idle_timeout_s": 0})
+    return launch_lane(demo.repo, load_config(demo.repo), request).id
 
 
 async def shoot(demo: Demo, out: Path, *, timeout_s: float = 120.0) -> list[Path]:
@@ -96,7 +119,43 @@ async def shoot(demo: Demo, out: Path, *, timeout_s: float = 120.0) -> list[Path
         await pilot.pause(0.5)
         saved.append(Path(app.save_screenshot("help.svg", str(out))))
         await pilot.press("escape")
+        await _until(lambda: app.screen is screen, 10)
+
+        saved.append(await _shoot_conversation(demo, app, pilot, screen, out))
     return saved
+
+
+async def _shoot_conversation(demo: Demo, app: Any, pilot: Any, screen: Any, out: Path) -> Path:
+    """Start the fake claude lane, select it, `t`, type each line and wait for its `ack:`."""
+    from lanes_tui.widgets import LanesTable
+    from lanes_tui.widgets.conversation import ConversationScreen
+
+    lane = await asyncio.to_thread(start_chat_lane, demo)
+    await _until(lambda: lane in screen.lanes, 30, what=lambda: sorted(screen.lanes))
+
+    async def talking() -> bool:  # its supervisor answers on the socket and the agent has spoken
+        hands = await asyncio.to_thread(lane_hands, demo.repo, lane)
+        log = StatePaths(demo.repo).lane(lane).output
+        return bool(hands.get("running") and hands.get("mode") == "conversation" and log.exists()
+                    and "ready for messages" in log.read_text(errors="replace"))
+
+    await _until_async(talking, 30, what=lambda: screen.lanes[lane].state)
+    table = screen.query_one(LanesTable)
+    table.move_cursor(row=table.get_row_index(lane), animate=False)
+    await _until(lambda: screen.selected_lane == lane, 10)
+    await pilot.press("t")
+    view = await _until(lambda: app.screen if isinstance(app.screen, ConversationScreen) else None, 30)
+    await _until(lambda: any("ready for messages" in t.text for t in view.turns), 30,
+                 what=lambda: [t.text for t in view.turns])
+    for line in CHAT_LINES:
+        await pilot.press(*line, "enter")
+        await _until(lambda line=line: any(t.role == "assistant" and t.text == f"ack: {line}" for t in view.turns),
+                     30, what=lambda: [t.text for t in view.turns])
+    await pilot.pause(0.5)
+    path = Path(app.save_screenshot("conversation.svg", str(out)))
+    await pilot.press("escape")
+    await _until(lambda: app.screen is screen, 10)
+    return path
 
 
 def _states(lanes: dict[str, LaneStatus]) -> dict[str, str]:
@@ -118,6 +177,16 @@ async def _until(predicate: Any, timeout: float, what: Any = None) -> Any:
     raise RuntimeError(f"timed out after {timeout:g}s" + (f": {what()}" if what else ""))
 
 
+async def _until_async(predicate: Any, timeout: float, what: Any = None) -> Any:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        value = await predicate()
+        if value:
+            return value
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"timed out after {timeout:g}s" + (f": {what()}" if what else ""))
+
+
 async def _stop_all(repo: Path) -> None:
     await asyncio.gather(*(stop_lane(repo, lane) for lane in StatePaths(repo).lane_ids()))
 
@@ -129,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     demo = build_demo()
     try:
-        shorten_idle_timeout(demo, IDLE_TIMEOUT_S)
+        configure_demo(demo, IDLE_TIMEOUT_S)
         start_demo_lanes(demo)
         saved = asyncio.run(shoot(demo, args.out))
     finally:
