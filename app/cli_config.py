@@ -24,6 +24,7 @@ from lanes_tui.engine import (
     LanesError,
     StatePaths,
     check_capped,
+    describe_gates,
     describe_heavy_slots,
     detect_containment,
     governor_summary,
@@ -166,6 +167,7 @@ def doctor_report(repo: Path) -> dict[str, Any]:
              for name, allow in [*sorted((n, p.env) for n, p in config.providers.items()), ("gates", config.gates.env)]}
     allows = {**{n: list(p.env) for n, p in config.providers.items()}, "gates": list(config.gates.env)}
     report["env"] = {"base": base, "extra": extra, "allows": allows}
+    report["gates"] = describe_gates(repo, config.gates)  # the venv and each step, detected or configured
     for name in sorted({p for chain in config.chains.values() for p in chain}):
         exe = config.providers[name].executable()
         if _found(exe) is None:
@@ -214,6 +216,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         allow = env["allows"].get(name) or []
         print(f"env {name:<8} + {', '.join(extra) or 'nothing more'}"
               + (f"  (allows {', '.join(allow)})" if allow else ""))
+    for line in report["gates"]:
+        print(f"gates: {line}")
     for change in report["stale"]:
         print(f"stale: {change['lane']} was {change['before']}, now {change['after']} ({change['reason']})")
     for lane_id in report["lost"]:

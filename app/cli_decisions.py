@@ -15,14 +15,20 @@ from lanes_tui.engine import (
     Accept,
     LanesError,
     abandon_lane,
+    check_gh,
     check_lane,
+    duration_text,
     finish,
     group_members,
     inspect_lane,
     lane_diff,
+    lane_gate_report,
     load_config,
+    open_pr,
     plan_accept,
     plan_queue,
+    programme_branch,
+    push_branch,
     read_lane,
     recheck,
     relaunch,
@@ -35,6 +41,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = sub.add_parser("check", help="run a lane's gates again and rewrite its packet")
     p.add_argument("lane_id")
     p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
+    p.add_argument("--log", action="store_true",
+                   help="print the last check's steps and the failing step's output; runs nothing (docs/gates.md)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("accept", help="the guarded accept: gates, digest, commit, rebase if needed, fast-forward")
@@ -68,8 +76,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
     p.set_defaults(func=cmd_recover)
 
-    p = sub.add_parser("finish", help="remove merged lane worktrees and branches; list leftovers")
+    p = sub.add_parser("finish", help="remove merged lane worktrees and branches; list leftovers; push")
     p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
+    p.add_argument("--no-push", action="store_true", help="do not push the programme branch to its upstream")
+    p.add_argument("--pr", action="store_true", help="then open a pull request with gh (installed and logged in)")
     p.set_defaults(func=cmd_finish)
 
     p = sub.add_parser("diff", help="a lane's diff against its base, with per-file digests")
@@ -82,6 +92,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 def cmd_check(args: argparse.Namespace) -> int:
     repo = repo_of(args)
+    if args.log:
+        return _print_gate_log(repo, args.lane_id)
     packet = asyncio.run(check_lane(repo, load_config(repo), args.lane_id))
     code = 0 if packet.get("gates_status") in ("passed", "none") else 1
     if args.json:
@@ -93,6 +105,23 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"WARNING: {warning}")
     print(f"{args.lane_id}: gates {packet.get('gates_status')}, next: {packet.get('next')}")
     return code
+
+
+def _print_gate_log(repo: Path, lane_id: str) -> int:
+    """`check ID --log`: what the Gates tab shows, as text; exit 1 when a step failed or timed out."""
+    report = lane_gate_report(repo, load_config(repo), lane_id)
+    if report.planned:
+        print(f"{lane_id}: no check has run yet; a check would run:")
+    for step in report.steps:
+        took = "" if step.status in ("planned", "not-run") else duration_text(step.duration_s)
+        code = f"exit {step.exit_code}" if step.exit_code is not None else ""
+        print(f"{step.status:>8}  {step.name:<12} {took:>6} {code:<7} {step.command}")
+    for warning in report.warnings:
+        print(f"WARNING: {warning}")
+    if report.failing is not None:
+        print(f"--- output of {report.failing} ---")
+        print(report.output.rstrip("\n"))
+    return 1 if report.failing is not None else 0
 
 
 def _json(value: object, code: int = 0) -> int:
@@ -230,19 +259,37 @@ def cmd_recover(args: argparse.Namespace) -> int:
 
 
 def cmd_finish(args: argparse.Namespace) -> int:
+    """Exit 1 when anything is left over or the push failed (docs/decisions.md, "finish")."""
     repo = repo_of(args)
-    report = finish(repo, load_config(repo))
+    config = load_config(repo)
+    branch = programme_branch(repo, config)
+    if args.pr:
+        check_gh(repo)  # refused before anything is touched
+    report = finish(repo, config)
+    pushed = None if args.no_push else push_branch(repo, branch, protected=set(config.lanes.protected_branches))
+    pr = open_pr(repo, branch) if args.pr and (pushed is None or pushed.ok) else None
+    code = 1 if report.leftovers or (pushed is not None and not pushed.ok) else 0
     if args.json:
+        push = None if pushed is None else {"branch": branch, "upstream": pushed.upstream.name if pushed.upstream
+                                            else None, "status": pushed.status, "detail": pushed.detail,
+                                            "line": pushed.line()}
         return _json({"removed": list(report.removed), "leftovers": [
-            {"kind": left.kind, "id": left.lane_id, "path": str(left.path), "fix": left.fix}
-            for left in report.leftovers]})
+            {"kind": left.kind, "id": left.lane_id, "path": str(left.path) if left.path else None, "fix": left.fix,
+             "branch": left.branch}
+            for left in report.leftovers], "deleted": list(report.deleted), "push": push, "pr": pr}, code)
     for item in report.removed:
         print(f"removed {item}")
     for left in report.leftovers:
-        print(f"{left.kind:<9} {left.lane_id:<28} {left.path}  → {left.fix}")
+        print(f"{left.kind:<9} {left.lane_id:<28} {left.path or left.branch}  → {left.fix}")
     if not report.removed and not report.leftovers:
         print("nothing to finish")
-    return 0
+    if report.leftovers:
+        print(f"LEFTOVERS: {len(report.leftovers)}")
+    if pushed is not None and pushed.upstream is not None:  # no upstream: a project without a remote, said in --json
+        print(pushed.line())
+    if pr is not None:
+        print(f"PR {pr}")
+    return code
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

@@ -16,8 +16,9 @@ from lanes_tui.app.cli_args import HelpText
 #: command (`plan check` for a plan subcommand) -> (description, example lines).
 HELP: dict[str, tuple[str, tuple[str, ...]]] = {
     "init": ("Write .lanes/config.toml with every key explained (set or commented out), and make git ignore "
-             ".lanes/state/. Refuses to overwrite a config without --force.",
-             ("lanes-tui init", "lanes-tui init --force")),
+             ".lanes/state/. Refuses to overwrite a config without --force. --hooks installs a pre-push hook "
+             "that runs the gates before the programme branch is pushed (instead of the config).",
+             ("lanes-tui init", "lanes-tui init --force", "lanes-tui init --hooks")),
     "run": ("Start a lane: a worktree on a new lane/ branch and a detached supervisor that runs the task "
             "type's provider chain, its gates and its review. Prints the lane id on its last line (with "
             "--json: one object, docs/cli.md).",
@@ -57,9 +58,11 @@ HELP: dict[str, tuple[str, tuple[str, ...]]] = {
                 "its provider's quota starts again.",
                 ("lanes-tui recover fix-login-a1", "lanes-tui recover fix-login-a1 --recheck",
                  "lanes-tui recover fix-login-a1 --relaunch --json")),
-    "finish": ("Remove the worktrees and branches of lanes already merged, and list what is left with the "
-               "command that deals with each.",
-               ("lanes-tui finish", "lanes-tui finish --json")),
+    "finish": ("Remove the worktrees and lane/ branches of lanes already merged (squash-merged and cherry-picked "
+               "work too: the target holds the branch's version of every file it changed), list what is left "
+               "with the command that deals with each (LEFTOVERS: N), then push the programme branch to its "
+               "upstream (PUSHED or PUSH-FAILED). Exit 1 when anything is left over or the push failed.",
+               ("lanes-tui finish", "lanes-tui finish --no-push --json", "lanes-tui finish --pr")),
     "diff": ("A lane's diff against its base (read-only), with per-file and overall digests.",
              ("lanes-tui diff fix-login-a1", "lanes-tui diff fix-login-a1 --stat",
               "lanes-tui diff fix-login-a1 --json")),

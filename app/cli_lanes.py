@@ -26,6 +26,7 @@ from lanes_tui.engine import (
     check_prompt,
     describe_limit,
     find_repo_root,
+    install_pre_push,
     lane_settled,
     lane_statuses,
     lanes_needing_lead,
@@ -48,7 +49,10 @@ WAIT_TIMED_OUT = 124
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("init", help="write .lanes/config.toml with commented defaults")
-    p.add_argument("--force", action="store_true", help="overwrite an existing config")
+    p.add_argument("--force", action="store_true", help="overwrite an existing config (with --hooks: the hook)")
+    p.add_argument("--hooks", action="store_true",
+                   help="install a pre-push hook that runs the gates before the programme branch is pushed "
+                        "(instead of writing the config)")
     p.set_defaults(func=cmd_init)
 
     p = sub.add_parser("run", help="start a lane (detached) and print its id")
@@ -118,6 +122,9 @@ def repo_of(args: argparse.Namespace) -> Path:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
+    if args.hooks:
+        print(f"wrote {install_pre_push(repo_of(args), force=args.force)}")
+        return 0
     path = write_default_config(repo_of(args), force=args.force)
     print(f"wrote {path}")
     return 0

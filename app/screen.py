@@ -39,6 +39,7 @@ from lanes_tui.engine import LaneStatus
 from lanes_tui.widgets import (
     AttentionBar,
     DiffPane,
+    GatesPane,
     InboxPane,
     LanesTable,
     MetersPane,
@@ -85,6 +86,8 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
                     yield OutputPane(id="output")
                 with TabPane("Diff", id="tab-diff"):
                     yield DiffPane(id="diff")
+                with TabPane("Gates", id="tab-gates"):
+                    yield GatesPane(id="gates")
                 with TabPane("Worktrees", id="tab-worktrees"):
                     yield WorktreesPane(id="worktrees")
                 with TabPane("Plan", id="tab-plan"):
@@ -118,6 +121,10 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
         for lane_id in message.removed:
             self.lanes.pop(lane_id, None)
         self._apply_lanes(message.statuses)
+        lane = self.selected_lane  # a check just ended: the Gates tab shows its outcome
+        if lane and self.query_one(TabbedContent).active == "tab-gates" and any(
+                s.id == lane for s in message.statuses):
+            self._load_gates(lane)
         if any(q.get("answered_by") == "rule" for q in self.questions):  # shown only while their lane runs
             self._apply_questions(self.questions, notify=False)
 
@@ -212,6 +219,8 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
             self.call_after_refresh(self._load_output, lane_id)
             if self.query_one(TabbedContent).active == "tab-diff":
                 self._load_diff(lane_id)
+            elif self.query_one(TabbedContent).active == "tab-gates":
+                self._load_gates(lane_id)
 
     @work(group="output", exclusive=True)
     async def _load_output(self, lane_id: str) -> None:
@@ -226,10 +235,18 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
         if lane_id == self.selected_lane:
             self.query_one(DiffPane).show(lane_id, text)
 
+    @work(group="gates", exclusive=True)
+    async def _load_gates(self, lane_id: str) -> None:
+        report = await self.lanes_app.engine.gate_report(lane_id)
+        if lane_id == self.selected_lane:
+            self.query_one(GatesPane).show(lane_id, report)
+
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id == "tab-diff" and self.selected_lane:
             self._load_diff(self.selected_lane)
+        elif event.pane.id == "tab-gates" and self.selected_lane:
+            self._load_gates(self.selected_lane)
         elif event.pane.id == "tab-worktrees":
             self._poll_worktrees()
 

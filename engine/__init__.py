@@ -73,10 +73,14 @@ _EXPORTS: dict[str, str] = {
     "AcceptPlan": "decisions.accept_plan", "plan_accept": "decisions.accept_plan",
     "AbandonPlan": "decisions.abandon", "abandon_lane": "decisions.abandon", "plan_abandon": "decisions.abandon",
     "check_lane": "decisions.check", "lane_diff": "decisions.lane_diff",
+    "lane_gate_report": "decisions.check", "GateReport": "decisions.gate_log", "GateStepView": "decisions.gate_log",
+    "duration_text": "decisions.gate_log", "describe_gates": "decisions.gate_plan",
     "review_by_lead": "decisions.review_run", "verify_lane": "decisions.verify",
     "describe_review": "decisions.review_prompt", "describe_verification": "decisions.review_prompt",
     "review_detail": "decisions.review_prompt", "verification": "decisions.review_prompt",
     "FinishReport": "decisions.finish", "finish": "decisions.finish",
+    "check_gh": "decisions.shipping", "open_pr": "decisions.shipping", "install_pre_push": "decisions.shipping",
+    "programme_branch": "decisions.shipping", "push_branch": "git.upstream",
     "Findings": "decisions.recover", "RECOVERABLE": "decisions.recover", "inspect_lane": "decisions.recover",
     "recheck": "decisions.recover", "relaunch": "decisions.recover",
     "reconcile": "decisions.reconcile",
@@ -124,8 +128,10 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.decisions.accept import Accept, AcceptOutcome
     from lanes_tui.engine.decisions.accept_journal import StuckAccept, stuck_accepts
     from lanes_tui.engine.decisions.accept_plan import AcceptPlan, plan_accept
-    from lanes_tui.engine.decisions.check import check_lane
+    from lanes_tui.engine.decisions.check import check_lane, lane_gate_report
     from lanes_tui.engine.decisions.finish import FinishReport, finish
+    from lanes_tui.engine.decisions.gate_log import GateReport, GateStepView, duration_text
+    from lanes_tui.engine.decisions.gate_plan import describe_gates
     from lanes_tui.engine.decisions.lane_diff import lane_diff
     from lanes_tui.engine.decisions.queue import QueuePlan, QueueReport, plan_queue, run_queue
     from lanes_tui.engine.decisions.ranking import rank_group
@@ -138,8 +144,10 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
         verification,
     )
     from lanes_tui.engine.decisions.review_run import review_by_lead
+    from lanes_tui.engine.decisions.shipping import check_gh, install_pre_push, open_pr, programme_branch
     from lanes_tui.engine.decisions.stop import StopReport, live_lane_ids, stop_lanes
     from lanes_tui.engine.decisions.verify import verify_lane
+    from lanes_tui.engine.git.upstream import push_branch
     from lanes_tui.engine.git.worktrees import find_repo_root
     from lanes_tui.engine.inbox.files import STATES as QUESTION_STATES
     from lanes_tui.engine.inbox.files import validate_qid
@@ -223,6 +231,8 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "EngineNotice",
     "Findings",
     "FinishReport",
+    "GateReport",
+    "GateStepView",
     "InboxStore",
     "LaneChanged",
     "LaneRecord",
@@ -249,22 +259,27 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "build_demo",
     "cancel_plan",
     "check_capped",
+    "check_gh",
     "check_lane",
     "check_prompt",
     "check_report",
     "conversation",
+    "describe_gates",
     "describe_heavy_slots",
     "describe_limit",
     "describe_review",
     "describe_verification",
     "detect_containment",
+    "duration_text",
     "find_repo_root",
     "finish",
     "governor_summary",
     "group_members",
     "inspect_lane",
+    "install_pre_push",
     "lane_caps",
     "lane_diff",
+    "lane_gate_report",
     "lane_hands",
     "lane_settled",
     "lane_statuses",
@@ -276,6 +291,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "load_config",
     "load_plan",
     "open_attach",
+    "open_pr",
     "parse_bytes",
     "parse_percent",
     "passed_env_names",
@@ -289,7 +305,9 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "plan_queue",
     "plan_statuses",
     "plan_summaries",
+    "programme_branch",
     "provider_family",
+    "push_branch",
     "rank_group",
     "read_lane",
     "read_layers",

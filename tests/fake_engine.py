@@ -101,6 +101,12 @@ class FakeEngine:
         self.calls.append(("diff", lane_id))
         return f"--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-old {lane_id}\n+new {lane_id}\n"
 
+    async def gate_report(self, lane_id: str) -> Any:
+        self.calls.append(("gates", lane_id))
+        from lanes_tui.engine import GateReport, GateStepView
+        steps = (GateStepView("pytest", "failed", 62.0, "python -m pytest -q", 1, 1200.0),)
+        return GateReport(steps, "pytest", f"FAILED tests/test_calc.py::test_add - {lane_id}\n", ())
+
     async def worktree_rows(self) -> list[dict[str, Any]]:
         return [{"lane": s.id, "path": s.worktree, "branch": s.branch, "changed": 2, "insertions": 14,
                  "deletions": 3, "ahead": 0, "behind": 0} for s in self._lanes.values()]

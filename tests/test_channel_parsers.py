@@ -144,7 +144,7 @@ async def test_claude_permission_is_answered_once_then_delivered(claude: Rig) ->
     [view] = claude.inbox.list(LANE)
     question = view.question
     assert (question.kind, question.source, question.title) == ("permission", "claude-stdio", "Allow Bash: make clean")
-    assert dict(question.correlation) == {"request_id": "r1", "tool_name": "Bash"}
+    assert dict(question.correlation) == {"request_id": "r1", "tool_name": "Bash", "subject": "make clean"}
     await claude.channel.tick()
     assert claude.io.writes == [], "nothing is written before the lead answers"
     claude.inbox.answer(question.id, "yes")

@@ -54,7 +54,7 @@ def test_missing_file_gives_defaults(project: Path) -> None:
     assert config.lanes.target_branch is None
     assert config.lanes.warn_after_s == 450
     assert config.gates == GatesConfig()
-    assert config.gates.commands == ("python -m pytest -q",)
+    assert config.gates.commands is None and config.gates.detect  # no key: detected (docs/gates.md)
     assert (config.gates.timeout_s, config.gates.slots, config.gates.slot_wait_s) == (1800, 1, 600)
     assert dict(config.chains) == {
         "backend": ("codex", "claude"), "hard": ("claude", "codex"), "ui": ("claude", "gemini"),

@@ -305,8 +305,9 @@ def test_finish_removes_merged_and_lists_leftovers(programme: Path) -> None:
     merged = lane_ready(repo, "say nothing to change\n", "noop")
     dirty = lane_ready(repo, "write d.txt x\n", "dirty")
     report = cli(repo, "finish")
-    assert report.returncode == 0
+    assert report.returncode == 1, "a leftover: exit 1"
     assert "lane/noop-a1" in report.stdout and "DIRTY" in report.stdout and "dirty-a1" in report.stdout
+    assert "LEFTOVERS: 1" in report.stdout and "PUSH" not in report.stdout, "no upstream: nothing pushed"
     assert not Path(status(repo, merged)["worktree"]).exists()
     assert Path(status(repo, dirty)["worktree"]).exists()
 

@@ -263,7 +263,8 @@ def check_config(config: Config, repo: Path) -> None:
         assert re.fullmatch(r"[A-Za-z0-9_-]{1,64}", task_type)
         assert chain and len(set(chain)) == len(chain) and all(name in config.providers for name in chain)
     gates = config.gates
-    assert all(isinstance(c, str) and c.strip() for c in gates.commands)
+    assert all(isinstance(c, str) and c.strip() for c in gates.commands or ())  # None: detected
+    assert all(isinstance(s.command, str) and s.name for s in gates.steps)
     assert type(gates.slots) is int and gates.slots >= 1
     assert math.isfinite(gates.timeout_s) and gates.timeout_s > 0 and math.isfinite(gates.slot_wait_s)
     assert all(re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*\*?", e) for e in gates.env)

@@ -294,7 +294,7 @@ def test_finish_leaves_a_misplaced_lane_alone(programme: Path, tmp_path: Path) -
     decoy.mkdir()
     edit_record(repo, lane, worktree=str(decoy))
     done = cli(repo, "finish")
-    assert done.returncode == 0 and "MISPLACED" in done.stdout and "names worktree" in done.stdout, done.stdout
+    assert done.returncode == 1 and "MISPLACED" in done.stdout and "names worktree" in done.stdout, done.stdout
     assert worktree.is_dir() and decoy.is_dir()
     edit_record(repo, lane, worktree=str(worktree))
     assert f"removed worktree {worktree}" in cli(repo, "finish").stdout

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from lanes_tui.engine import AcceptPlan
+from lanes_tui.engine import AcceptPlan, GateReport, GateStepView
 from lanes_tui.engine.plans.model import TicketStatus
 from lanes_tui.widgets import (
     AcceptModal,
@@ -16,6 +16,7 @@ from lanes_tui.widgets import (
     AttentionBar,
     ConfirmModal,
     DiffPane,
+    GatesPane,
     HelpScreen,
     InboxPane,
     LanesTable,
@@ -160,6 +161,17 @@ def _overview(table: LanesTable) -> None:
                 for s in SHOWN_LANES], NOW)
 
 
+GATES = GateReport((
+    GateStepView("ruff", "passed", 1.4, "ruff check .", 0, 1800.0),
+    GateStepView("pytest", "failed", 62.0, "/repo/.venv/bin/python -m pytest -q -o faulthandler_timeout=1170", 1,
+                 1200.0),
+    GateStepView("npm", "not-run", 0.0, "npm test", None, 1800.0),
+), "pytest", "".join(f"tests/test_calc.py::test_case_{i} PASSED\n" for i in range(12))
+    + "tests/test_calc.py::test_divide FAILED\n\n    def test_divide():\n>       assert divide(1, 0) == 0\n"
+    "E       ZeroDivisionError: division by zero\n\n1 failed, 12 passed in 61.80s\n",
+    ("gate variable API_URL (step pytest) is not set in the lead's environment",))
+
+
 PERMISSION = question("q_00000000000b", "fix-login-a1", "open", NOW, kind="permission", source="claude-stdio",
                       title="Allow Bash: pytest -q tests/test_auth.py",
                       correlation={"request_id": "req_1", "tool_name": "Bash",
@@ -178,6 +190,7 @@ def _make(name: str) -> Any:
         "diff": lambda: WidgetHost(DiffPane(), lambda w: w.show("fix-login-a1", DIFF)),
         "attention": lambda: WidgetHost(AttentionBar(), lambda w: w.set_counts(2, 1, 3)),
         "plan": lambda: WidgetHost(PlanPane(), lambda w: w.sync(TICKETS)),
+        "gates": lambda: WidgetHost(GatesPane(), lambda w: w.show("divide-a1", GATES)),
         "confirm_accept": lambda: ModalHost(lambda: ConfirmModal("Accept tidy-tests-a2?", ACCEPT_LINES)),
         "accept_blocked": lambda: ModalHost(lambda: AcceptModal.for_plan("Accept divide-a1?", BLOCKED_PLAN)),
         "confirm_refused": lambda: ModalHost(lambda: ConfirmModal("Abandon old-work-a1?", ABANDON_REFUSED)),
@@ -198,7 +211,7 @@ def _make(name: str) -> Any:
 @pytest.mark.parametrize("name", [
     "lanes", "inbox", "stalls", "worktrees", "meters", "output", "diff", "attention", "plan",
     "confirm_accept", "accept_blocked", "confirm_refused", "recover", "answer_choice", "answer_text", "start_lane",
-    "help", "conflicts", "lanes_overview", "allow_rule",
+    "help", "conflicts", "lanes_overview", "allow_rule", "gates",
 ])
 def test_widget_snapshot(name: str, snap_compare: Any) -> None:
     assert snap_compare(_make(name), terminal_size=SIZE)

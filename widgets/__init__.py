@@ -6,6 +6,7 @@ from __future__ import annotations
 from lanes_tui.widgets.allow_modal import AllowChoice, AllowRuleModal
 from lanes_tui.widgets.attention import AttentionBar
 from lanes_tui.widgets.diff_pane import DiffPane
+from lanes_tui.widgets.gates_pane import GatesPane
 from lanes_tui.widgets.help_screen import HelpScreen
 from lanes_tui.widgets.inbox_pane import InboxPane
 from lanes_tui.widgets.lane_filter import LaneFilter
@@ -31,6 +32,7 @@ __all__ = [
     "AttentionBar",
     "ConfirmModal",
     "DiffPane",
+    "GatesPane",
     "HelpScreen",
     "InboxPane",
     "LaneFilter",

@@ -120,7 +120,8 @@ class AcceptModal(ConfirmModal):
     #: Files outside the scope listed one a line before "and N more" (the body scrolls, but not forever).
     SHOWN_OUTSIDE = 40
     #: A gate step's mark by its status (`decisions.gates.GateResult.status`).
-    GATE_MARKS: ClassVar[Mapping[str, str]] = {"passed": "✓", "failed": "✗", "timeout": "✗", "not-run": "·"}
+    GATE_MARKS: ClassVar[Mapping[str, str]] = {"passed": "✓", "failed": "✗", "timeout": "✗", "not-run": "·",
+                                                  "planned": "·"}
 
     def __init__(self, title: str, lines: Sequence[str], *, scope: Sequence[str] = (),
                  outside: Sequence[str] = (), refused: bool = False, gates: Sequence[Mapping[str, Any]] = (),
@@ -175,7 +176,8 @@ class AcceptModal(ConfirmModal):
             status = str(gate.get("status") or "?")
             code = gate.get("exit_code")
             seconds = gate.get("duration_s")
-            text = f"{self.GATE_MARKS.get(status, '?')} {gate.get('command', '?')} — {status}"
+            name, ran = gate.get("name"), gate.get("shown") or gate.get("command", "?")
+            text = f"{self.GATE_MARKS.get(status, '?')} {f'{name}: ' if name else ''}{ran} — {status}"
             text += f" (exit {code})" if isinstance(code, int) and code != 0 else ""
             if isinstance(seconds, int | float):
                 text += f", {seconds:.1f}s" if seconds < 60 else f", {fmt.duration(seconds)}"

@@ -5,9 +5,11 @@ Owns: `settings` (read with tomllib into frozen dataclasses; every mistake names
 `layers` (the lead's own `$XDG_CONFIG_HOME/lanes-tui/config.toml` under the repository's file, merged
 key by key, each value's file known),
 `providers` (presets for claude, codex, gemini, aider and sim: argv, channel, patterns, the
-environment each may receive), `caps_keys` (the governor's keys of `[lanes]`), `tiers` (`[tiers]`: heavy / standard /
+environment each may receive), `caps_keys` (the governor's keys of `[lanes]`), `worktree_keys`
+(`[lanes] copy` and `setup`), `tiers` (`[tiers]`: heavy / standard /
 light mapped to providers and models), `review` (`[review]`: cross-family review
-of a lane's diff), `notify` (`[notify]`: the command that announces events to the lead), `write`
+of a lane's diff), `gates` (`[gates]`: commands, named steps, the venv, shared venvs),
+`notify` (`[notify]`: the command that announces events to the lead), `write`
 (`lanes-tui init` and edits that keep the lead's comments, through tomlkit).
 May import: `core`, `state`. Only `write` imports tomlkit, and nothing a lane runs imports `write`:
 a supervisor reads its config but never pays for the writer.

@@ -19,12 +19,14 @@ from typing import Any, NoReturn
 
 from lanes_tui.engine.config import providers as pv
 from lanes_tui.engine.config.caps_keys import parse_caps
+from lanes_tui.engine.config.gates import GatesConfig, parse_gates
 from lanes_tui.engine.config.key_lines import did_you_mean, find_key_line, shown
 from lanes_tui.engine.config.layers import Layers, parse_toml, read_layers
 from lanes_tui.engine.config.notify import NotifyConfig, parse_notify
 from lanes_tui.engine.config.providers import PRESETS, ProviderConfig
 from lanes_tui.engine.config.review import ReviewConfig, parse_review
 from lanes_tui.engine.config.tiers import TierConfig, parse_tiers
+from lanes_tui.engine.config.worktree_keys import SETUP_TIMEOUT_S, parse_worktree_keys
 from lanes_tui.engine.core.errors import ConfigError, LanesError
 from lanes_tui.engine.core.sizes import MIN_MEMORY_BYTES, machine_memory
 from lanes_tui.engine.state.model import TASK_TYPES
@@ -63,6 +65,10 @@ class LanesSettings:
     allow_uncapped: bool = False
     max_cost_usd: float = 0.0  # spend cap per lane: on reaching it the lane pauses and asks
     max_tokens: int = 0
+    # A new worktree made ready (`config.worktree_keys`, docs/lanes.md#worktrees-ready-to-work-in).
+    copy: tuple[str, ...] = ()  # files copied from the lead checkout, never committed
+    setup: tuple[str, ...] = ()  # commands run in the worktree before the agent, under its caps
+    setup_timeout_s: float = SETUP_TIMEOUT_S
 
     @property
     def memory_bytes(self) -> int:
@@ -77,19 +83,6 @@ class LanesSettings:
         if self.warn_idle_s is not None:
             return self.warn_idle_s
         return self.idle_timeout_s / 2 if self.idle_timeout_s > 0 else None
-
-
-@dataclass(frozen=True)
-class GatesConfig:
-    """The `[gates]` table: checks run in the worktree after the agent, inside a heavy slot."""
-
-    commands: tuple[str, ...] = ("python -m pytest -q",)
-    timeout_s: float = 1800
-    slots: int = 1
-    slot_wait_s: float = 600
-    #: Environment variables gate commands get besides the base set and the lane's LANES_* (never a
-    #: provider's credentials): exact names or `PREFIX_*`.
-    env: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -190,7 +183,7 @@ class _Parser:
             lanes=self.lanes(data.get("lanes", {})),
             chains=self.chains(data.get("chains", {}), providers),
             providers=providers,
-            gates=self.gates(data.get("gates", {})),
+            gates=parse_gates(self, data.get("gates", {})),
             path=self.path,
             keys=self.keys(data.get("keys", {})),
             tiers=parse_tiers(self, data.get("tiers", {}), providers),
@@ -282,7 +275,7 @@ class _Parser:
                                             raw.get("protected_branches", ["main", "master"])),
             target_branch=None if target is None else self.string("lanes.target_branch", target),
             warn_idle_s=None if warn is None else self.number("lanes.warn_idle_s", warn, positive=True),
-            **parse_caps(self, raw),
+            **parse_caps(self, raw), **parse_worktree_keys(self, raw),
         )
 
     def providers(self, raw: dict[str, Any]) -> Mapping[str, ProviderConfig]:
@@ -360,16 +353,6 @@ class _Parser:
                 self.fail(key, f"chain {task_type!r} lists a provider twice", "name each provider once")
             result[task_type] = chain
         return MappingProxyType(result)
-
-    def gates(self, raw: dict[str, Any]) -> GatesConfig:
-        self.unknown_keys("gates", raw, _field_names(GatesConfig))
-        return GatesConfig(
-            commands=self.strings("gates.commands", raw.get("commands", ["python -m pytest -q"])),
-            timeout_s=self.number("gates.timeout_s", raw.get("timeout_s", 1800), positive=True),
-            slots=self.integer("gates.slots", raw.get("slots", 1), minimum=1),
-            slot_wait_s=self.number("gates.slot_wait_s", raw.get("slot_wait_s", 600), positive=False),
-            env=self.env_patterns("gates.env", raw.get("env", [])),
-        )
 
     def env_patterns(self, key: str, value: object) -> tuple[str, ...]:
         """`env = ["NAME", "PREFIX_*"]`: exact names or prefixes, nothing a glob would read more into."""

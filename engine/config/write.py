@@ -64,7 +64,8 @@ def default_config_text(repo: Path) -> str:
         table.add(task_type, list(chain))
     doc.add("chains", table)
     table = tomlkit.table()
-    _add(table, "commands", list(gates.commands), "run in the worktree after the agent; pytest exit 5 passes")
+    table.add(tomlkit.comment('commands = ["{python} -m pytest -q"]  # unset: detected (pytest, npm test, go test, '
+                              'cargo test, make test); [] = no gates; docs/gates.md'))
     _add(table, "timeout_s", int(gates.timeout_s), "per command, seconds")
     _add(table, "slots", gates.slots, "heavy-run slots: gate runs at once on this machine")
     _add(table, "slot_wait_s", int(gates.slot_wait_s), "how long a gate run waits for a free slot, seconds")

@@ -1,6 +1,8 @@
 """The lead's decisions and what they rest on: gates, packets, check, accept, abandon, recover, finish.
 
-Owns: `gates` (the configured commands in heavy slots), `packet` (the result record), `check`
+Owns: `gates` (the configured commands in heavy slots), `gate_plan` (the effective steps: the
+project's venv, detected commands, timeouts), `gate_log` (progress lines and each step's kept output),
+`shared_envs` (the digest of shared virtualenvs a lane must not change), `packet` (the result record), `check`
 (gates → packet → ready / rejected), `accept`, `accept_plan` and `accept_journal` (the guarded,
 journalled accept, and the journals it could not finish), `abandon`, `recover`, `finish`,
 `reconcile` (state rebuilt from receipts after a restart), `scope` (files a lane changed outside its
@@ -11,7 +13,8 @@ read-only argv, the packet's review as readers see it), `review_run` (the review
 snapshot worktree, the reviewer as a supervised process, the verdict into the packet), `verify` (the
 lead's own verification with evidence), `queue` (the accept queue: every ready lane in an order the radar's
 conflicts allow), `ranking` (the ranks of a `run --best-of N` group once all its lanes have ended),
-`stop` (`lanes-tui stop`: the agent stopped, the work kept, the tree confirmed gone), and `commands`
+`stop` (`lanes-tui stop`: the agent stopped, the work kept, the tree confirmed gone), `shipping`
+(`finish --pr` through gh, and the pre-push hook `init --hooks` installs and runs), and `commands`
 (the async wrappers the Engine offers the dashboard).
 May import: everything below it (`core` … `lanes`). Never imports `live`, `supervisor`, `sim`,
 textual or rich.

@@ -27,6 +27,7 @@ from lanes_tui.engine.decisions.check import gate_lane
 from lanes_tui.engine.decisions.packet import read_packet, write_packet
 from lanes_tui.engine.git.commands import git_out, nul_list, run_git
 from lanes_tui.engine.git.lane_paths import LaneLocation, git_witness, locate_lane, remove_lane_worktree
+from lanes_tui.engine.git.upstream import fetch_base
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore, lane_operation
 
@@ -81,11 +82,15 @@ class Accept:
         with lock:
             finish_interrupted_accepts(self.repo, self.config)
             with lane_operation(self.paths, self.lane_id, "accept"):
+                # The upstream first (capped; offline goes on from the last fetch): a target behind it is said.
+                fetched = fetch_base(self.repo, self.store.read(self.lane_id).target_branch)
+                for notice in fetched.notices:
+                    self.store.event(self.lane_id, "notice", text=notice)
                 plan = plan_accept(self.repo, self.config, self.lane_id, override=override,
                                    override_review=override_review)
                 plan.raise_if_refused()
                 outcome = await self._run(plan, message, override, override_review if plan.review_refusals else None)
-                return replace(outcome, warnings=tuple(plan.warnings))
+                return replace(outcome, warnings=tuple(dict.fromkeys([*fetched.notices, *plan.warnings])))
 
     async def _run(self, plan: AcceptPlan, message: str | None, override: str | None,
                    override_review: str | None) -> AcceptOutcome:

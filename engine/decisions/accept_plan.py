@@ -14,11 +14,12 @@ from typing import Any
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept_journal import read_journal
+from lanes_tui.engine.decisions.gate_plan import describe_gates
 from lanes_tui.engine.decisions.lane_diff import diff_digest
 from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.decisions.review_prompt import describe_review, describe_verification, review_detail, verification
 from lanes_tui.engine.decisions.scope import describe_outside, outside_scope
-from lanes_tui.engine.git import lead_checkout, worktrees
+from lanes_tui.engine.git import lead_checkout, upstream, worktrees
 from lanes_tui.engine.git.commands import git_out, list_worktrees, nul_list, run_git
 from lanes_tui.engine.git.lane_paths import LaneLocation, locate_lane, working_tree
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
@@ -134,6 +135,8 @@ def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | Non
         review_detail=review_detail(packet) or {}, verification=verification(packet), override_review=override_review,
     )
     plan.outside_scope = outside_scope(plan.files, plan.scope)  # the packet's files, until the worktree's below
+    if not plan.gates:  # no check ran yet: the gates one would run (the project's venv, detected commands)
+        plan.gates = [{"command": line, "status": "planned"} for line in describe_gates(repo, config.gates, worktree)]
     _check_state(plan, record, packet, override)
     _check_journal(plan, store.lane_paths(lane_id))
     location: LaneLocation | None = None
@@ -145,6 +148,9 @@ def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | Non
         refusals.append(str(exc))
     if location is not None and location.origin is not None:
         plan.warnings = lead_checkout.changed_since(repo, lane_id, location.origin.lead_checkout)
+    behind = upstream.target_warning(repo, target)  # from the last fetch: `Accept.run` fetches, the modal does not
+    if behind:
+        plan.warnings.append(behind)
     if target in config.lanes.protected_branches:
         refusals.append(f"the target branch {target!r} is protected (lanes.protected_branches); "
                         "accept into a programme branch, or change the config")
@@ -156,6 +162,8 @@ def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | Non
         if digest != packet.get("worktree_digest"):
             refusals.append(f"the worktree changed since its check; run `lanes-tui check {lane_id}` first")
         plan.files = current
+        if not current:  # a lane that changed nothing would "accept" as an empty commit, or as nothing at all
+            refusals.append(f"nothing to merge: abandon it (`lanes-tui abandon {lane_id}`)")
         plan.outside_scope = outside_scope(current, plan.scope)
         _check_scope(plan, override)
         _check_review(plan, worktree, record.base_sha)

@@ -14,6 +14,8 @@ from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.debug import crash_point
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.decisions.gate_log import GateReport, append_output, gate_report
+from lanes_tui.engine.decisions.gate_plan import plan_gates, project_venv
 from lanes_tui.engine.decisions.gates import RUNNING_FILE, run_gates, stop_leftover_gates, summarise
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, state_after_gates, write_packet
 from lanes_tui.engine.decisions.scope import describe_outside
@@ -42,18 +44,28 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
             raise
         return _not_gated(store, record, exc, clock)
     gates = []
+    warnings: list[str] = []
     if record.result == "OK" or by_lead:
         store.transition(record, "checking", "running the gates")
         crash_point("check:checking")  # tests kill -9 `check` at each step (LANES_TUI_CRASH_AT)
         env = lane_environment(os.environ, lane_id=record.id, attempt=record.attempt, state_dir=paths.state,
                                worktree=worktree, bin_dir=ensure_cli_shim(paths.bin).parent,
                                allow=config.gates.env)  # the base set and [gates] env: no provider's keys
+        steps, warnings = plan_gates(repo, worktree, config.gates)  # the project's venv, detected commands
+
+        def progress(line: str, fields: dict[str, object]) -> None:  # the Output tab and events show it live
+            append_output(lane.output, line)
+            store.event(record.id, "gate", line=line, **fields)
+
         gates = await run_gates(worktree, config.gates, env=env,
                                 holder={"lane": record.id, "repo": str(repo)}, clock=clock or RealClock(),
-                                running_file=lane.dir / RUNNING_FILE)  # found again if this check dies
+                                running_file=lane.dir / RUNNING_FILE,  # found again if this check dies
+                                steps=steps, venv=project_venv(repo, config.gates, worktree),
+                                log_dir=lane.dir, progress=progress)
         crash_point("check:gates")
     packet = build_packet(record, gates, clock=clock, previous=read_packet(lane), worktree=worktree)
-    packet["warnings"] = lead_checkout.changed_since(repo, record.id, location.origin and location.origin.lead_checkout)
+    packet["warnings"] = warnings + lead_checkout.changed_since(repo, record.id,
+                                                                location.origin and location.origin.lead_checkout)
     if packet["outside_scope"]:  # `check` prints the warnings: the lead learns it before trying to accept
         packet["warnings"].append("accept will refuse: " + describe_outside(record.id, packet["outside_scope"],
                                                                              record.scope))
@@ -61,7 +73,8 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
     crash_point("check:packet")
     status = summarise(gates)
     state, reason = state_after_gates(record, status, by_lead=by_lead)
-    failed = [g.command for g in gates if g.status == "failed" or g.status == "timeout"]
+    failed = [g.label + (" timed out" if g.status == "timeout" else "") for g in gates
+              if g.status == "failed" or g.status == "timeout"]
     if failed:
         reason = f"gate failed: {', '.join(failed)}"
     store.transition(record, state, reason, gates=status)
@@ -98,3 +111,16 @@ async def _check_lane(repo: Path, config: Config, lane_id: str, clock: Clock | N
         raise LanesError(f"lane {lane_id} is {record.state}; there is nothing left to check")
     # gate_lane refuses a worktree that is gone, or that lane.json names wrongly.
     return await gate_lane(repo, config, store, record, by_lead=True, clock=clock)
+
+
+def lane_gate_report(repo: Path, config: Config, lane_id: str) -> GateReport:
+    """The Gates tab's and `check --log`'s data: the packet's steps and the failing one's output, or
+    the steps a check would run when none has yet."""
+    paths = StatePaths(repo)
+    packet = read_packet(paths.lane(lane_id))
+    planned = None
+    if not (packet or {}).get("gates"):
+        worktree = Path(LaneStore(paths).read(lane_id).worktree)
+        steps, _ = plan_gates(repo, worktree if worktree.is_dir() else repo, config.gates)
+        planned = [(s.name, s.shown, s.timeout_s) for s in steps]
+    return gate_report(packet, planned)

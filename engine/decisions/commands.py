@@ -18,8 +18,9 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.abandon import AbandonPlan, abandon_lane, plan_abandon
 from lanes_tui.engine.decisions.accept import Accept, AcceptOutcome
 from lanes_tui.engine.decisions.accept_plan import AcceptPlan, plan_accept
-from lanes_tui.engine.decisions.check import check_lane
+from lanes_tui.engine.decisions.check import check_lane, lane_gate_report
 from lanes_tui.engine.decisions.finish import FinishReport, finish
+from lanes_tui.engine.decisions.gate_log import GateReport
 from lanes_tui.engine.decisions.recover import Findings, inspect_lane, recheck, relaunch, wake_parked
 from lanes_tui.engine.decisions.review_run import review_by_lead
 from lanes_tui.engine.decisions.verify import verify_lane
@@ -96,6 +97,10 @@ class DecisionCommands:
             return await _offload(lambda: inspect_lane(self.repo, self.config, lane_id, stop_leftovers=False))
         finally:
             await self._after_command()
+
+    async def gate_report(self, lane_id: str) -> GateReport:
+        """The Gates tab: the lane's gate steps and the failing step's kept output."""
+        return await asyncio.to_thread(lane_gate_report, self.repo, self.config, lane_id)
 
     async def wake(self, lane_id: str) -> bool:
         """Resume a parked lane now (True), or False when it is not parked."""

@@ -1,21 +1,31 @@
 """`finish`: remove the worktrees and branches of lanes whose work is merged; list what is left.
 
-A leftover is never removed here: a locked or dirty worktree, a branch with commits the target
-does not have, or a worktree that is not where the lane's id and root put it (MISPLACED: its record
+A leftover is never removed here: a locked or dirty worktree, a branch with work the target does
+not have, or a worktree that is not where the lane's id and root put it (MISPLACED: its record
 disagrees, or git has the branch in another folder), is listed with the command that resolves it.
+
+Merged means one of two things, both asked of git (`merged_how`):
+- the branch's head is an ancestor of the target (a fast-forward accept, a merge commit), or
+- tree equality (a squash merge, a cherry-pick, the lead's own rebase): for every file the branch
+  changed since its merge base with the target, the target holds exactly the branch's version
+  (`git diff --quiet TARGET BRANCH -- FILES`). Deleting such a branch loses no content. A target that
+  edited those files again afterwards is not recognised: the branch stays a leftover (the safe side).
+
+`lane/` branches with no worktree (abandoned folders, accepts cleaned by hand) are judged the same way;
+a branch checked out anywhere is never deleted, and only derived `lane/<id>` names are touched.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.core.ids import branch_for
+from lanes_tui.engine.core.ids import branch_for, validate_lane_branch
 from lanes_tui.engine.decisions.accept_plan import is_ancestor
 from lanes_tui.engine.git import worktrees
-from lanes_tui.engine.git.commands import git_out
+from lanes_tui.engine.git.commands import git_out, list_worktrees, nul_list, run_git
 from lanes_tui.engine.git.lane_paths import LaneLocation, locate_lane, remove_lane_worktree
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.paths import StatePaths, worktree_path
@@ -26,14 +36,17 @@ from lanes_tui.engine.state.store import LaneStore
 class Leftover:
     lane_id: str
     kind: str  # LOCKED | DIRTY | UNMERGED | RUNNING | MISPLACED
-    path: Path
+    path: Path | None  # None: a `lane/` branch with no worktree
     fix: str
+    branch: str = ""
 
 
 @dataclass(frozen=True)
 class FinishReport:
     removed: list[str]
     leftovers: list[Leftover]
+    #: The `lane/` branches deleted (with a worktree or without), each once.
+    deleted: list[str] = field(default_factory=list)
 
 
 def finish(repo: Path, config: Config) -> FinishReport:
@@ -56,9 +69,10 @@ def finish(repo: Path, config: Config) -> FinishReport:
                                       f"lanes-tui accept {lane_id}  (or: lanes-tui abandon {lane_id})"))
             continue
         target_sha = git_out(repo, "rev-parse", target)
-        if not is_ancestor(repo, entry.head, target_sha):
+        if merged_how(repo, entry.head, target_sha) is None:
             leftovers.append(Leftover(lane_id, "UNMERGED", entry.path,
-                                      f"lanes-tui accept {lane_id}  (or: lanes-tui abandon {lane_id} --force)"))
+                                      f"lanes-tui accept {lane_id}  (or: lanes-tui abandon {lane_id} --force)",
+                                      entry.branch))
             continue
         try:
             location = _location(repo, config, lane_id, record)
@@ -77,7 +91,73 @@ def finish(repo: Path, config: Config) -> FinishReport:
             continue
         if record is not None and record.state not in ("accepted", "abandoned"):
             store.transition(record, "abandoned", "finish: its work was already on the target; cleaned up")
-    return FinishReport(removed, leftovers)
+    with_worktree = {e.branch for e in worktrees.list_lane_worktrees(repo)} | {left.branch for left in leftovers}
+    _branches_alone(repo, store, records, with_worktree, removed, leftovers)
+    deleted = [item.removeprefix("branch ") for item in removed if item.startswith("branch ")]
+    return FinishReport(removed, leftovers, list(dict.fromkeys(deleted)))
+
+
+def merged_how(repo: Path, head: str, target_sha: str) -> str | None:
+    """"merged" (an ancestor of the target), "same-tree" (squashed or cherry-picked: see the module's
+    docstring), or None: the branch holds work the target does not have."""
+    if is_ancestor(repo, head, target_sha):
+        return "merged"
+    base = run_git(repo, "merge-base", head, target_sha, check=False)
+    if base.returncode != 0:
+        return None  # unrelated histories: nothing to compare against
+    base_sha = base.stdout.decode().strip()
+    files = nul_list(run_git(repo, "diff", "--name-only", "-z", "--no-renames", base_sha, head, "--").stdout)
+    if not files:
+        return "same-tree"
+    same = run_git(repo, "diff", "--quiet", "--no-renames", target_sha, head, "--", *files, check=False)
+    return "same-tree" if same.returncode == 0 else None
+
+
+def _lane_branches(repo: Path) -> dict[str, str]:
+    """Every local `lane/<id>` branch with a valid id, and its head."""
+    out = git_out(repo, "for-each-ref", "--format=%(refname:strip=2) %(objectname)", "refs/heads/lane/")
+    heads: dict[str, str] = {}
+    for line in out.splitlines():
+        name, _, sha = line.partition(" ")
+        try:
+            heads[validate_lane_branch(name)] = sha
+        except LanesError:
+            continue
+    return heads
+
+
+def _branches_alone(repo: Path, store: LaneStore, records: dict[str, LaneRecord], skip: set[str],
+                    removed: list[str], leftovers: list[Leftover]) -> None:
+    """The `lane/` branches no worktree holds: deleted when merged, listed as UNMERGED otherwise."""
+    for branch, head in sorted(_lane_branches(repo).items()):
+        lane_id = branch.removeprefix("lane/")
+        if branch in skip or branch_for(lane_id) != branch:
+            continue
+        record = records.get(lane_id)
+        if record is not None and (record.state in LIVE_STATES or record.state == "checking"):
+            leftovers.append(Leftover(lane_id, "RUNNING", None, f"lanes-tui wait {lane_id}", branch))
+            continue
+        target = record.target_branch if record else (worktrees.current_branch(repo) or "HEAD")
+        proc = run_git(repo, "rev-parse", "--verify", "--quiet", f"{target}^{{commit}}", check=False)
+        target_sha = proc.stdout.decode().strip()
+        if proc.returncode != 0 or merged_how(repo, head, target_sha) is None:
+            fix = (f"lanes-tui accept {lane_id}  (or: lanes-tui abandon {lane_id} --force)" if record is not None
+                   else f"merge it, or delete it: git branch -D {branch}")
+            leftovers.append(Leftover(lane_id, "UNMERGED", None, fix, branch))
+            continue
+        holder = next((e.path for e in list_worktrees(repo) if e.branch == branch), None)
+        if holder is not None:  # checked out since the listing above: never deleted from under anyone
+            leftovers.append(Leftover(lane_id, "LOCKED", holder, f"{branch} is checked out in {holder}", branch))
+            continue
+        # `branch -D` refuses a branch checked out anywhere; the head is checked again right before.
+        if git_out(repo, "rev-parse", f"refs/heads/{branch}") != head:
+            leftovers.append(Leftover(lane_id, "UNMERGED", None, f"{branch} moved while finish ran; run it again",
+                                      branch))
+            continue
+        run_git(repo, "branch", "-D", branch, fix=f"check `git branch --list {branch}`, then run finish again")
+        removed.append(f"branch {branch}")
+        if record is not None and record.state not in ("accepted", "abandoned"):
+            store.transition(record, "abandoned", "finish: its work was already on the target; cleaned up")
 
 
 def _location(repo: Path, config: Config, lane_id: str, record: LaneRecord | None) -> LaneLocation:

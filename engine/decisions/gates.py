@@ -6,13 +6,16 @@ suites at once on two cores. A gate that could not get a slot is `not-run`, neve
 machine says nothing about the lane's work.
 
 A gate runs with the environment `check` builds (`lanes.env`): the base set, `[gates] env` and the
-lane's `LANES_*` — never a provider's credentials, since a gate runs code the agent wrote.
+lane's `LANES_*` — never a provider's credentials, since a gate runs code the agent wrote — inside
+the project's virtualenv (`decisions.gate_plan`). Each step has its own limit; its progress and its
+whole output are kept for the lead to read (`decisions.gate_log`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import shlex
@@ -23,11 +26,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from lanes_tui.engine.config.settings import GatesConfig
+from lanes_tui.engine.config.gates import GatesConfig
 from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import read_json, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.decisions.gate_log import Progress, StepLog, duration_text, gate_log_path, progress_line
+from lanes_tui.engine.decisions.gate_plan import PlannedGate, gate_environment, plan_gates, project_venv
 from lanes_tui.engine.lanes.heavy import HEAVY_SLOT_ENV
 from lanes_tui.engine.lanes.heavy import load_limit as heavy_load_limit
 from lanes_tui.engine.procs.process import ProcessHandle, ProcessRequest, ProcKey, StopDeadlines, stop_group_now
@@ -52,6 +57,19 @@ class GateResult:
     output_tail: str
     duration_s: float
     started: float
+    #: The step's name (`pytest`, `[gates.steps.NAME]`), the command as it ran (placeholders filled),
+    #: its limit, and the file its whole output was kept in ('' when none was).
+    name: str = ""
+    shown: str = ""
+    timeout_s: float = 0.0
+    log: str = ""
+
+    @property
+    def label(self) -> str:
+        """`pytest (/repo/.venv/bin/python -m pytest -q)`: what the why column and `check` name."""
+        name = self.name or self.command
+        ran = self.shown or self.command
+        return name if ran == name else f"{name} ({ran})"
 
     @property
     def passed(self) -> bool:
@@ -70,10 +88,10 @@ def _load_limit() -> float:
         return slots.default_load_limit()
 
 
-def gate_argv(command: str) -> list[str]:
-    """Split a configured gate into argv; `{python}` is the interpreter lanes-tui runs on."""
+def gate_argv(command: str, python: str | None = None) -> list[str]:
+    """Split a configured gate into argv; `{python}` is `python`, else the interpreter lanes-tui runs on."""
     argv = shlex.split(command)
-    return [sys.executable if part == "{python}" else part for part in argv]
+    return [(python or sys.executable) if part == "{python}" else part for part in argv]
 
 
 def passes(command: list[str], exit_code: int | None) -> bool:
@@ -84,24 +102,43 @@ def passes(command: list[str], exit_code: int | None) -> bool:
 
 async def run_gates(worktree: Path, gates: GatesConfig, *, env: Mapping[str, str], holder: dict[str, Any],
                     clock: Clock | None = None, slot_dir: Path | None = None,
-                    load_limit: float | None = None, running_file: Path | None = None) -> list[GateResult]:
+                    load_limit: float | None = None, running_file: Path | None = None,
+                    steps: list[PlannedGate] | None = None, venv: Path | None = None,
+                    log_dir: Path | None = None, progress: Progress | None = None) -> list[GateResult]:
     """Run every gate in order inside one heavy slot; the first failure does not skip the rest.
 
-    With `running_file`, the commands and each gate's process are noted there while they run.
+    `steps` are the planned steps (`gate_plan.plan_gates`; planned here from `gates` with the
+    worktree as the repository when not given), run in `venv`. With `running_file`, the commands and
+    each gate's process are noted there while they run; with `log_dir`, each step's whole output is
+    kept in `log_dir/gates/NAME.log`; `progress` hears each step start and end.
     """
-    if not gates.commands:
+    if steps is None:
+        steps = plan_gates(worktree, worktree, gates)[0]
+        venv = project_venv(worktree, gates, worktree)
+    if not steps:
         return []
+    run = _Run(env, venv, log_dir, progress)
     if running_file is None:
-        return await _run_gates(worktree, gates, env, holder, clock, slot_dir, load_limit, None)
-    write_json_atomic(running_file, {"commands": list(gates.commands), "pid": None})
-    results = await _run_gates(worktree, gates, env, holder, clock, slot_dir, load_limit, running_file)
+        return await _run_gates(worktree, gates, steps, run, holder, clock, slot_dir, load_limit, None)
+    write_json_atomic(running_file, {"commands": [s.command for s in steps], "pid": None})
+    results = await _run_gates(worktree, gates, steps, run, holder, clock, slot_dir, load_limit, running_file)
     running_file.unlink(missing_ok=True)  # kept when the gates did not finish: reconcile reads it
     return results
 
 
-async def _run_gates(worktree: Path, gates: GatesConfig, env: Mapping[str, str], holder: dict[str, Any],
-                     clock: Clock | None, slot_dir: Path | None, load_limit: float | None,
-                     running_file: Path | None) -> list[GateResult]:
+@dataclass(frozen=True)
+class _Run:
+    """What every step of one check shares: the environment, the venv, where logs and progress go."""
+
+    env: Mapping[str, str]
+    venv: Path | None
+    log_dir: Path | None
+    progress: Progress | None
+
+
+async def _run_gates(worktree: Path, gates: GatesConfig, steps: list[PlannedGate], run: _Run,
+                     holder: dict[str, Any], clock: Clock | None, slot_dir: Path | None,
+                     load_limit: float | None, running_file: Path | None) -> list[GateResult]:
     clk = clock or RealClock()
     folder = slot_dir or heavy_slot_dir()
     waited_from = clk.monotonic()
@@ -117,14 +154,16 @@ async def _run_gates(worktree: Path, gates: GatesConfig, env: Mapping[str, str],
         holders = slots.holders(folder)
         if holders:
             reason += " (held by " + ", ".join(f"{h.get('lane', '?')} pid {h.get('pid', '?')}" for h in holders) + ")"
-        return [GateResult(c, "not-run", None, reason, 0.0, clk.time()) for c in gates.commands]
+        return [GateResult(s.command, "not-run", None, reason, 0.0, clk.time(), s.name, s.shown, s.timeout_s)
+                for s in steps]
     # A gate that runs `lanes-tui lock -- …` (a Makefile target, a script) is already inside this
     # slot: the marker makes that lock re-entrant instead of waiting on its own gate.
-    env = {**env, HEAVY_SLOT_ENV: str(slot.index)}
+    env = {**run.env, HEAVY_SLOT_ENV: str(slot.index)}
+    commands = [s.command for s in steps]
     with slot:
-        return [await run_gate(worktree, command, env=env, timeout_s=gates.timeout_s, clock=clk,
-                               running_file=running_file, commands=gates.commands)
-                for command in gates.commands]
+        return [await run_step(worktree, step, run=dataclasses.replace(run, env=env), clock=clk,
+                               running_file=running_file, commands=commands)
+                for step in steps]
 
 
 def stop_leftover_gates(lane_dir: Path) -> tuple[list[str], list[int]]:
@@ -151,20 +190,43 @@ def stop_leftover_gates(lane_dir: Path) -> tuple[list[str], list[int]]:
 async def run_gate(worktree: Path, command: str, *, env: Mapping[str, str], timeout_s: float,
                    clock: Clock, running_file: Path | None = None, commands: tuple[str, ...] | list[str] = ()
                    ) -> GateResult:
+    """One configured command with lanes-tui's interpreter as `{python}` (the older, unnamed form)."""
+    try:
+        argv = tuple(gate_argv(command))
+        problem = "" if argv else "empty gate command"
+    except ValueError as exc:
+        argv, problem = (), f"cannot parse the gate command: {exc}"
+    step = PlannedGate(command, command, argv, timeout_s, {}, problem)
+    return await run_step(worktree, step, run=_Run(env, None, None, None), clock=clock,
+                          running_file=running_file, commands=commands)
+
+
+async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock, running_file: Path | None = None,
+                   commands: tuple[str, ...] | list[str] = ()) -> GateResult:
+    """One step: started, watched against its own limit, its output kept, its outcome a GateResult."""
+    command, timeout_s = step.command, step.timeout_s
     started_wall = clock.time()
     started = time.monotonic()
-    try:
-        argv = gate_argv(command)
-    except ValueError as exc:
-        return GateResult(command, "failed", None, f"cannot parse the gate command: {exc}", 0.0, started_wall)
-    if not argv:
-        return GateResult(command, "failed", None, "empty gate command", 0.0, started_wall)
+    argv = list(step.argv)
+
+    def result(status: str, code: int | None, text: str, log: str = "") -> GateResult:
+        return GateResult(command, status, code, text, round(time.monotonic() - started, 3), started_wall,
+                          step.name, step.shown, timeout_s, log)
+
+    if step.problem or not argv:
+        return result("failed", None, step.problem or "empty gate command")
+    env = gate_environment({**run.env, **step.env}, run.venv)
+    _say(run, step.name, f"start (limit {duration_text(timeout_s)})", status="start", limit_s=timeout_s)
     try:
         request = ProcessRequest(argv, worktree, env, stdin_pipe=False, name=f"gate {argv[0]}")
         handle = await ProcessHandle.start(request)
     except OSError as exc:
-        return GateResult(command, "failed", 127, f"cannot start {argv[0]!r}: {exc.strerror or exc}",
-                          0.0, started_wall)
+        _say(run, step.name, "could not start", status="failed")
+        return result("failed", 127, f"cannot start {argv[0]!r}: {exc.strerror or exc}")
+    kept = None
+    if run.log_dir is not None:
+        with contextlib.suppress(OSError):  # a full disk loses the log, never the gate
+            kept = StepLog(gate_log_path(run.log_dir, step.name), f"$ {step.shown}")
     if running_file is not None:
         try:
             write_json_atomic(running_file, {"commands": list(commands), "command": command,
@@ -178,6 +240,9 @@ async def run_gate(worktree: Path, command: str, *, env: Mapping[str, str], time
         if stream is None:
             return
         while chunk := await stream.read(65536):
+            if kept is not None:
+                with contextlib.suppress(OSError):
+                    kept.write(chunk)
             tail.extend(chunk)
             if len(tail) > 4 * TAIL_BYTES:
                 del tail[: len(tail) - TAIL_BYTES]
@@ -188,6 +253,8 @@ async def run_gate(worktree: Path, command: str, *, env: Mapping[str, str], time
     except asyncio.CancelledError:  # the lane was stopped mid-check: never leave the gate running
         await asyncio.shield(handle.stop(StopDeadlines(steps=("sigterm", "sigkill"))))
         readers.cancel()
+        if kept is not None:
+            kept.close("[lanes-tui: stopped by the lead]")
         raise
     status = "passed"
     if code is None:
@@ -200,8 +267,21 @@ async def run_gate(worktree: Path, command: str, *, env: Mapping[str, str], time
     else:
         text += f"\n[lanes-tui: gate timed out after {timeout_s:g}s and was stopped]"
     log.info("gate %r in %s: %s (exit %s)", command, worktree, status, code)
-    return GateResult(command, status, handle.proc.returncode if status != "timeout" else None, text,
-                      round(time.monotonic() - started, 3), started_wall)
+    exit_code = handle.proc.returncode if status != "timeout" else None
+    took = duration_text(time.monotonic() - started)
+    ending = f"timed out after {took}" if status == "timeout" else f"done in {took} (exit {exit_code})"
+    if kept is not None:
+        with contextlib.suppress(OSError):
+            kept.close(f"[lanes-tui: {step.name} {ending}]")
+    _say(run, step.name, ending, status=status, exit=exit_code, duration_s=round(time.monotonic() - started, 3))
+    return result(status, exit_code, text, str(kept.path) if kept is not None else "")
+
+
+def _say(run: _Run, name: str, what: str, **fields: object) -> None:
+    """A progress line; a listener that fails (a full disk) never fails the gate."""
+    if run.progress is not None:
+        with contextlib.suppress(OSError):
+            run.progress(progress_line(name, what), {"step": name, **fields})
 
 
 def summarise(results: list[GateResult]) -> str:

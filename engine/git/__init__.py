@@ -7,7 +7,8 @@ derived from its id and the root recorded at creation, with git as the second wi
 (what the dashboard shows of a worktree: changed files, commits, diff stats, the lane diff), `radar`
 (the conflict radar: files two lanes both changed, trial merges with `git merge-tree`), `review_tree`
 (a reviewer's read-only view: a snapshot commit made through a temporary index, checked out detached
-beside the lane worktrees, removed with the same guards).
+beside the lane worktrees, removed with the same guards), `upstream` (the target's upstream: the capped
+fetch before lanes are cut and accepts rebase, behind-upstream warnings, `finish`'s push).
 May import: `core`, `state`. Only `views` imports GitPython (lazily, per call, closed after use),
 so a supervisor or `lanes-tui ask` never loads it.
 """

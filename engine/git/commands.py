@@ -8,7 +8,9 @@ the repository it was pointed at. Output stays bytes so file names that are not 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,7 +20,7 @@ from lanes_tui.engine.core.errors import LanesError
 
 __all__ = [
     "DEFAULT_FIX", "GIT_ENV_DROP", "GIT_TIMEOUT_S", "NOT_A_REPO_FIX", "WorktreeEntry", "branch_exists", "first_line",
-    "git_out", "list_worktrees", "nul_list", "refuse_option", "run_git",
+    "git_out", "list_worktrees", "nul_list", "refuse_option", "run_git", "run_git_capped",
 ]
 
 GIT_TIMEOUT_S = 300.0
@@ -70,6 +72,30 @@ def run_git(cwd: Path, *args: str, fix: str = DEFAULT_FIX, check: bool = True,
         command = " ".join(a for a in args[:2] if not a.startswith("-"))
         raise LanesError(f"git {command} failed in {cwd}: {first_line(proc.stderr)}", fix)
     return proc
+
+
+def run_git_capped(cwd: Path, *args: str, timeout_s: float) -> subprocess.CompletedProcess[bytes]:
+    """Run `git args…` (a fetch, a push) for at most `timeout_s`; never raises on git's own failure.
+
+    The network commands start helpers (ssh, git-remote-https) that would keep the output pipes open
+    after git itself is killed, so git runs in a session of its own and the whole session is killed
+    when the time is up: the cap holds even when the remote never answers. A timeout is a LanesError.
+    """
+    env = {k: v for k, v in os.environ.items() if k not in GIT_ENV_DROP}
+    env.update(LC_ALL="C", GIT_TERMINAL_PROMPT="0")  # and no terminal in the new session: ssh cannot prompt
+    try:
+        proc = subprocess.Popen(["git", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, start_new_session=True)
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise LanesError("git is not installed or not on PATH", "install git") from exc
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired as exc:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise LanesError(f"git {args[0]} took longer than {timeout_s:g}s") from exc
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def first_line(stderr: bytes) -> str:

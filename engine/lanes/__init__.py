@@ -9,7 +9,8 @@ is wrapped in, with `.lanes/rules.md`), `heavy` (`lanes-tui lock`), `guard` (wha
 run besides its own exit), `caps` (a lane's caps and which mechanism enforces each), `governor` (the
 caps at work, a cap that fired named), `spend` (spend caps that pause and ask), `parking` (quota
 reset times, a parked lane's wait), `notify` (`[notify] command` run once per event, claimed by a
-marker file so no two processes announce the same event).
+marker file so no two processes announce the same event), `worktree_ready` (`[lanes] copy`: the
+lead's uncommitted files copied into a new worktree, excluded in that worktree only).
 May import: `core`, `state`, `config`, `git`, `procs`, `inbox`, `channels`. Never imports
 `decisions`, `live`, `supervisor` (it starts the supervisor by module name), textual or rich.
 """

@@ -29,10 +29,12 @@ from lanes_tui.engine.core.ids import MAX_SLUG, branch_for, lane_id_for, slugify
 from lanes_tui.engine.core.limits import check_prompt
 from lanes_tui.engine.git import lead_checkout, worktrees
 from lanes_tui.engine.git.lane_paths import LaneOrigin, write_origin
+from lanes_tui.engine.git.upstream import fetch_base
 from lanes_tui.engine.lanes.caps import check_capped, lane_caps
 from lanes_tui.engine.lanes.env import supervisor_environment
 from lanes_tui.engine.lanes.load_guard import check_load_wording
 from lanes_tui.engine.lanes.preamble import read_rules
+from lanes_tui.engine.lanes.worktree_ready import copy_into_worktree
 from lanes_tui.engine.procs import caps_cgroup, cgroup
 from lanes_tui.engine.procs.process import (
     ProcKey,
@@ -112,6 +114,7 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
     crash_point("run:validated")  # tests kill -9 `run` at each step (LANES_TUI_CRASH_AT)
     paths.ensure()
     lead = lead_checkout.snapshot(repo)  # compared by check and accept: did an agent write outside its worktree?
+    fetched = fetch_base(repo, target)  # capped; offline or slow: the last fetched state, and a notice below
     base_sha = worktrees.rev_parse(repo, request.base or target)
     path, branch = worktree_path(root, repo, lane_id), branch_for(lane_id)  # where create_worktree puts it
     record = LaneRecord(
@@ -127,6 +130,8 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
     info: worktrees.WorktreeInfo | None = None
     try:  # the record and origin first: a `run` killed at any later step leaves a lane abandon can clean
         store.create(record)
+        for notice in fetched.notices:
+            store.event(lane_id, "notice", text=notice)
         with lane_operation(paths, lane_id, "run"):  # reconcile leaves it alone until its supervisor is up
             crash_point("run:record")
             write_origin(paths.lane(lane_id), LaneOrigin(
@@ -134,6 +139,7 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
                 branch=branch, created=record.created, lead_checkout=lead))
             crash_point("run:origin")
             info = worktrees.create_worktree(repo, root, lane_id, base_sha)
+            copy_into_worktree(repo, info.path, config.lanes.copy, store, lane_id)  # never committed
             crash_point("run:worktree")
             if detach:
                 spawn_supervisor(repo, lane_id, config)

@@ -18,6 +18,7 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.check import gate_lane
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
 from lanes_tui.engine.decisions.review_run import review_lane
+from lanes_tui.engine.decisions.shared_envs import changes as shared_env_changes
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.store import LaneStore
 
@@ -26,10 +27,20 @@ __all__ = ["decide"]
 
 async def decide(repo: Path, config: Config, store: LaneStore, record: LaneRecord, *, clock: Clock,
                  stop: asyncio.Event) -> None:
-    """Gates and packet for a lane that finished OK (then its review); the packet alone otherwise."""
-    if record.result != "OK" or stop.is_set():
-        lane = store.lane_paths(record.id)
-        write_packet(lane, build_packet(record, [], clock=clock, previous=read_packet(lane)))
+    """Gates and packet for a lane that finished OK (then its review); the packet alone otherwise.
+
+    A lane whose agent changed a shared virtualenv (`decisions.shared_envs`) is rejected before any
+    gate runs: its gates would pass on packages nobody else has.
+    """
+    lane = store.lane_paths(record.id)
+    changed = shared_env_changes(lane.dir)
+    if record.result != "OK" or stop.is_set() or changed:
+        packet = build_packet(record, [], clock=clock, previous=read_packet(lane))
+        if changed:
+            packet["warnings"] = [*packet.get("warnings", []), *changed]
+        write_packet(lane, packet)
+        if changed:
+            store.transition(record, "rejected", "; ".join(changed))
         return
     gates = asyncio.create_task(gate_lane(repo, config, store, record, by_lead=False, clock=clock))
     halt = asyncio.create_task(stop.wait())

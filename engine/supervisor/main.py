@@ -42,7 +42,7 @@ from lanes_tui.engine.state.meters import METERS_FILE, RunMeter
 from lanes_tui.engine.state.model import ProviderAttempt
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
-from lanes_tui.engine.supervisor import after_run, budget, containment
+from lanes_tui.engine.supervisor import after_run, budget, containment, setup
 from lanes_tui.engine.supervisor.containment import Hold
 from lanes_tui.engine.supervisor.control import ControlServer
 from lanes_tui.engine.supervisor.detach import detach, signal_ready
@@ -112,10 +112,14 @@ class Supervisor:
                 self.hold = containment.enter(self.repo, self.config, self.store, record, self.lane.dir)
             except LanesError as exc:
                 return self._finish(None, "LANE-FAILED", f"not started: {exc}")
-            try:
-                outcome = await self._run_chain(holder)
+            try:  # `[lanes] setup` first, under the caps; a failed step and the agent never starts
+                failed = await setup.run_setup(self.config, self.store, record, self.paths, self.worktree,
+                                               self.hold, self.stop_requested)
+                outcome = None if failed else await self._run_chain(holder)
             finally:
                 containment.leave(self.store, record, self.hold)
+        if failed:
+            return self._finish(None, *failed)
         if outcome is None:
             return self._finish(None, "LANE-FAILED", "stopped by the lead while queued")
         self._finish(outcome, outcome.classification.result, outcome.classification.reason)

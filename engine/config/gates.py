@@ -1,0 +1,104 @@
+"""The `[gates]` table: the checks a lane's work must pass, as named steps with their own timeouts.
+
+Split from `settings` to keep that module small, like `review`: it reads through the parser's own
+checks (the `GatesChecks` protocol below) rather than importing `settings`, which imports this module.
+
+`commands` is a shorthand for steps named after their command (`pytest`, `unittest`, the first word);
+`[gates.steps.NAME]` tables add steps with their own `timeout_s` and `env`. With neither key the
+commands are detected from the worktree (`decisions.gate_plan`), so a new repository gets its own
+test runner rather than a guess at pytest; `commands = []` still means no gates at all.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from lanes_tui.engine.config.review import ReviewChecks
+
+__all__ = ["GateStep", "GatesChecks", "GatesConfig", "parse_gates"]
+
+_GATES_KEYS = ("commands", "timeout_s", "slots", "slot_wait_s", "env", "steps", "venv", "shared_venvs")
+_STEP_KEYS = ("command", "timeout_s", "env")
+_STEP_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
+
+
+@dataclass(frozen=True)
+class GateStep:
+    """One `[gates.steps.NAME]` table: a command with its own limit and the variables it is given."""
+
+    name: str
+    command: str
+    #: None: `[gates] timeout_s`. `LANES_GATE_TIMEOUT_<NAME>` in the lead's environment overrides both.
+    timeout_s: float | None = None
+    #: Variables this step gets from the lead's environment besides `[gates] env`: names or `PREFIX_*`.
+    env: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class GatesConfig:
+    """The `[gates]` table: checks run in the worktree after the agent, inside a heavy slot."""
+
+    #: None: no `commands` key, so the commands are detected (unless `steps` names some); `()`: no gates.
+    commands: tuple[str, ...] | None = None
+    timeout_s: float = 1800
+    slots: int = 1
+    slot_wait_s: float = 600
+    #: Environment variables gate commands get besides the base set and the lane's LANES_* (never a
+    #: provider's credentials): exact names or `PREFIX_*`.
+    env: tuple[str, ...] = ()
+    #: `[gates.steps.NAME]`, in the file's order, run after the `commands`.
+    steps: tuple[GateStep, ...] = ()
+    #: The virtualenv gates run in (relative to the repository); None: the worktree's or repository's `.venv`.
+    venv: str | None = None
+    #: Virtualenvs (relative to the repository or absolute) that no lane may change (`decisions.shared_envs`).
+    shared_venvs: tuple[str, ...] = ()
+
+    @property
+    def detect(self) -> bool:
+        """True when the commands are to be detected from the worktree: no `commands`, no `steps`."""
+        return self.commands is None and not self.steps
+
+
+class GatesChecks(ReviewChecks, Protocol):
+    """What `parse_gates` needs besides the review's checks: environment patterns checked for safety."""
+
+    def env_patterns(self, key: str, value: object) -> tuple[str, ...]: ...
+
+
+def parse_gates(checks: GatesChecks, raw: dict[str, Any]) -> GatesConfig:
+    """`[gates]` and its `[gates.steps.NAME]` tables → GatesConfig; ConfigError at the first mistake."""
+    checks.unknown_keys("gates", raw, _GATES_KEYS)
+    steps: list[GateStep] = []
+    tables = raw.get("steps", {})
+    if not isinstance(tables, dict):
+        checks.fail("gates.steps", "must be a table of steps",
+                    'write each step as [gates.steps.NAME] with command = "…"')
+    for name, table in tables.items():
+        key = f"gates.steps.{name}"
+        if not _STEP_NAME_RE.match(name):
+            checks.fail(key, f"invalid gate step name {name!r}", "use letters, digits, '-' or '_'")
+        if not isinstance(table, dict):
+            checks.fail(key, "must be a table", f'write it as [{key}] with command = "…"')
+        checks.unknown_keys(key, table, _STEP_KEYS)
+        if "command" not in table:
+            checks.fail(key, f"gate step {name!r} has no command", 'add command = "{python} -m pytest -q"')
+        timeout = table.get("timeout_s")
+        steps.append(GateStep(
+            name=name,
+            command=checks.string(f"{key}.command", table["command"]),
+            timeout_s=None if timeout is None else checks.number(f"{key}.timeout_s", timeout, positive=True),
+            env=checks.env_patterns(f"{key}.env", table.get("env", [])),
+        ))
+    venv = raw.get("venv")
+    return GatesConfig(
+        commands=checks.strings("gates.commands", raw["commands"]) if "commands" in raw else None,
+        timeout_s=checks.number("gates.timeout_s", raw.get("timeout_s", 1800), positive=True),
+        slots=checks.integer("gates.slots", raw.get("slots", 1), minimum=1),
+        slot_wait_s=checks.number("gates.slot_wait_s", raw.get("slot_wait_s", 600), positive=False),
+        env=checks.env_patterns("gates.env", raw.get("env", [])),
+        steps=tuple(steps),
+        venv=None if venv is None else checks.string("gates.venv", venv),
+        shared_venvs=checks.strings("gates.shared_venvs", raw.get("shared_venvs", [])),
+    )
