@@ -10,6 +10,7 @@ rejected by its gates, rejected by its review), it saves into `screenshots/`:
 - `meters.svg` the Meters pane maximized: the machine, the heavy slots, the caps per lane and what
   enforces each,
 - `plan.svg`   the dashboard with the Plan tab open on the demo's plan,
+- `gates.svg`  the Gates tab on the broken-gates lane: its steps, and the failing step's output,
 - `accept.svg` the accept modal of the ready lane (`a`),
 - `help.svg`   the help screen (`?`),
 - `conversation.svg` the conversation view (`t`) of a real claude stream-json lane: a lane started
@@ -104,6 +105,14 @@ async def shoot(demo: Demo, out: Path, *, timeout_s: float = 120.0) -> list[Path
         screen.query_one(TabbedContent).active = "tab-plan"  # the demo's plan: a wave done, one to go
         await pilot.pause(3.5)  # the Plan pane refreshes every few seconds
         saved.append(Path(app.save_screenshot("plan.svg", str(out))))
+
+        table.move_cursor(row=table.get_row_index("broken-gates-a1"), animate=False)  # its failed gate
+        await _until(lambda: screen.selected_lane == "broken-gates-a1", 10)
+        screen.query_one(TabbedContent).active = "tab-gates"
+        await pilot.pause(1.5)
+        saved.append(Path(app.save_screenshot("gates.svg", str(out))))
+        table.move_cursor(row=table.get_row_index("ready-a1"), animate=False)
+        await _until(lambda: screen.selected_lane == "ready-a1", 10)
         screen.query_one(TabbedContent).active = "tab-output"
         await pilot.pause(0.3)
 
