@@ -26,6 +26,7 @@ from lanes_tui.engine import (
     check_capped,
     describe_gates,
     describe_heavy_slots,
+    describe_watch_limit,
     detect_containment,
     governor_summary,
     lane_caps,
@@ -167,6 +168,7 @@ def doctor_report(repo: Path) -> dict[str, Any]:
              for name, allow in [*sorted((n, p.env) for n, p in config.providers.items()), ("gates", config.gates.env)]}
     allows = {**{n: list(p.env) for n, p in config.providers.items()}, "gates": list(config.gates.env)}
     report["env"] = {"base": base, "extra": extra, "allows": allows}
+    report["inotify"] = describe_watch_limit()  # the lanes' file watcher shares this per-user limit
     report["gates"] = describe_gates(repo, config.gates)  # the venv and each step, detected or configured
     for name in sorted({p for chain in config.chains.values() for p in chain}):
         exe = config.providers[name].executable()
@@ -208,6 +210,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"cap {cap['cap']:<8} {cap['value']:<12} {cap['mechanism']}")
     if report["heavy_slots"] is not None:
         print(f"heavy slots: {report['heavy_slots']}")
+    if report["inotify"] is not None:
+        print(f"inotify: {report['inotify']}")
     for provider in report["providers"]:
         print(f"provider {provider['name']:<8} {'ok' if provider['installed'] else 'missing':<8} {provider['path']}")
     env = report["env"]

@@ -21,7 +21,6 @@ import contextlib
 import json
 import os
 import signal
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,6 +34,7 @@ from lanes_tui.engine import (
     QuestionView,
     RealClock,
     StatePaths,
+    find_repo_root,
     split_lane_id,
     validate_lane_id,
     validate_qid,
@@ -310,7 +310,7 @@ def _cmd_inbox(args: argparse.Namespace) -> int:
 
 
 def _inbox_root(repo: str | None) -> Path:
-    """`--repo`, else `LANES_HOME` (inside a lane), else the git toplevel of the current directory."""
+    """`--repo`, else `LANES_HOME` (inside a lane), else the repository of the current directory."""
     if repo:
         path = Path(repo)
         if not path.is_dir():
@@ -319,14 +319,8 @@ def _inbox_root(repo: str | None) -> Path:
     home = os.environ.get("LANES_HOME")
     if home:
         return Path(home) / "inbox"
-    try:
-        proc = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, text=True,
-                              check=False)
-    except OSError as exc:
-        raise LanesError(f"cannot run git: {exc.strerror}", "install git or pass --repo PATH") from None
-    if proc.returncode != 0 or not proc.stdout.strip():
-        raise LanesError("not inside a git repository", "run it in the repository or pass --repo PATH")
-    return StatePaths(Path(proc.stdout.strip())).inbox
+    # The main repository even from a linked worktree: its questions are in the main `.lanes/state`.
+    return StatePaths(find_repo_root(Path.cwd())).inbox
 
 
 def _age(seconds: float) -> str:

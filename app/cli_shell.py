@@ -42,7 +42,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 # --- __complete: fast, for the shell --------------------------------------------------------------
 
 def _state_dir(repo: Path | None) -> Path | None:
-    """The state folder: `--repo`'s, a lane's own (`LANES_HOME`), or the nearest `.lanes/state` above here."""
+    """The state folder: `--repo`'s, a lane's own (`LANES_HOME`), the nearest `.lanes/state` above here,
+    or the main repository's (from a linked worktree)."""
     if repo is not None:
         return Path(repo) / ".lanes" / "state"
     home = os.environ.get("LANES_HOME", "")
@@ -52,7 +53,14 @@ def _state_dir(repo: Path | None) -> Path | None:
     for folder in (here, *here.parents):
         if (folder / ".lanes" / "state").is_dir():
             return folder / ".lanes" / "state"
-    return None
+    # A linked worktree outside the main one: one git call, only when the walk found nothing.
+    from lanes_tui.engine import LanesError, find_repo_root
+
+    try:
+        state = find_repo_root(here) / ".lanes" / "state"
+    except LanesError:
+        return None
+    return state if state.is_dir() else None
 
 
 def _lane_ids(state: Path) -> Iterator[str]:

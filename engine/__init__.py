@@ -37,7 +37,7 @@ _EXPORTS: dict[str, str] = {
     "Clock": "core.clock", "RealClock": "core.clock", "report_modules_at_exit": "core.debug",
     # containment
     "detect_containment": "procs.cgroup:detect",
-    "split_lane_id": "core.ids", "validate_lane_id": "core.ids",
+    "split_lane_id": "core.ids", "validate_lane_id": "core.ids", "strip_ansi": "core.ansi",
     "MAX_PROMPT_BYTES": "core.limits", "MAX_PLAN_BYTES": "core.limits", "check_prompt": "core.limits",
     "read_text_file": "core.limits", "describe_limit": "core.limits",
     # the state and its typed models
@@ -53,12 +53,13 @@ _EXPORTS: dict[str, str] = {
     "write_default_config": "config.write", "set_config_value": "config.write",
     "read_layers": "config.layers", "PRESETS": "config.providers", "provider_family": "config.providers",
     # git
-    "find_repo_root": "git.worktrees",
+    "find_repo_root": "core.repo",
     # lanes
     "LaunchRequest": "lanes.launcher", "launch_lane": "lanes.launcher", "stop_lane": "lanes.launcher",
     "launch_group": "lanes.launcher",
     "supervisor_alive": "lanes.launcher", "passed_env_names": "lanes.env",
     "run_locked": "lanes.heavy", "describe_heavy_slots": "lanes.heavy:describe_slots",
+    "describe_watch_limit": "lanes.watch_skip",
     "wake_parked": "decisions.recover", "scope_problem": "plans.scope",
     "governor_summary": "lanes.caps", "check_capped": "lanes.caps", "lane_caps": "lanes.caps",
     "parse_bytes": "core.sizes", "parse_percent": "core.sizes",
@@ -112,6 +113,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.config.providers import PRESETS, provider_family
     from lanes_tui.engine.config.settings import Config, load_config
     from lanes_tui.engine.config.write import set_config_value, write_default_config
+    from lanes_tui.engine.core.ansi import strip_ansi
     from lanes_tui.engine.core.clock import Clock, RealClock
     from lanes_tui.engine.core.debug import report_modules_at_exit
     from lanes_tui.engine.core.errors import ConfigError, LanesError
@@ -123,6 +125,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
         describe_limit,
         read_text_file,
     )
+    from lanes_tui.engine.core.repo import find_repo_root
     from lanes_tui.engine.core.sizes import parse_bytes, parse_percent
     from lanes_tui.engine.decisions.abandon import AbandonPlan, abandon_lane, plan_abandon
     from lanes_tui.engine.decisions.accept import Accept, AcceptOutcome
@@ -148,7 +151,6 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.decisions.stop import StopReport, live_lane_ids, stop_lanes
     from lanes_tui.engine.decisions.verify import verify_lane
     from lanes_tui.engine.git.upstream import push_branch
-    from lanes_tui.engine.git.worktrees import find_repo_root
     from lanes_tui.engine.inbox.files import STATES as QUESTION_STATES
     from lanes_tui.engine.inbox.files import validate_qid
     from lanes_tui.engine.inbox.store import InboxStore, wait_for_answer
@@ -158,6 +160,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.lanes.heavy import describe_slots as describe_heavy_slots
     from lanes_tui.engine.lanes.heavy import run_locked
     from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_group, launch_lane, stop_lane, supervisor_alive
+    from lanes_tui.engine.lanes.watch_skip import describe_watch_limit
     from lanes_tui.engine.live.engine import Engine
     from lanes_tui.engine.live.queries import (
         NEEDS_LEAD_STATES,
@@ -269,6 +272,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "describe_limit",
     "describe_review",
     "describe_verification",
+    "describe_watch_limit",
     "detect_containment",
     "duration_text",
     "find_repo_root",
@@ -328,6 +332,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "start_demo_lanes",
     "stop_lane",
     "stop_lanes",
+    "strip_ansi",
     "stuck_accepts",
     "supervisor_alive",
     "validate_lane_id",

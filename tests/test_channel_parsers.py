@@ -343,3 +343,23 @@ def test_channels_import_no_ui_and_no_pyte_until_a_terminal_is_used() -> None:
             "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'pyte'))))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == ""
+
+
+def test_one_ansi_stripper_for_the_engine_and_the_panes(tmp_path: Path) -> None:
+    """Issue 17 item 5: the channels, `peek`, the review prompt and the Output pane strip with one
+    expression: colour, cursor, OSC titles (ended, or cut off by a chunk), 8-bit CSI."""
+    import inspect
+
+    from lanes_tui import engine
+    from lanes_tui.engine.channels import plain
+    from lanes_tui.engine.core.ansi import strip_ansi
+    from lanes_tui.widgets._format import clean_text
+
+    assert engine.strip_ansi is strip_ansi and plain.strip_ansi is strip_ansi
+    line = "\x1b[1;32mTokens:\x1b[0m 2k sent, 1k received.\x1b]0;title\x07 \x9b2Kdone\x1b]8;;http://x\x1b\\ \x1bMx"
+    assert strip_ansi(line) == "Tokens: 2k sent, 1k received. done x"
+    assert strip_ansi("cut \x1b]0;a title without its end") == "cut "
+    assert clean_text("\x1b[31mred\x1b[0m\x9b1m!") == "red!"
+    meter = RunMeter(tmp_path / "m.json", FakeClock(), provider="aider", model="unknown-model")
+    assert feed_aider_line(meter, "\x1b[2mTokens: 2k sent, 1k received. Cost: $0.01 message, $0.02 session.\x1b[0m")
+    assert "_ANSI_RE" not in inspect.getsource(inspect.getmodule(clean_text))  # type: ignore[arg-type]

@@ -107,3 +107,43 @@ def test_bad_and_unknown_lane_ids_are_refused_in_one_line(repo: Path) -> None:
         assert len(refused.stderr.strip().splitlines()) == 1 and "Traceback" not in refused.stderr
     usage = cli(repo, "diff")
     assert usage.returncode == 2 and "Traceback" not in usage.stderr
+
+
+def test_four_hundred_untracked_files_diff_in_one_pass_like_one_by_one(repo: Path, monkeypatch) -> None:
+    """Issue 17 item 4: the one-pass diff (a temporary index, `git add -N`) gives every file the
+    patch, counts and digest the per-file `git diff --no-index` gave, quoted names included, and
+    leaves the lane's index alone. Correctness only: the timing is in tests/bench/lane_diff.py."""
+    from lanes_tui.engine.decisions import lane_diff as module
+    from lanes_tui.engine.git import patches
+
+    lane, worktree = mixed_lane(repo, "many")
+    folder = worktree / "src" / "many"
+    folder.mkdir()
+    for i in range(400):
+        (folder / f"f{i:03d}.txt").write_text(f"line {i}\n" * (i % 5 + 1))
+    odd = ["tab\tname.txt", 'quote"d.txt', "é a b/x.txt", "back\\slash.txt", "a b.txt"]
+    for name in odd:
+        target = worktree / name
+        target.parent.mkdir(exist_ok=True)
+        target.write_text(f"{name}\n")
+    (worktree / "blob.bin").write_bytes(b"\0\1\2")
+    before = index_bytes(worktree)
+    calls: list[int] = []
+    real = patches.one_pass_patches
+    monkeypatch.setattr(module, "one_pass_patches", lambda *a, **k: calls.append(1) or real(*a, **k))
+    found = lane_diff(repo, load_config(repo), lane)
+    assert calls and index_bytes(worktree) == before
+    assert len(patches.split_patch(b"".join(f.diff.encode() for f in found.files))) == len(found.files)
+
+    def refuse(*_a: object, **_k: object) -> dict[str, bytes]:
+        raise module.LanesError("forced per-file diffs")
+
+    monkeypatch.setattr(module, "one_pass_patches", refuse)
+    one_by_one = lane_diff(repo, load_config(repo), lane)
+    assert [f.to_json() for f in found.files] == [f.to_json() for f in one_by_one.files]
+    assert found.digest == one_by_one.digest and len(found.files) == 4 + 400 + len(odd) + 1
+    by_path = {f.path: f for f in found.files}
+    assert by_path["src/many/f007.txt"].added == 3 and "+line 7" in by_path["src/many/f007.txt"].diff
+    assert by_path["src/many/f007.txt"].digest == "sha256:" + hashlib.sha256(b"line 7\n" * 3).hexdigest()
+    assert by_path["blob.bin"].binary and by_path["tab\tname.txt"].added == 1
+    assert by_path["é a b/x.txt"].status == "added" and "+é a b/x.txt" in by_path["é a b/x.txt"].diff

@@ -307,3 +307,22 @@ def test_import_is_light() -> None:
             " 'textual', 'rich', 'dataclasses') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_usage_prints_aiders_meter_line_that_the_plain_channel_reads(tmp_path: Path) -> None:
+    """Issue 17 item 6: `usage IN OUT COST` prints aider's own `Tokens: … Cost: …` line, so a sim lane
+    (the `plain` channel) gets tokens and cost in meters.json: tokens add up, the cost is the session's."""
+    from lanes_tui.engine.channels.plain import feed_aider_line
+    from lanes_tui.engine.core.clock import FakeClock
+    from lanes_tui.engine.state.meters import RunMeter
+
+    proc = run_sim(tmp_path, "usage 12000 1200 0.04\nusage 345 67 $0.0015\nusage 1 two 3\n")
+    assert proc.returncode == 0 and "line 3 is not a valid step" in proc.stderr
+    lines = body(proc.stdout)
+    assert lines == ["Tokens: 12000 sent, 1200 received. Cost: $0.04 message, $0.04 session.",
+                     "Tokens: 345 sent, 67 received. Cost: $0.0015 message, $0.0415 session."]
+    meter = RunMeter(tmp_path / "meters.json", FakeClock(), provider="sim", model="sim")
+    assert all(feed_aider_line(meter, line) for line in lines)
+    snap = meter.snapshot()
+    assert snap["cost_usd"] == 0.0415, snap
+    assert (snap["tokens"]["input"], snap["tokens"]["output"]) == (12345, 1267), snap

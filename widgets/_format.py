@@ -35,8 +35,6 @@ STATE_TONE: Mapping[str, str] = {
 #: Used only when the app has no theme variables yet (never in a running app); named, not hex.
 _FALLBACK = {"warning": "yellow", "error": "red", "success": "green", "primary": "blue", "accent": "magenta"}
 
-# CSI (ESC [ … final), OSC (ESC ] … BEL or ST), two-byte escapes, and 8-bit CSI.
-_ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-Z\\-_]|\x9b[0-?]*[ -/]*[@-~]")
 # Control characters other than tab and newline (carriage returns are handled before this).
 _CTRL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -66,7 +64,9 @@ def clean_text(text: str) -> str:
     trailing `\\r` is dropped, not applied: output arrives in chunks, and a `\\r\\n` split between two
     chunks must not wipe the line.
     """
-    text = _ANSI_RE.sub("", text.replace("\r\n", "\n")).rstrip("\r")
+    from lanes_tui.engine import strip_ansi  # here: importing the widgets loads no engine module (a test checks)
+
+    text = strip_ansi(text.replace("\r\n", "\n")).rstrip("\r")
     if "\r" in text:
         text = "\n".join(line.rsplit("\r", 1)[-1] for line in text.split("\n"))
     text = text.replace("\t", "    ")

@@ -20,8 +20,6 @@ from textual.content import Content
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static
 
-from lanes_tui.engine import LanesError
-
 if TYPE_CHECKING:
     from lanes_tui.engine import Turn
 
@@ -130,6 +128,8 @@ class ConversationScreen(Screen[None]):
     async def _send(self, text: str) -> None:
         status = self.query_one("#conversation-status", Static)
         assert self.send is not None
+        from lanes_tui.engine import LanesError  # here: importing the view loads no engine module
+
         try:
             said = await self.send(text)
         except LanesError as exc:  # the lane refused, or is gone: its one line

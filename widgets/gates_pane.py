@@ -9,13 +9,17 @@ the report (`GateReport`); this pane only lays it out.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.content import Content, Span
 from textual.widgets import Static
 
-from lanes_tui.engine import GateReport, duration_text
 from lanes_tui.widgets._format import clean_text
+
+if TYPE_CHECKING:  # widgets are given data: importing one loads no engine module
+    from lanes_tui.engine import GateReport
 
 #: A step's mark and colour by status.
 MARKS = {"passed": ("✓", "$success"), "failed": ("✗", "$error"), "timeout": ("⏱", "$error"),
@@ -77,7 +81,7 @@ def render_report(report: GateReport) -> Content:
     width = max(len(s.name) for s in report.steps)
     for step in report.steps:
         mark, style = MARKS.get(step.status, ("?", ""))
-        took = "" if step.status in ("planned", "not-run") else duration_text(step.duration_s)
+        took = "" if step.status in ("planned", "not-run") else _duration(step.duration_s)
         code = f"exit {step.exit_code}" if step.exit_code is not None else ""
         head = f"{mark} {step.name:<{width}}  {step.status:<7}  {took:>6}  {code:<7}"
         spans.append(Span(pos, pos + len(head), style))
@@ -93,3 +97,9 @@ def render_report(report: GateReport) -> Content:
         for line in text.rstrip("\n").split("\n"):
             add(line)
     return Content("\n".join(lines), spans)
+
+
+def _duration(seconds: float) -> str:
+    from lanes_tui.engine import duration_text  # here: importing the pane loads no engine module
+
+    return duration_text(seconds)

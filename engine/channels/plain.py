@@ -12,6 +12,7 @@ import contextlib
 import re
 
 from lanes_tui.engine.channels.base import Channel
+from lanes_tui.engine.core.ansi import strip_ansi
 from lanes_tui.engine.state.meters import RunMeter, Usage
 
 _NUM = r"[0-9][0-9.,]*\s*[kKmM]?"
@@ -22,12 +23,6 @@ TOKENS_RE = re.compile(
     rf",\s*(?P<received>{_NUM})\s+received\."
     r"(?:\s*Cost:\s*\$(?P<message>[0-9][0-9.,]*)\s+message,\s*\$(?P<session>[0-9][0-9.,]*)\s+session\.)?"
 )
-#: Colour and cursor sequences, so a line read off a terminal matches like a line from a pipe.
-ANSI_RE = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
-
-
-def strip_ansi(text: str) -> str:
-    return ANSI_RE.sub("", text)
 
 
 def parse_count(text: str) -> int:

@@ -69,6 +69,7 @@ class LanesSettings:
     copy: tuple[str, ...] = ()  # files copied from the lead checkout, never committed
     setup: tuple[str, ...] = ()  # commands run in the worktree before the agent, under its caps
     setup_timeout_s: float = SETUP_TIMEOUT_S
+    watch_skip: tuple[str, ...] = ()  # directory names the file watcher skips, besides git's ignored ones
 
     @property
     def memory_bytes(self) -> int:

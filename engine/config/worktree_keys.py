@@ -1,4 +1,4 @@
-"""The keys of `[lanes]` that make a new worktree ready to work in (`copy`, `setup`, `setup_timeout_s`), read.
+"""The keys of `[lanes]` about a lane's worktree (`copy`, `setup`, `setup_timeout_s`, `watch_skip`), read.
 
 Split from `settings` (which calls it while reading `[lanes]`) like `caps_keys`. `copy` names files
 the lead keeps out of git (`.env`, a local config) that every lane needs: each entry must be a
@@ -69,4 +69,13 @@ def parse_worktree_keys(checks: WorktreeChecks, raw: dict[str, Any]) -> dict[str
         values["setup"] = commands
     if "setup_timeout_s" in raw:
         values["setup_timeout_s"] = checks.number("lanes.setup_timeout_s", raw["setup_timeout_s"], positive=True)
+    if "watch_skip" in raw:
+        # Directory names the file watcher never enters, at any depth, on top of what git ignores
+        # (docs/config.md): a vendored tree that is tracked but never the agent's work, say.
+        names = checks.strings("lanes.watch_skip", raw["watch_skip"])
+        for name in names:
+            if "/" in name or name in (".", ".."):
+                checks.fail("lanes.watch_skip", f"watch_skip entry {name!r} is not a directory name",
+                            'list bare names, matched at any depth, e.g. watch_skip = ["node_modules"]')
+        values["watch_skip"] = names
     return values

@@ -8,9 +8,11 @@ lines added and removed, a sha256 of its content in the lane, and its unified di
 
 Nothing here writes: the worktree is derived and witnessed (`locate_lane` + `working_tree`, never
 the path in lane.json), and every git call runs with `--no-optional-locks`, so the lane's index is
-not refreshed under an agent that may be running. Tracked files come from `git diff BASE` (base
-commit against the working tree, one call per file so no patch has to be split by its quoted
-header); untracked ones from `git diff --no-index /dev/null FILE`. Argument lists only, no shell.
+not refreshed under an agent that may be running. Every patch comes from one `git diff BASE` (base
+commit against the working tree) in a temporary index where the untracked files are intent-to-add
+(`git.patches`: the lane's own index is never written), split back per path; a path the split
+misses, or every path when that pass fails, gets its own `git diff BASE -- PATH` (or `git diff
+--no-index /dev/null FILE` when untracked), which prints the same bytes. Argument lists only.
 The text is bounded: past `MAX_DIFF_BYTES` the remaining diffs are cut with a note, while the
 digests still cover every file.
 """
@@ -25,14 +27,16 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.config.settings import Config
+from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.scope import outside_scope
 from lanes_tui.engine.git.commands import nul_list, refuse_option, run_git
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
+from lanes_tui.engine.git.patches import one_pass_patches
 from lanes_tui.engine.git.worktrees import describe_path
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
 
-__all__ = ["MAX_DIFF_BYTES", "FileDiff", "LaneDiff", "diff_digest", "lane_diff"]
+__all__ = ["MAX_DIFF_BYTES", "FileDiff", "LaneDiff", "diff_digest", "lane_diff", "worktree_files"]
 
 #: The unified diff text kept in all (2 MB); what comes after is cut with a note.
 MAX_DIFF_BYTES = 2 * 1024 * 1024
@@ -119,13 +123,7 @@ def lane_diff(repo: Path, config: Config, lane_id: str, *, max_bytes: int = MAX_
     worktree = working_tree(location)  # the derived folder, and git must list it on lane/<id>
     base = record.base_sha
     refuse_option(base, "base commit")
-    changes, untracked = _changes(worktree, base)
-    files: list[FileDiff] = []
-    budget = max_bytes
-    for path in sorted(changes):
-        item = _file_diff(worktree, base, path, changes[path], budget, untracked=path in untracked)
-        budget -= len(item.diff.encode("utf-8", "replace"))
-        files.append(item)
+    files = worktree_files(worktree, base, max_bytes=max_bytes)
     cut = any(f.cut for f in files)
     size = "2 MB" if max_bytes == MAX_DIFF_BYTES else f"{max_bytes} bytes"
     notes = (f"diff cut at {size}: the digests still cover every file",) if cut else ()
@@ -133,6 +131,24 @@ def lane_diff(repo: Path, config: Config, lane_id: str, *, max_bytes: int = MAX_
     return LaneDiff(lane=lane_id, base_sha=base, worktree=worktree, files=tuple(files), scope=tuple(record.scope),
                     outside_scope=tuple(outside_scope(paths, record.scope)),
                     digest=_overall((f.path, f.kind, f.digest) for f in files), cut=cut, notes=notes)
+
+
+def worktree_files(worktree: Path, base: str, *, max_bytes: int = MAX_DIFF_BYTES) -> list[FileDiff]:
+    """Every changed path of a verified worktree against `base`, in path order, patches cut past
+    `max_bytes`; the benchmark (tests/bench/lane_diff.py) times exactly this."""
+    changes, untracked = _changes(worktree, base)
+    try:
+        patches = one_pass_patches(worktree, base, sorted(untracked), DIFF_OPTIONS, READ_ONLY)
+    except LanesError:
+        patches = {}  # a split index, a file gone meanwhile: one diff per file, as before
+    files: list[FileDiff] = []
+    budget = max_bytes
+    for path in sorted(changes):
+        item = _file_diff(worktree, base, path, changes[path], budget, untracked=path in untracked,
+                          patch=patches.get(path))
+        budget -= len(item.diff.encode("utf-8", "replace"))
+        files.append(item)
+    return files
 
 
 def diff_digest(worktree: Path, base: str) -> str:
@@ -178,19 +194,23 @@ def _untracked(worktree: Path) -> list[str]:
     return nul_list(proc.stdout)
 
 
-def _file_diff(worktree: Path, base: str, path: str, letter: str, budget: int, *, untracked: bool) -> FileDiff:
+def _file_diff(worktree: Path, base: str, path: str, letter: str, budget: int, *, untracked: bool,
+               patch: bytes | None = None) -> FileDiff:
+    """One path's FileDiff, from its part of the one-pass patch or, without one, its own git diff."""
     kind, digest = _file_digest(worktree, path)
-    if untracked and letter == "A" and kind != "missing":
-        proc = run_git(worktree, *READ_ONLY, "diff", "--no-index", *DIFF_OPTIONS, "--", "/dev/null", path,
-                       check=False)  # exits 1 when the files differ, which they do
+    if patch is not None:
+        out = patch
+    elif untracked and letter == "A" and kind != "missing":
+        out = run_git(worktree, *READ_ONLY, "diff", "--no-index", *DIFF_OPTIONS, "--", "/dev/null", path,
+                      check=False).stdout  # exits 1 when the files differ, which they do
     else:
-        proc = run_git(worktree, *READ_ONLY, "diff", *DIFF_OPTIONS, base, "--", path)
-    text = proc.stdout.decode("utf-8", "replace")
+        out = run_git(worktree, *READ_ONLY, "diff", *DIFF_OPTIONS, base, "--", path).stdout
+    text = out.decode("utf-8", "replace")
     added, removed, binary = _count(text)
     cut = False
-    if len(proc.stdout) > budget:
+    if len(out) > budget:
         keep = max(budget, 0)
-        text = proc.stdout[:keep].decode("utf-8", "ignore")
+        text = out[:keep].decode("utf-8", "ignore")
         text = (text if text.endswith("\n") or not text else text + "\n") + f"# diff of {path} cut here\n"
         cut = True
     return FileDiff(path=path, letter=letter, added=added, removed=removed, digest=digest, kind=kind, diff=text,

@@ -64,7 +64,7 @@ def reviewer_text(raw: str) -> str:
     """The reviewer's words from its output as printed: the text of JSON-line streams (claude
     stream-json `assistant` and `result`, codex `--json` agent messages, gemini `message`), the
     plain lines otherwise, escape sequences removed. The verdict parser reads this."""
-    from lanes_tui.engine.channels.plain import strip_ansi  # here: a claude lane's supervisor never loads it
+    from lanes_tui.engine.core.ansi import strip_ansi  # here: a claude lane's supervisor never loads it
 
     out: list[str] = []
     for line in raw.splitlines():

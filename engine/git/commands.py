@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.repo import GIT_ENV_DROP, NOT_A_REPO_FIX
 
 __all__ = [
     "DEFAULT_FIX", "GIT_ENV_DROP", "GIT_TIMEOUT_S", "NOT_A_REPO_FIX", "WorktreeEntry", "branch_exists", "first_line",
@@ -24,14 +25,9 @@ __all__ = [
 ]
 
 GIT_TIMEOUT_S = 300.0
-NOT_A_REPO_FIX = "run lanes-tui in a repository or pass --repo PATH"
 DEFAULT_FIX = "check the repository with `git status` and try again"
-# Set by git hooks and wrappers; they would silently point our calls at another repository (the
-# read-only views, which cannot drop them from GitPython's environment, override them instead).
-GIT_ENV_DROP = (
-    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX",
-)
+# The fix for "not a repository" and the variables dropped from git's environment are the
+# repository-root function's (core.repo): one definition, kept where `ask` may load it.
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,8 @@ Where GitPython has no cheaper answer than git's own porcelain (`status -z`, `di
 `rev-list --count`) the view runs that through the same `Repo`, bounded by `VIEW_TIMEOUT_S`.
 
 `lane_diff` stays on the git command line (`run_git`): its text must be exactly what `git diff` and
-`git diff --no-index` print, which GitPython would only wrap. Everything that writes (worktree add
+`git diff --no-index` print, which GitPython would only wrap (new files come from one pass in a
+temporary index, `git.patches`, not one git process each). Everything that writes (worktree add
 and remove, commit, rebase, merge) stays on the command line too, in `worktrees` and `decisions`,
 with their timeouts and process control.
 
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.git.commands import GIT_ENV_DROP, run_git
+from lanes_tui.engine.git.patches import one_pass_patches
 from lanes_tui.engine.state.model import LaneRecord
 
 if TYPE_CHECKING:
@@ -65,8 +67,15 @@ def lane_diff(record: LaneRecord) -> str:
     tracked = run_git(worktree, "diff", "--no-color", "--no-ext-diff", record.base_sha, check=False).stdout
     untracked = run_git(worktree, "ls-files", "--others", "--exclude-standard", "-z", check=False).stdout
     parts = [os.fsdecode(tracked)]
-    for name in (os.fsdecode(n) for n in untracked.split(b"\0") if n):
-        new = run_git(worktree, "diff", "--no-color", "--no-index", "--", "/dev/null", name, check=False).stdout
+    names = [os.fsdecode(n) for n in untracked.split(b"\0") if n]
+    try:  # one pass for every new file (git.patches); the lane's own index is never written
+        patches = one_pass_patches(worktree, record.base_sha, names, ("--no-color", "--no-ext-diff", "--no-renames"))
+    except LanesError:
+        patches = {}
+    for name in names:
+        new = patches.get(name)
+        if new is None:
+            new = run_git(worktree, "diff", "--no-color", "--no-index", "--", "/dev/null", name, check=False).stdout
         parts.append(os.fsdecode(new))
     text = "".join(parts)
     if len(text) > MAX_DIFF_BYTES:

@@ -23,6 +23,7 @@ from typing import Any
 
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import BRANCH_PREFIX, branch_for, validate_lane_branch
+from lanes_tui.engine.core.repo import find_repo_root  # the one repository-root function
 from lanes_tui.engine.git.commands import DEFAULT_FIX, GIT_TIMEOUT_S, NOT_A_REPO_FIX, WorktreeEntry
 from lanes_tui.engine.git.commands import branch_exists as _branch_exists
 from lanes_tui.engine.git.commands import first_line as _first_line
@@ -55,34 +56,6 @@ class WorktreeInfo:
     branch: str
     base_sha: str
     base_ref: str | None
-
-
-def find_repo_root(start: Path) -> Path:
-    """The main worktree's root of the repository containing `start`.
-
-    From inside a lane worktree this is still the lead's repository, so `lanes-tui ask` run by an
-    agent finds the same `.lanes/` state as the dashboard.
-    """
-    start = Path(start).expanduser()
-    where = start if start.is_dir() else start.parent
-    if not where.is_dir():
-        raise LanesError(f"{start} is not inside a git repository", NOT_A_REPO_FIX)
-    proc = _git(where, "rev-parse", "--show-toplevel", "--git-dir", "--git-common-dir", check=False)
-    if proc.returncode != 0:
-        line = _first_line(proc.stderr)
-        if "not a git repository" in line:
-            raise LanesError(f"{start} is not inside a git repository", NOT_A_REPO_FIX)
-        raise LanesError(f"{start}: {line}", NOT_A_REPO_FIX)
-    toplevel, git_dir, common_dir = (os.fsdecode(x) for x in proc.stdout.splitlines()[:3])
-    top = Path(toplevel).resolve()
-    if (where / git_dir).resolve() == (where / common_dir).resolve():
-        return top
-    # A linked worktree: the main worktree is always the first entry of the list.
-    listing = os.fsdecode(_git(where, "worktree", "list", "--porcelain").stdout)
-    first = listing.split("\n\n", 1)[0].splitlines()
-    if not first or not first[0].startswith("worktree ") or "bare" in first[1:]:
-        return top  # a bare main repository has no root of its own; the current worktree stands in
-    return Path(first[0][len("worktree "):]).resolve()
 
 
 def current_branch(repo: Path) -> str | None:

@@ -2,7 +2,8 @@
 
 Owns: `launcher` (create the worktree and record, spawn the detached supervisor, stop a lane),
 `agent_run` (one provider run: output, classification, the watchdog loop), `watchdog` (when a
-silent lane is stalled), `classify` (exit → result), `inotify` (file activity), `env` (the lane's
+silent lane is stalled), `classify` (exit → result), `inotify` (file activity), `watch_skip` (what the
+watcher leaves out: git's ignored directories, `[lanes] watch_skip`; the watch limit), `env` (the lane's
 allow-list environment and the `lanes-tui` shim), `runner` (the Runner protocol and the local runner),
 `load_guard` (refusing prompts that ask to load the machine), `preamble` (the contract every prompt
 is wrapped in, with `.lanes/rules.md`), `heavy` (`lanes-tui lock`), `guard` (what may end or pause a

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from lanes_tui.engine.channels import Channel
 from lanes_tui.engine.core.atomic import append_jsonl
 from lanes_tui.engine.core.clock import Clock
+from lanes_tui.engine.core.utf8 import whole_chars_end
 from lanes_tui.engine.lanes.classify import Classification, PatternScanner, classify
 from lanes_tui.engine.lanes.guard import Finding, RunGuard
 from lanes_tui.engine.lanes.watchdog import ProcInfo, Sample, Verdict, Watchdog
@@ -81,8 +82,9 @@ class LineFramer:
             lines.append(bytes(self._buf[:cut]))
             del self._buf[: cut + 1]
         if len(self._buf) > self.limit:
-            lines.append(bytes(self._buf))
-            self._buf.clear()
+            cut = whole_chars_end(bytes(self._buf)) or len(self._buf)  # a character cut in two waits
+            lines.append(bytes(self._buf[:cut]))
+            del self._buf[:cut]
         return lines
 
     def flush(self) -> list[bytes]:

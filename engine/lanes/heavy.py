@@ -43,6 +43,7 @@ from lanes_tui.engine.config.settings import load_config
 from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.clock import RealClock
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.repo import find_repo_root
 from lanes_tui.engine.state.lock_events import LockJournal, lane_events_path
 from lanes_tui.engine.state.paths import StatePaths, heavy_slot_dir
 
@@ -65,7 +66,8 @@ Say = Callable[[str], None]
 
 def find_repo(environ: Mapping[str, str], cwd: Path, repo: Path | None = None) -> Path | None:
     """The repository whose config sizes the slots: `--repo`, else the lane's (`LANES_HOME` is
-    `<repo>/.lanes/state`), else the nearest folder above `cwd` with a `.lanes/config.toml`."""
+    `<repo>/.lanes/state`), else the nearest folder above `cwd` with a `.lanes/config.toml`, else the
+    main repository of a linked worktree, when it has one."""
     if repo is not None:
         return repo
     home = environ.get("LANES_HOME", "")
@@ -76,7 +78,11 @@ def find_repo(environ: Mapping[str, str], cwd: Path, repo: Path | None = None) -
     for folder in (cwd, *cwd.parents):
         if StatePaths(folder).config.is_file():
             return folder
-    return None
+    try:  # a linked worktree outside the main one: the main repository's config (core.repo)
+        root = find_repo_root(cwd)
+    except LanesError:
+        return None
+    return root if StatePaths(root).config.is_file() else None
 
 
 def slot_count(environ: Mapping[str, str], repo: Path | None) -> tuple[int, str]:

@@ -13,7 +13,7 @@ import json
 import logging
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from lanes_tui.engine.config.settings import Config, load_config
 from lanes_tui.engine.core.atomic import read_jsonl
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.utf8 import Utf8Stream, decode_span
 from lanes_tui.engine.decisions.commands import DecisionCommands
 from lanes_tui.engine.decisions.queue import QueueCommands
 from lanes_tui.engine.decisions.ranking import GroupRanks, with_ranks
@@ -57,6 +58,7 @@ class _Watched:
     record_sig: tuple[int, int] = (0, 0)
     samples_size: int = 0
     output_offset: int = 0
+    text: Utf8Stream = field(default_factory=Utf8Stream)  # kept across reads: no character cut in two
     events_size: int = 0
     state: str | None = None
     status: LaneStatus | None = None
@@ -167,7 +169,8 @@ class Engine(DecisionCommands, QueueCommands, PlanTicker):
         path = self.paths.lane(lane_id).output
         size = await asyncio.to_thread(lambda: path.stat().st_size if path.exists() else 0)
         data, end = await self.runner.output(lane_id, max(0, size - max_bytes), max_bytes)
-        return data.decode("utf-8", errors="replace"), end
+        text, _head, tail = decode_span(data)  # `end` stops before a character still being written
+        return text, end - tail
 
     # commands --------------------------------------------------------------------------------
     async def run_lane(self, request: LaunchRequest) -> LaneRecord:
@@ -356,14 +359,16 @@ class Engine(DecisionCommands, QueueCommands, PlanTicker):
         size = _size(path)
         if initial or (self.output_lanes is not None and lane_id not in self.output_lanes):
             watched.output_offset = size  # nobody reads this lane's output now: it stays on disk
+            watched.text.reset()
         elif size != watched.output_offset:
             start = watched.output_offset if size > watched.output_offset else 0
             skipped = max(0, size - start - self.output_chunk)
             data, end = read_output(path, start + skipped, self.output_chunk)
-            watched.output_offset = end
-            if data:
-                out.append(OutputAppended(lane_id, start + skipped, data.decode("utf-8", errors="replace"),
-                                          skipped, end))
+            if start + skipped != watched.output_offset:
+                watched.text.reset()  # a jump (skipped, truncated): held bytes do not precede these
+            held, watched.output_offset = watched.text.pending, end
+            if text := watched.text.feed(data):  # offsets cover exactly the bytes of `text`
+                out.append(OutputAppended(lane_id, start + skipped - held, text, skipped, end - watched.text.pending))
 
 
 def _sig(path: Path) -> tuple[int, int]:

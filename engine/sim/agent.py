@@ -56,6 +56,12 @@ _MIB = 1024 * 1024
 _PAGE = 4096
 
 
+def _money(value: float) -> str:
+    """Dollars as aider prints them (`0.04`), with up to six places when a cent is too coarse."""
+    text = f"{value:.6f}".rstrip("0")
+    return text + "0" * max(0, 2 - len(text.partition(".")[2]))
+
+
 class Sim:
     """The running agent: its worktree, output stream and the answer `if` compares against."""
 
@@ -65,10 +71,18 @@ class Sim:
         self.last_answer: str | None = None
         self.touches = 0
         self.children: list[object] = []  # keeps spawned Popen objects alive; never waited
+        self.session_cost = 0.0  # the `usage` steps' running total, as aider prints it
 
     def emit(self, line: str) -> None:
         self.out.write(line.encode("utf-8", "surrogateescape") + b"\n")
         self.out.flush()
+
+    def usage(self, tokens_in: int, tokens_out: int, cost: float) -> None:
+        """One aider-style meter line, so the `plain` channel (the sim provider's) reads real figures:
+        the tokens are this message's (they add up), the session cost is the running total."""
+        self.session_cost += cost
+        self.emit(f"Tokens: {tokens_in} sent, {tokens_out} received. "
+                  f"Cost: ${_money(cost)} message, ${_money(self.session_cost)} session.")
 
     def print_lines(self, count: int, rate: float | None, text: str) -> None:
         if rate is None:

@@ -3,7 +3,9 @@
 Fully offline: the only provider is the built-in simulated agent (plus a stand-in that is always out
 of budget, to show a chain falling back, and the sim again as a reviewer of another model family, so
 every lane that passes its gates is reviewed: the review column is never empty, and the one lane that
-adds a `FIXME` line is blocked). Everything lives in one temporary folder removed on exit.
+adds a `FIXME` line is blocked). Every scenario reports tokens and cost (the sim's `usage` step prints
+aider's meter line), so the tokens and cost columns and the spend meter show real figures.
+Everything lives in one temporary folder removed on exit.
 """
 
 from __future__ import annotations
@@ -66,23 +68,26 @@ PROJECT = {
 }
 
 SCENARIOS: dict[str, tuple[str, str]] = {
-    "ready": ("backend", "Add a subtract function.\nsay adding sub()\nprint 20 --rate 5\n"
-              "append calc.py 'def sub(a, b): return a - b'\nsay done\n"),
-    "question": ("backend", "Ask before deploying.\nsay preparing a deploy\nprint 5 --rate 2\n"
+    "ready": ("backend", "Add a subtract function.\nsay adding sub()\nusage 18400 2100 0.09\nprint 20 --rate 5\n"
+              "append calc.py 'def sub(a, b): return a - b'\nusage 21300 900 0.07\nsay done\n"),
+    "question": ("backend", "Ask before deploying.\nsay preparing a deploy\nusage 9600 1400 0.05\nprint 5 --rate 2\n"
                  "ask --yes-no --timeout 600 Deploy the calculator to staging?\n"
                  "if yes write DEPLOYED.txt staging\nif no say not deploying\nprint 10 --rate 2\n"),
-    "stall": ("backend", "Go quiet.\nsay thinking very hard\nsleep 3600\n"),
-    "fallback": ("hard", "Refactor the calculator.\nsay refactoring on the fallback provider\n"
+    "stall": ("backend", "Go quiet.\nsay thinking very hard\nusage 42000 300 0.13\nsleep 3600\n"),
+    "fallback": ("hard", "Refactor the calculator.\nsay refactoring on the fallback provider\nusage 31000 4200 0.16\n"
                  "print 10 --rate 2\nwrite NOTES.md refactor notes\n"),
-    "broken-gates": ("backend", "Break a test.\nsay changing mul\n"
+    "broken-gates": ("backend", "Break a test.\nsay changing mul\nusage 12800 800 0.05\n"
                      "write calc.py 'def add(a, b): return a + b'\nprint 5 --rate 2\n"),
-    "conflict-a": ("backend", "Change the README title.\nwrite README.md '# calculator (lane A)'\n"
+    "conflict-a": ("backend", "Change the README title.\nusage 6400 500 0.03\nwrite README.md '# calculator (lane A)'\n"
                    "print 8 --rate 2\n"),
-    "conflict-b": ("backend", "Change the README title too.\nwrite README.md '# calculator (lane B)'\n"
+    "conflict-b": ("backend", "Change the README title too.\nusage 7100 650 0.03\n"
+                   "write README.md '# calculator (lane B)'\n"
                    "print 12 --rate 2\n"),
-    "review-blocked": ("backend", "Add a divide function.\nsay adding div()\nprint 8 --rate 2\n"
+    "review-blocked": ("backend", "Add a divide function.\nsay adding div()\nusage 15200 1700 0.08\n"
+                       "print 8 --rate 2\n"
                        "write divide.py 'def div(a, b): return a / b  # FIXME: b == 0 raises'\nsay done\n"),
-    "busy-cpu": ("backend", "Crunch numbers quietly.\nsay crunching without output\nburn 90\nsay finished\n"),
+    "busy-cpu": ("backend", "Crunch numbers quietly.\nsay crunching without output\n"
+                 "usage 27500 3100 0.14\nburn 90\nsay finished\n"),
 }
 
 
@@ -95,19 +100,22 @@ name = "demo-plan"
 [[tickets]]
 id = "plan-power"
 title = "Add a power function"
-prompt = "Add power.py.\\nsay adding power()\\nprint 12 --rate 2\\nwrite power.py 'def power(a, b): return a ** b'\\n"
+prompt = "Add power.py.\\nsay adding power()\\nusage 8800 950 0.04\\n\
+print 12 --rate 2\\nwrite power.py 'def power(a, b): return a ** b'\\n"
 scope = ["power.py"]
 
 [[tickets]]
 id = "plan-docs"
 title = "Document the calculator"
-prompt = "Write docs/calc.md.\\nsay documenting\\nprint 16 --rate 2\\nwrite docs/calc.md '# calc: add, mul, power'\\n"
+prompt = "Write docs/calc.md.\\nsay documenting\\nusage 11200 2600 0.07\\n\
+print 16 --rate 2\\nwrite docs/calc.md '# calc: add, mul, power'\\n"
 scope = ["docs/"]
 
 [[tickets]]
 id = "plan-cli"
 title = "A command line for the calculator"
-prompt = "Add cli.py.\\nsay wiring the command line\\nprint 10 --rate 2\\nwrite cli.py 'from power import power'\\n"
+prompt = "Add cli.py.\\nsay wiring the command line\\nusage 9900 1100 0.05\\n\
+print 10 --rate 2\\nwrite cli.py 'from power import power'\\n"
 scope = ["cli.py"]
 blockers = ["plan-power", "plan-docs"]
 """

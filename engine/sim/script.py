@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         def spawn_setsid(self, seconds: float) -> None: ...
         def ask(self, question: str, flags: list[str], yes_no: bool) -> None: ...
         def echo_input(self, seconds: float) -> None: ...
+        def usage(self, tokens_in: int, tokens_out: int, cost: float) -> None: ...
 
 __all__ = [
     "ALLOC_MAX_MIB", "BURN_MAX_PROCS", "CONFIG_ERROR", "ECHO_DEFAULT_S", "FORK_MAX", "OUT_OF_BUDGET", "STEP_WORDS",
@@ -218,6 +219,11 @@ def _parse_simple(word: str, args: list[str]) -> Action:
         _count(word, args, 0, 1)
         secs = _number(word, args[0], positive=True) if args else ECHO_DEFAULT_S
         return lambda sim: sim.echo_input(secs)
+    if word == "usage":
+        _count(word, args, 3, 3)
+        tokens_in, tokens_out = (int(_number(word, a, whole=True)) for a in args[:2])
+        cost = _number(word, args[2].removeprefix("$"), most=1e6)
+        return lambda sim: sim.usage(tokens_in, tokens_out, cost)
     if word == "env":
         _count(word, args, 1, 1)
         name = args[0]
@@ -241,7 +247,7 @@ def _env_line(name: str) -> str:
 
 STEP_WORDS = frozenset(("print", "say", "write", "append", "sleep", "burn", "touch", "spawn-setsid", "ask",
                         "if", "out-of-budget", "config-error", "exit", "env", "fail-if-exists", "alloc",
-                        "fork-bomb", "echo-input"))
+                        "fork-bomb", "echo-input", "usage"))
 
 _PARSERS: dict[str, Callable[[list[str]], Action]] = {
     "print": _parse_print, "ask": _parse_ask, "if": _parse_if, "alloc": _parse_alloc,

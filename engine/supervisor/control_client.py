@@ -173,7 +173,7 @@ def tail_lines(path: Path, count: int, window: int = PEEK_WINDOW) -> list[str]:
     Terminal output is made readable: colour and cursor codes removed, and a line redrawn with `\\r`
     shows its last version.
     """
-    from lanes_tui.engine.channels.plain import strip_ansi  # not at the top: a supervisor loads its channel only
+    from lanes_tui.engine.core.ansi import strip_ansi  # not at the top: a supervisor loads its channel only
 
     count = max(0, min(count, MAX_PEEK_LINES))
     try:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import errno
+import functools
 import logging
 import os
 import signal
@@ -37,6 +38,7 @@ from lanes_tui.engine.lanes.guard import RunGuard
 from lanes_tui.engine.lanes.notify import announce
 from lanes_tui.engine.lanes.preamble import agent_prompt, read_rules
 from lanes_tui.engine.lanes.spend import SpendGuard, meter_spend
+from lanes_tui.engine.lanes.watch_skip import lane_tree_watcher
 from lanes_tui.engine.procs.process import ProcessRequest, process_create_time, set_child_subreaper
 from lanes_tui.engine.state.meters import METERS_FILE, RunMeter
 from lanes_tui.engine.state.model import ProviderAttempt
@@ -211,7 +213,8 @@ class Supervisor:
                                  preexec=self.hold.governor.preexec() if self.hold else None)
         lanes = lane_timeouts(self.config.lanes, record.caps)  # run --timeout / --idle-timeout over [lanes]
         settings = RunSettings(lanes.timeout_s, lanes.idle_timeout_s, lanes.sample_s, warn_after_s=lanes.warn_after_s)
-        watcher = _tree_watcher(worktree)
+        watcher = lane_tree_watcher(worktree, self.config.lanes.watch_skip,
+                                    functools.partial(self.store.event, record.id))  # ENOSPC said once
         with open(self.lane.output, "ab", opener=private_opener) as output:  # 0600: what the agent printed
             output.write(f"\n=== lanes-tui: {provider.name} ({provider.model}) starting{turn.header} ===\n".encode())
             run = AgentRun(
@@ -219,7 +222,7 @@ class Supervisor:
                 keep_stdin_open=channel.keep_stdin_open, output=output, samples_path=self.lane.samples,
                 scanner=PatternScanner.from_patterns(provider.budget_patterns, provider.config_patterns),
                 settings=settings, clock=self.clock,
-                files_changed=watcher.changed_since_last if watcher else (lambda: False),
+                files_changed=watcher.changed_since_last,
                 is_waiting=(lambda: inbox.lane_is_waiting(record.id)) if inbox else (lambda: False),
                 on_waiting=self._on_waiting, on_stall=self._on_stall, on_started=self._on_started,
                 channel=channel, guards=guards,
@@ -233,8 +236,7 @@ class Supervisor:
                 outcome = await run.run()
             finally:
                 self.current = None
-                if watcher:
-                    watcher.close()
+                watcher.close()
         self.resume.ended(turn, outcome, lambda session_id: self._on_session(attempt, session_id))
         attempt.result = outcome.classification.result
         attempt.reason = outcome.classification.reason
@@ -326,16 +328,6 @@ class Supervisor:
         _orphan_open_questions(self.paths, record.id)
         announce(self.store, self.config.notify, record)  # a cap hit: FAILED-RESOURCE
         return 0
-
-
-def _tree_watcher(worktree: Path) -> Any:
-    try:
-        from lanes_tui.engine.lanes.inotify import TreeWatcher
-    except ImportError:
-        return None
-    watcher = TreeWatcher(worktree)
-    watcher.start()
-    return watcher
 
 
 def _inbox(paths: StatePaths) -> Any:
