@@ -34,6 +34,7 @@ COMMAND_MODULES: dict[str, str] = {
     "review": "cli_review", "verify": "cli_review",
     "attach": "cli_hands", "send": "cli_hands", "peek": "cli_hands",
     "stop": "cli_stop",
+    "scorecard": "cli_scorecard",
     "providers": "cli_config", "show-chain": "cli_config", "doctor": "cli_config",
     "completion": "cli_shell", "help": "cli_shell", "__complete": "cli_shell",
 }
@@ -47,7 +48,7 @@ _VALUE_OPTIONS = ("--repo", "--demo-dir")
 #: only ask or look (`inbox` lists the lane's own questions there); `lock` is the agent's own (it runs
 #: the agent's heavy commands in a heavy slot).
 LEAD_ONLY = frozenset({"answer", "accept", "abandon", "recover", "finish", "run", "init", "check", "review",
-                       "verify", "stop", "attach", "send"})
+                       "verify", "stop", "attach", "send", "scorecard"})
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -69,6 +69,9 @@ _EXPORTS: dict[str, str] = {
     "plan_statuses": "plans.scheduler", "plan_names": "plans.state", "PlanSummary": "plans.commands",
     "plan_summaries": "plans.commands", "plan_log": "plans.commands", "launch_plan": "plans.commands",
     "amend_plan": "plans.commands", "cancel_plan": "plans.commands", "resume_plan": "plans.commands",
+    "scorecard_prepare": "plans.scorecard:prepare", "scorecard_tasks": "plans.scorecard:builtin_tasks",
+    "scorecard_record": "plans.scorecard_compare:record", "scorecard_baseline": "plans.scorecard_compare:save_baseline",
+    "scorecard_compare": "plans.scorecard_compare:compare",
     # decisions
     "Accept": "decisions.accept", "AcceptOutcome": "decisions.accept",
     "AcceptPlan": "decisions.accept_plan", "plan_accept": "decisions.accept_plan",
@@ -183,6 +186,11 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.plans.phases import phase_prompt
     from lanes_tui.engine.plans.scheduler import plan_statuses
     from lanes_tui.engine.plans.scope import scope_problem
+    from lanes_tui.engine.plans.scorecard import builtin_tasks as scorecard_tasks
+    from lanes_tui.engine.plans.scorecard import prepare as scorecard_prepare
+    from lanes_tui.engine.plans.scorecard_compare import compare as scorecard_compare
+    from lanes_tui.engine.plans.scorecard_compare import record as scorecard_record
+    from lanes_tui.engine.plans.scorecard_compare import save_baseline as scorecard_baseline
     from lanes_tui.engine.plans.state import plan_names
     from lanes_tui.engine.plans.validate import check_report, load_plan
     from lanes_tui.engine.procs.cgroup import detect as detect_containment
@@ -326,6 +334,11 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "run_locked",
     "run_queue",
     "scope_problem",
+    "scorecard_baseline",
+    "scorecard_compare",
+    "scorecard_prepare",
+    "scorecard_record",
+    "scorecard_tasks",
     "send_to_lane",
     "set_config_value",
     "split_lane_id",

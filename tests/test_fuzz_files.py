@@ -21,6 +21,7 @@ import shutil
 import sys
 import tempfile
 import time
+import unicodedata
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
@@ -444,9 +445,14 @@ def test_store_reads_its_own_lane_or_says_why_not(state_repo: Path, content: byt
 @given(text=st.text(st.sampled_from("aZ09_-./\n\r\x00 é"), max_size=70) | TEXT)
 @example(text="lane-a1\n")  # `$` also matches before a final newline
 def test_lane_ids_are_exactly_the_documented_shape(text: str) -> None:
+    """Letters and digits of any script (issue 17: slugs keep them) with their combining marks, `_` and
+    `-`, not starting with `-` or a mark; 64 characters and 128 bytes at most; NFKC-normal."""
     lane_id = outcome(lambda: validate_lane_id(text), LanesError)
     if lane_id is not None:
-        assert re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}", lane_id, flags=re.ASCII)
+        assert 1 <= len(lane_id) <= 64 and len(lane_id.encode()) <= 128
+        assert lane_id[0].isalnum() or lane_id[0] == "_"
+        assert all(c.isalnum() or c in "_-" or unicodedata.category(c).startswith("M") for c in lane_id)
+        assert unicodedata.normalize("NFKC", lane_id) == lane_id
 
 
 @pytest.fixture()

@@ -111,6 +111,8 @@ def test_supervisor_loads_no_writer_no_gitpython_no_ui(repo: Path, tmp_path: Pat
     modules = supervisors[0]["modules"]
     assert isinstance(modules, list)
     assert _top(set(modules), "tomlkit", "git", "textual", "rich", "pyte") == []
+    # The lean supervisor (issue 15): samples read /proc, not psutil; asyncio runs without ssl.
+    assert _top(set(modules), "psutil", "ssl", "_ssl") == []
     assert "lanes_tui.engine.config.write" not in modules
     assert "lanes_tui.engine.git.views" not in modules
     # A plain lane loads the plain channel only.

@@ -79,8 +79,8 @@ CASES: list[tuple[str, str, Setup, int | None, str]] = [
      "[plan.taget] unknown key 'taget' in [plan] — did you mean 'target'? (valid: name, target)"),
     ("no name", "[plan]\n\n" + ticket("api"), None, 1, '[plan] the plan has no name — add name = "plan" under [plan]'),
     ("bad plan name", '[plan]\nname = "health check"\n\n' + ticket("api"), None, 2,
-     "[plan.name] invalid plan name 'health check' — use 1-64 letters, digits, '-' or '_', not starting with '-' "
-     "(no '/', '.', spaces)"),
+     "[plan.name] invalid plan name 'health check' — use 1-64 letters (any script), digits, '-' or '_', "
+     "not starting with '-' (no '/', '.', spaces)"),
     ("no tickets", HEAD, None, 1,
      "the plan has no tickets — add at least one [[tickets]] section with id, title and prompt"),
     ("unknown ticket key", HEAD + ticket("api", 'scopes = ["src/api/"]'), None, 8,
@@ -89,8 +89,8 @@ CASES: list[tuple[str, str, Setup, int | None, str]] = [
     ("no id", HEAD + '[[tickets]]\ntitle = "Add /health"\nprompt = "Do it."\n', None, 4,
      'ticket #1 [id] the ticket has no id — add id = "short-name" (letters, digits, - or _; it names the lane)'),
     ("bad id", HEAD + ticket("api/health"), None, 5,
-     "ticket 'api/health' [id] invalid ticket id 'api/health' — use 1-58 letters, digits, '-' or '_', not starting "
-     "with '-' (no '/', '.', spaces)"),
+     "ticket 'api/health' [id] invalid ticket id 'api/health' — use 1-58 letters (any script), digits, '-' or "
+     "'_', not starting with '-' (no '/', '.', spaces)"),
     ("duplicate id", HEAD + ticket("api") + ticket("api"), None, 10,
      "ticket 'api' [id] id 'api' is already used by ticket #1 — give each ticket its own id"),
     ("no title", HEAD + '[[tickets]]\nid = "api"\nprompt = "Do it."\n', None, 4,

@@ -19,6 +19,7 @@ from lanes_tui.engine.core.clock import RealClock
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
 from lanes_tui.engine.lanes.classify import PatternScanner
+from lanes_tui.engine.lanes.output_pump import REST_S
 from lanes_tui.engine.lanes.spend import SpendGuard, meter_spend
 from lanes_tui.engine.lanes.watchdog import Sample
 from lanes_tui.engine.procs.pause import TreePauser
@@ -284,10 +285,11 @@ async def run_sim(tmp_path: Path, answer: str) -> tuple[RunOutcome, Recorder, st
 
 
 async def _drained_size(output: Path) -> int:
-    """The output's size once the pump has written what the pipe held (two reads 0.1 s apart agree)."""
+    """The output's size once the pump has written what the pipe held (two reads agree, longer apart
+    than the pump's rest between two reads of a trickle)."""
     size = output.stat().st_size
     for _ in range(50):
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1 + REST_S)
         now = output.stat().st_size
         if now == size:
             return size

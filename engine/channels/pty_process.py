@@ -48,8 +48,22 @@ class PtyTerminal:
         self.reader = asyncio.StreamReader()
         self._loop = asyncio.get_running_loop()
         self._eof = False
+        self._paused = False
         os.set_blocking(master_fd, False)
         self._loop.add_reader(master_fd, self.refresh)
+
+    def pause_reading(self) -> None:
+        """Out of the event loop for a while (the pump's rest); never while the lead watches live."""
+        if self._eof or self._paused or self.listeners:
+            return
+        self._paused = True
+        self._loop.remove_reader(self.fd)
+
+    def resume_reading(self) -> None:
+        if self._paused:
+            self._paused = False
+            if not self._eof:
+                self._loop.add_reader(self.fd, self.refresh)
 
     def refresh(self) -> None:
         """Read everything the agent has written so far (called by the loop, and before typing)."""
@@ -109,7 +123,8 @@ class PtyTerminal:
     def _finish(self) -> None:
         if not self._eof:
             self._eof = True
-            self._loop.remove_reader(self.fd)
+            if not self._paused:
+                self._loop.remove_reader(self.fd)
             self.reader.feed_eof()
             self._tell(b"")
 

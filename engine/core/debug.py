@@ -34,8 +34,9 @@ def report_modules_at_exit(program: str) -> None:
 
 
 def _write(path: str, program: str) -> None:
+    # A name mapped to None is one the process blocked (the supervisor blocks ssl): not loaded.
     line = json.dumps({"program": program, "pid": os.getpid(), "argv": sys.argv[1:],
-                       "modules": sorted(sys.modules)})
+                       "modules": sorted(name for name, mod in sys.modules.items() if mod is not None)})
     with open(path, "a", encoding="utf-8") as handle:
         handle.write(line + "\n")
 

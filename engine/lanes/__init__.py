@@ -1,7 +1,8 @@
 """Running a lane: launching its supervisor, the agent run inside it, the watchdog, the runner.
 
 Owns: `launcher` (create the worktree and record, spawn the detached supervisor, stop a lane),
-`agent_run` (one provider run: output, classification, the watchdog loop), `watchdog` (when a
+`agent_run` (one provider run: output, classification, the watchdog loop), `output_pump` (the
+agent's output read in coalesced chunks, framed into lines), `watchdog` (when a
 silent lane is stalled), `classify` (exit → result), `inotify` (file activity), `watch_skip` (what the
 watcher leaves out: git's ignored directories, `[lanes] watch_skip`; the watch limit), `env` (the lane's
 allow-list environment and the `lanes-tui` shim), `runner` (the Runner protocol and the local runner),

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from lanes_tui.engine.channels import Channel
 from lanes_tui.engine.core.atomic import append_jsonl
 from lanes_tui.engine.core.clock import Clock
-from lanes_tui.engine.core.utf8 import whole_chars_end
 from lanes_tui.engine.lanes.classify import Classification, PatternScanner, classify
 from lanes_tui.engine.lanes.guard import Finding, RunGuard
+from lanes_tui.engine.lanes.output_pump import MAX_LINE, READ_CHUNK, REST_S, LineFramer, Pausable, pipe_source, pump
 from lanes_tui.engine.lanes.watchdog import ProcInfo, Sample, Verdict, Watchdog
 from lanes_tui.engine.procs.process import (
     ProcessHandle,
@@ -41,8 +41,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_LINE = 1 << 20
-READ_CHUNK = 1 << 16
+__all__ = ["MAX_LINE", "READ_CHUNK", "AgentRun", "LineFramer", "RunOutcome", "RunSettings"]
 
 
 @dataclass
@@ -63,34 +62,6 @@ class RunOutcome:
     stall_report: dict[str, Any] | None = None
     #: Set when a guard (a cap, the spend) ended or explained the run.
     finding: Finding | None = None
-
-
-class LineFramer:
-    """Bytes in, complete lines out; a line longer than `limit` is cut so memory stays bounded."""
-
-    def __init__(self, limit: int = MAX_LINE) -> None:
-        self.limit = limit
-        self._buf = bytearray()
-
-    def feed(self, data: bytes) -> list[bytes]:
-        self._buf += data
-        lines = []
-        while True:
-            cut = self._buf.find(b"\n")
-            if cut < 0:
-                break
-            lines.append(bytes(self._buf[:cut]))
-            del self._buf[: cut + 1]
-        if len(self._buf) > self.limit:
-            cut = whole_chars_end(bytes(self._buf)) or len(self._buf)  # a character cut in two waits
-            lines.append(bytes(self._buf[:cut]))
-            del self._buf[:cut]
-        return lines
-
-    def flush(self) -> list[bytes]:
-        rest = bytes(self._buf)
-        self._buf.clear()
-        return [rest] if rest else []
 
 
 class _PipeIO:
@@ -152,6 +123,8 @@ class AgentRun:
         self.waiting = False
         self._last_procs: tuple[ProcInfo, ...] = ()
         self._last_sample: Sample | None = None
+        #: A trickle of output is read at most once per `rest_s` (`output_pump`); a flood at once.
+        self.rest_s = REST_S
 
     async def _start(self) -> tuple[ProcessHandle, list[asyncio.StreamReader]]:
         channel = self.channel
@@ -328,21 +301,16 @@ class AgentRun:
             return
 
     async def _pump(self, stream: asyncio.StreamReader) -> None:
-        framer = LineFramer()
-        raw_hook = self.channel.on_output if self.channel is not None and not self.channel.uses_pty else None
-        try:
-            while True:
-                chunk = await stream.read(READ_CHUNK)
-                if not chunk:
-                    break
-                self._write(chunk)
-                if raw_hook is not None:
-                    self._guarded(raw_hook)(chunk)
-                for line in framer.feed(chunk):
-                    self._line(line)
-        finally:
-            for line in framer.flush():
-                self._line(line)
+        channel = self.channel
+        raw_hook = self._guarded(channel.on_output) if channel is not None and not channel.uses_pty else None
+        source: Pausable | None = self.terminal if self.terminal is not None else pipe_source(stream)
+
+        def on_chunk(chunk: bytes) -> None:
+            self._write(chunk)
+            if raw_hook is not None:
+                raw_hook(chunk)
+
+        await pump(stream, source, on_chunk=on_chunk, on_line=self._line, rest_s=self.rest_s)
 
     @staticmethod
     def _guarded(hook: Callable[..., None]) -> Callable[..., None]:

@@ -29,6 +29,7 @@ from lanes_tui.engine.lanes.watchdog import ProcInfo, Sample
 from lanes_tui.engine.procs import caps_cgroup
 from lanes_tui.engine.procs.caps_cgroup import CapCgroup
 from lanes_tui.engine.procs.cgroup import LaneCgroup, pids_alive
+from lanes_tui.engine.procs.process import lower_io_priority
 
 log = logging.getLogger(__name__)
 
@@ -220,9 +221,7 @@ def _describe(proc: ProcInfo) -> str:
 def _lower_io_priority() -> None:
     """Best-effort I/O class, lowest level, for the supervisor and so for everything it starts."""
     with contextlib.suppress(Exception):
-        import psutil
-
-        psutil.Process().ionice(psutil.IOPRIO_CLASS_BE, 7)
+        lower_io_priority(7)
 
 
 def controller_folders(governor: LaneGovernor | None) -> list[Path]:

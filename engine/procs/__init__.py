@@ -2,9 +2,11 @@
 
 Owns: `process` (ProcessRequest / ProcessHandle / ProcessOutcome, new sessions, SIGINT → SIGTERM →
 SIGKILL with a deadline per step, the child subreaper), `tree` (process identities and trees read
-from /proc, processes found by their environment), `cgroup` (each lane's own cgroup: v2, v1 or an
-honest "none"), `sampler` (one sample of a process tree: CPU seconds, RSS, the process set), `caps_cgroup` (the
-cpu / memory / pids controllers a lane's caps are written into, v2 or v1), `pause` (freezing or
-SIGSTOPping a lane's tree while the lead decides).
-May import: `core`, psutil. Never imports state, config or anything about lanes.
+from /proc, processes found by their environment), `procfs` (one process's stat, statm and
+cmdline read straight from /proc, so a sample needs no psutil), `cgroup` (each lane's own cgroup:
+v2, v1 or an honest "none"), `sampler` (one sample of a process tree: CPU seconds, RSS, the
+process set), `caps_cgroup` (the cpu / memory / pids controllers a lane's caps are written into,
+v2 or v1), `pause` (freezing or SIGSTOPping a lane's tree while the lead decides).
+May import: `core`, psutil (imported lazily: a supervisor never loads it). Never imports state,
+config or anything about lanes.
 """

@@ -19,8 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
-
+from lanes_tui.engine.procs.procfs import read_stat
 from lanes_tui.engine.procs.tree import (
     TREE_READS,
     ProcKey,
@@ -229,7 +228,7 @@ def stop_group_now(leader: ProcKey, *, term_s: float = 3.0, kill_s: float = 3.0)
     if not leader.alive():
         return []
     pgid = leader.pid
-    members = [p.pid for p in psutil.process_iter() if _pgid(p.pid) == pgid]
+    members = [pid for pid in _all_pids() if _pgid(pid) == pgid]
     for sig, wait_s in ((signal.SIGTERM, term_s), (signal.SIGKILL, kill_s)):
         log.info("signal %s to group %s", sig.name, pgid)
         _signal_group(pgid, sig)
@@ -249,14 +248,16 @@ def _group_exists(pgid: int) -> bool:
     """
     if not _group_signalable(pgid):
         return False
-    return any(_pgid(p.pid) == pgid and _not_zombie(p) for p in psutil.process_iter())
+    return any(_pgid(pid) == pgid and _not_zombie(pid) for pid in _all_pids())
 
 
-def _not_zombie(proc: psutil.Process) -> bool:
-    try:
-        return proc.status() != psutil.STATUS_ZOMBIE
-    except psutil.Error:
-        return False
+def _all_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _not_zombie(pid: int) -> bool:
+    stat = read_stat(pid)
+    return stat is not None and not stat.zombie
 
 
 def kill_processes_now(keys: Iterable[ProcKey], *, term_s: float = 3.0, kill_s: float = 3.0) -> list[int]:
@@ -280,3 +281,18 @@ def _pgid(pid: int) -> int | None:
         return None
 
 
+
+
+#: ioprio_set(2) by machine: Python has no wrapper, and psutil (its `ionice`) is kept out of supervisors.
+_IOPRIO_SET = {"x86_64": 251, "aarch64": 30, "i686": 289, "i386": 289, "armv7l": 314, "ppc64le": 273,
+               "s390x": 282, "riscv64": 30}
+
+
+def lower_io_priority(level: int = 7) -> bool:
+    """This process (and what it starts later) in the best-effort I/O class at `level`; False if not set."""
+    number = _IOPRIO_SET.get(os.uname().machine)
+    if number is None:
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    best_effort, who_process = 2, 1
+    return int(libc.syscall(number, who_process, 0, (best_effort << 13) | level)) == 0

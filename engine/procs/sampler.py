@@ -2,7 +2,8 @@
 
 The supervisor is a child subreaper, so every descendant of the agent (even one that called setsid
 and lost its parent) stays below the supervisor, and the kernel's per-task children lists give the
-tree without reading every process on the machine.
+tree without reading every process on the machine. Each process is read from `/proc` directly
+(`procs.procfs`): no psutil in the per-sample path.
 """
 
 from __future__ import annotations
@@ -10,9 +11,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-import psutil
-
-from lanes_tui.engine.procs.tree import TREE_READS, descendants
+from lanes_tui.engine.procs.procfs import process_name, read_cmdline, read_stat
+from lanes_tui.engine.procs.tree import TREE_READS, descendant_pids
 
 
 @dataclass(frozen=True)
@@ -46,24 +46,14 @@ def sample_tree(root_pid: int | None = None, *, exclude_self: bool = True,
     """
     root = root_pid or os.getpid()
     infos: list[ProcInfo] = []
-    children = descendants(root, reads=TREE_READS if stable else 1)
-    for proc in children:
-        if exclude_self and proc.pid == os.getpid():
+    me = os.getpid()
+    for pid in descendant_pids(root, reads=TREE_READS if stable else 1):
+        if exclude_self and pid == me:
             continue
-        try:
-            with proc.oneshot():
-                if proc.status() == psutil.STATUS_ZOMBIE:
-                    continue
-                times = proc.cpu_times()
-                infos.append(ProcInfo(
-                    pid=proc.pid,
-                    create_time=float(proc.create_time()),
-                    name=proc.name(),
-                    cmdline=" ".join(proc.cmdline())[:300],
-                    cpu_s=float(times.user + times.system + times.children_user + times.children_system),
-                    rss=int(proc.memory_info().rss),
-                    ppid=proc.ppid(),
-                ))
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        stat = read_stat(pid)
+        if stat is None or stat.zombie:
             continue
+        cmdline = read_cmdline(pid)
+        infos.append(ProcInfo(pid=pid, create_time=stat.create_time, name=process_name(stat.comm, cmdline),
+                              cmdline=" ".join(cmdline)[:300], cpu_s=stat.cpu_s, rss=stat.rss, ppid=stat.ppid))
     return tuple(infos)

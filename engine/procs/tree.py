@@ -10,8 +10,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import psutil
+from lanes_tui.engine.procs.procfs import read_stat
+
+if TYPE_CHECKING:
+    import psutil
 
 __all__ = [
     "TREE_READS", "ProcKey", "child_pids", "descendant_pids", "descendants", "process_create_time",
@@ -34,27 +38,22 @@ class ProcKey:
 
 
 def process_create_time(pid: int) -> float | None:
-    try:
-        return float(psutil.Process(pid).create_time())
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        return None
+    stat = read_stat(pid)
+    return stat.create_time if stat is not None else None
 
 
 def same_process(pid: int | None, create_time: float | None, tolerance: float = 0.05) -> bool:
     """True if `pid` is alive (not a zombie) and is the process that was created at `create_time`."""
     if not pid or create_time is None:
         return False
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
-        return abs(proc.create_time() - create_time) <= tolerance
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-        return False
+    stat = read_stat(pid)
+    return stat is not None and not stat.zombie and abs(stat.create_time - create_time) <= tolerance
 
 
 def descendants(pid: int, *, reads: int = TREE_READS) -> list[psutil.Process]:
     """The living descendants as psutil processes; `reads` as in `descendant_pids`."""
+    import psutil
+
     procs = []
     for child in descendant_pids(pid, reads=reads):
         try:
@@ -70,6 +69,8 @@ def processes_with_env(name: str, value: str, *, also: Mapping[str, str] | None 
     A lane's processes all inherit `LANES_LANE` and `LANES_HOME`, even ones that left the process
     group with setsid and were re-parented to init, so this finds a lost lane's leftovers.
     """
+    import psutil
+
     found: list[ProcKey] = []
     me = os.getpid()
     for proc in psutil.process_iter(["pid", "create_time"]):
@@ -153,6 +154,8 @@ def _descendants_once(pid: int) -> list[int]:
 
 
 def _psutil_children(pid: int, *, recursive: bool) -> list[psutil.Process]:
+    import psutil
+
     try:
         return list(psutil.Process(pid).children(recursive=recursive))
     except psutil.Error:
@@ -166,10 +169,12 @@ def reap_adopted_zombies(keep: Iterable[int] = ()) -> int:
     for pid in child_pids(os.getpid()):
         if pid in skip:
             continue
+        stat = read_stat(pid)
+        if stat is None or not stat.zombie:
+            continue
         try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                os.waitpid(pid, os.WNOHANG)
-                reaped += 1
-        except (psutil.Error, ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+            reaped += 1
+        except (ChildProcessError, OSError):
             continue
     return reaped

@@ -11,16 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lanes_tui.engine.config.settings import Config
-from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.decisions.check import gate_lane
-from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
-from lanes_tui.engine.decisions.review_run import review_lane
-from lanes_tui.engine.decisions.shared_envs import changes as shared_env_changes
-from lanes_tui.engine.state.model import LaneRecord
-from lanes_tui.engine.state.store import LaneStore
+
+if TYPE_CHECKING:
+    from lanes_tui.engine.config.settings import Config
+    from lanes_tui.engine.core.clock import Clock
+    from lanes_tui.engine.state.model import LaneRecord
+    from lanes_tui.engine.state.store import LaneStore
 
 __all__ = ["decide"]
 
@@ -32,6 +31,12 @@ async def decide(repo: Path, config: Config, store: LaneStore, record: LaneRecor
     A lane whose agent changed a shared virtualenv (`decisions.shared_envs`) is rejected before any
     gate runs: its gates would pass on packages nobody else has.
     """
+    # Imported here, not at the top: a supervisor loads the decisions only once its agent is done.
+    from lanes_tui.engine.decisions.check import gate_lane
+    from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
+    from lanes_tui.engine.decisions.review_run import review_lane
+    from lanes_tui.engine.decisions.shared_envs import changes as shared_env_changes
+
     lane = store.lane_paths(record.id)
     changed = shared_env_changes(lane.dir)
     if record.result != "OK" or stop.is_set() or changed:

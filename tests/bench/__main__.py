@@ -1,5 +1,8 @@
 """`python -m tests.bench NAME [--sizes 10,50,100] [--runs N] …` — run benchmarks B1 / B2.
 
+`python -m tests.bench b5` … `b10` run the scripts `tests/bench/b5.py` … `b10.py` with their own
+options (`python -m tests.bench b10 --help`).
+
 NAME is `b1` (key-press to screen update), `b2` (dashboard CPU in tmux) or `all` (both on the same
 lanes). Sizes are run in ascending order in one world: lanes are added (never restarted) to reach
 each size, so the 50-lane figures run on the 10 lanes of the first size plus 40 new ones.
@@ -76,7 +79,16 @@ def run(args: argparse.Namespace, *, command: str | None = None) -> dict[str, di
     return records
 
 
+#: Benchmarks with their own command line: `python -m tests.bench b10 --sizes 5,20` runs `b10.main`.
+OWN_MAIN = ("b5", "b6", "b7", "b8", "b9", "b10")
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] in OWN_MAIN:
+        import importlib
+
+        return int(importlib.import_module(f"tests.bench.{argv[0]}").main(argv[1:]))
     args = parse(argv)
     records = run(args)
     machine = next(iter(records.values()))["machine"]

@@ -1,0 +1,83 @@
+"""One process read straight from `/proc`: state, parent, CPU seconds, start time, RSS, name.
+
+The watchdog samples a lane's tree every few seconds; reading three small files per process is
+what that needs, without psutil (about 5 MB of a supervisor's memory) in the per-sample path.
+Times and the start time are computed as psutil computes them (clock ticks, `btime` of
+`/proc/stat`), so a `ProcKey` made here matches one made with psutil.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+_boot_time: float | None = None
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    pid: int
+    state: str
+    ppid: int
+    comm: str
+    cpu_s: float  # user + system, own and of reaped children
+    create_time: float
+    rss: int
+
+    @property
+    def zombie(self) -> bool:
+        return self.state == "Z"
+
+
+def boot_time() -> float:
+    global _boot_time
+    if _boot_time is None:
+        with open("/proc/stat", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"btime"):
+                    _boot_time = float(line.split()[1])
+                    break
+            else:  # pragma: no cover - every Linux has it
+                raise OSError("no btime in /proc/stat")
+    return _boot_time
+
+
+def read_stat(pid: int) -> ProcStat | None:
+    """The process `pid`, or None if it is gone or unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            raw = handle.read()
+        with open(f"/proc/{pid}/statm", "rb") as handle:
+            statm = handle.read().split()
+    except OSError:
+        return None
+    try:
+        open_paren, close_paren = raw.index(b"("), raw.rindex(b")")
+        comm = raw[open_paren + 1:close_paren].decode("utf-8", "replace")
+        fields = raw[close_paren + 2:].split()  # fields[0] is the state (field 3 of proc(5))
+        ticks = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+        return ProcStat(pid=pid, state=fields[0].decode("ascii", "replace"), ppid=int(fields[1]), comm=comm,
+                        cpu_s=ticks / CLOCK_TICKS, create_time=int(fields[19]) / CLOCK_TICKS + boot_time(),
+                        rss=int(statm[1]) * PAGE_SIZE if len(statm) > 1 else 0)
+    except (ValueError, IndexError):
+        return None
+
+
+def read_cmdline(pid: int) -> list[str]:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return []
+    return [part.decode("utf-8", "replace") for part in raw.rstrip(b"\0").split(b"\0")] if raw else []
+
+
+def process_name(comm: str, cmdline: list[str]) -> str:
+    """psutil's rule: the kernel cuts `comm` at 15 characters; the program's path gives it in full."""
+    if len(comm) >= 15 and cmdline:
+        base = os.path.basename(cmdline[0])
+        if base.startswith(comm):
+            return base
+    return comm

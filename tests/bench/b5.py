@@ -1,0 +1,106 @@
+"""B5: lane launch — worktree + supervisor + first agent byte — against a raw `git worktree add`.
+
+`python -m tests.bench b5 [--files 5000] [--commits 1000] [--runs 5]`
+
+In a repository of `--files` files and `--commits` commits (`tests.bench.bigrepo`), alternately:
+- **raw**: `git worktree add -q -b NAME PATH programme` (removed again outside the timing);
+- **lane**: the engine's `launch_lane` (what `lanes-tui run` does: record, worktree, branch, detached
+  supervisor) with a sim prompt that prints one line, timed until the lane's `output.log` holds its
+  first byte (polled every 2 ms). `launch_lane`'s own return time is kept too. The lane then
+  runs to its end (settled) and a second passes before the next pair, so neither side shares the
+  machine with a previous lane's supervisor.
+The figure is the median over `--runs` of each; ratio = lane / raw (target ≤ 1.5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from typing import Any
+
+from lanes_tui.engine.config.settings import load_config
+from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane
+from lanes_tui.engine.state.model import SETTLED_STATES
+from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.store import LaneStore
+from tests.bench.bigrepo import BigRepo
+from tests.bench.env import machine_info
+from tests.bench.report import command_line, markdown, median, table, write_json
+
+PROMPT = "Benchmark lane: say one line.\nsay first byte\n"
+HEADERS = ("files", "commits", "raw git worktree add s", "lane launch_lane s", "lane first byte s", "ratio")
+
+
+def measure(files: int, commits: int, runs: int) -> dict[str, Any]:
+    raw_s: list[float] = []
+    returned_s: list[float] = []
+    first_s: list[float] = []
+    with BigRepo(capacity=runs + 2, files=files, commits=commits) as world:
+        repo = world.repo
+        config = load_config(repo)
+        store = LaneStore(StatePaths(repo))
+        subprocess.run(["git", "status", "--short"], cwd=repo, capture_output=True, check=True)  # warm caches
+        for i in range(runs):
+            path = world.root / f"raw-{i}"
+            t0 = time.perf_counter()
+            subprocess.run(["git", "worktree", "add", "-q", "-b", f"raw-{i}", str(path), "programme"], cwd=repo,
+                           check=True, capture_output=True)
+            raw_s.append(time.perf_counter() - t0)
+            subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=repo, check=True,
+                           capture_output=True)
+            t0 = time.perf_counter()
+            record = launch_lane(repo, config, LaunchRequest(prompt=PROMPT, slug=f"b5-{i}", allow_load=True))
+            returned_s.append(time.perf_counter() - t0)
+            output = store.lane_paths(record.id).output
+            end = t0 + 60
+            while not (output.exists() and output.stat().st_size > 0):
+                if time.perf_counter() > end:
+                    raise RuntimeError(f"lane {record.id} printed nothing in 60 s: {store.read(record.id).state}")
+                time.sleep(0.002)
+            first_s.append(time.perf_counter() - t0)
+            world.lanes.append(record.id)
+            # The next pair starts on a quiet machine: this lane's supervisor (its watcher set up on
+            # the whole worktree, its after-run steps) must not run during the next raw add.
+            while store.read(record.id).state not in SETTLED_STATES:
+                if time.perf_counter() > end + 60:
+                    raise RuntimeError(f"lane {record.id} never settled")
+                time.sleep(0.05)
+            time.sleep(1.0)
+            print(f"run {i + 1}: raw {raw_s[-1]:.3f}s, lane {first_s[-1]:.3f}s "
+                  f"(launch_lane {returned_s[-1]:.3f}s)", file=sys.stderr, flush=True)
+    raw, lane = median(raw_s), median(first_s)
+    return {"files": files, "commits": commits, "runs": runs, "raw_s": raw_s, "launch_returned_s": returned_s,
+            "first_byte_s": first_s, "raw_median_s": raw, "launch_returned_median_s": median(returned_s),
+            "first_byte_median_s": lane, "ratio": lane / raw}
+
+
+def row(r: dict[str, Any]) -> list[Any]:
+    return [r["files"], r["commits"], r["raw_median_s"], r["launch_returned_median_s"], r["first_byte_median_s"],
+            r["ratio"]]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tests.bench b5", description=__doc__.splitlines()[0])
+    p.add_argument("--files", type=int, default=5000)
+    p.add_argument("--commits", type=int, default=1000)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    result = measure(args.files, args.commits, args.runs)
+    record = {"bench": "b5", "command": command_line(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+              "machine": machine_info(), "params": vars(args), "results": [result],
+              "table": markdown(HEADERS, [row(result)])}
+    from pathlib import Path
+
+    path = write_json("b5", record, Path(args.out) if args.out else None)
+    print(table(HEADERS, [row(result)]))
+    print()
+    print(record["table"])
+    print(f"\n{path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

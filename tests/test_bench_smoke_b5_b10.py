@@ -1,0 +1,43 @@
+"""B5, B6 and B8 at tiny sizes, so the scripts keep working; never a speed threshold here.
+
+B10 only for its skip path (no npm is ever run from the suite): a full B10, B7 and B9 start
+dashboards in tmux or 100 lanes, too slow for the suite even at their smallest.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.bench import b5, b6, b8, b10
+
+pytestmark = pytest.mark.slow
+
+
+def _positive(value: Any) -> bool:
+    return isinstance(value, int | float) and not math.isnan(value) and value > 0
+
+
+def test_b5_smoke() -> None:
+    result = b5.measure(files=50, commits=5, runs=1)
+    assert _positive(result["raw_median_s"]) and _positive(result["first_byte_median_s"])
+    assert result["launch_returned_median_s"] <= result["first_byte_median_s"]
+
+
+def test_b6_smoke() -> None:
+    result = b6.measure(files=50, commits=5, changed=3, runs=1)
+    assert _positive(result["raw_median_s"]) and _positive(result["accept_median_s"])
+
+
+def test_b8_smoke_loses_nothing() -> None:
+    result = b8.measure(lines=100_000, presses=0, with_b1=False)
+    assert result["lost"] == 0 and result["duplicated_or_reordered"] == 0
+    assert result["lines_seen"] == 100_000 and result["log_bytes"] > 2**20
+
+
+def test_b10_without_npm_says_why(tmp_path: Path) -> None:
+    binary, why = b10.ccmanager_binary(tmp_path / "empty-cache", install=False)
+    assert binary is None and "not installed" in why
