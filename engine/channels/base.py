@@ -165,10 +165,10 @@ def orphan_question(inbox: InboxStore | None, qid: str) -> None:
         log.info("cannot orphan %s: %s", qid, exc)
 
 
-def json_line(line: bytes) -> dict[str, Any] | None:
+def json_line(line: bytes | str) -> dict[str, Any] | None:
     """One JSON object per line, or None for anything else (a warning on stderr, a torn line)."""
     text = line.strip()
-    if not text.startswith(b"{"):
+    if text[:1] not in (b"{", "{"):
         return None
     try:
         value = json.loads(text)

@@ -12,10 +12,11 @@ Pure (lines and records in, turns out), standard library only: the dashboard's c
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from lanes_tui.engine.channels.base import json_line
 
 __all__ = ["MAX_TURN_CHARS", "TranscriptParser", "Turn", "merge"]
 
@@ -71,7 +72,7 @@ class TranscriptParser:
         if not self.structured:
             text = text.rstrip("\r\n")
             return [self._add(Turn("output", _cut(text), offset))] if text.strip() else []
-        msg = _json(text)
+        msg = json_line(text)
         if msg is None:
             return []
         kind = msg.get("type")
@@ -114,17 +115,6 @@ class TranscriptParser:
     def _add(self, turn: Turn) -> Turn:
         self.turns.append(turn)
         return turn
-
-
-def _json(text: str) -> dict[str, Any] | None:
-    text = text.strip()
-    if not text.startswith("{"):
-        return None
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _texts(content: Any) -> str:

@@ -7,6 +7,7 @@ scheduler has to be running. The holder writes who it is into the file so meters
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import fcntl
 import json
@@ -73,6 +74,22 @@ async def acquire(folder: Path, count: int, holder: dict[str, Any], *, budget_s:
         if budget_s is not None and clk.monotonic() - start >= budget_s:
             return None
         await clk.sleep(poll_s)
+
+
+async def acquire_unless(folder: Path, count: int, holder: dict[str, Any], stop: asyncio.Event | None, *,
+                         poll_s: float = 0.25) -> Slot | None:
+    """Wait for a slot until `stop` is set (None when it is): a supervisor's wait, which the lead's
+    stop must end at once rather than at the next poll."""
+    while stop is None or not stop.is_set():
+        slot = try_acquire(folder, count, holder)
+        if slot is not None:
+            return slot
+        if stop is None:
+            await asyncio.sleep(poll_s)
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), poll_s)
+    return None
 
 
 def holders(folder: Path) -> list[dict[str, Any]]:

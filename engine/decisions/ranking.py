@@ -28,7 +28,7 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.git.commands import nul_list, refuse_option, run_git
 from lanes_tui.engine.lanes.launcher import supervisor_alive
-from lanes_tui.engine.state.model import LIVE_STATES
+from lanes_tui.engine.state.model import LIVE_STATES, SETTLING_STATES
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.status import LaneStatus
 
@@ -196,10 +196,7 @@ class GroupRanks:
     def _ended(self, members: Sequence[LaneStatus]) -> bool:
         if not all(lane_ended(s) for s in members):
             return False
-        # `exited`, `stalled` and `ready` still move while the supervisor lives: it is on the way to a
-        # packet, or (ready after the gates) to the review.
-        return not any(s.state in ("exited", "stalled", "ready") and supervisor_alive(self.repo, s.id)
-                       for s in members)
+        return not any(s.state in SETTLING_STATES and supervisor_alive(self.repo, s.id) for s in members)
 
     def figures(self, status: LaneStatus) -> LaneFigures:
         """The lane's packet figures and its lines changed (None where they cannot be read)."""

@@ -8,10 +8,11 @@ plan, `recover --relaunch` and the dashboard read a review the same way, and so 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lanes_tui.engine.channels.base import json_line
+from lanes_tui.engine.core.ansi import strip_ansi
 from lanes_tui.engine.decisions.review_verdict import VERDICTS, Verdict
 
 __all__ = [
@@ -64,27 +65,14 @@ def reviewer_text(raw: str) -> str:
     """The reviewer's words from its output as printed: the text of JSON-line streams (claude
     stream-json `assistant` and `result`, codex `--json` agent messages, gemini `message`), the
     plain lines otherwise, escape sequences removed. The verdict parser reads this."""
-    from lanes_tui.engine.core.ansi import strip_ansi  # here: a claude lane's supervisor never loads it
-
     out: list[str] = []
     for line in raw.splitlines():
-        data = _json_object(line)
+        data = json_line(line)
         if data is None:
             out.append(strip_ansi(line))
             continue
         out.extend(_texts(data))
     return "\n".join(out)
-
-
-def _json_object(line: str) -> dict[str, Any] | None:
-    text = line.strip()
-    if not text.startswith("{"):
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def _texts(data: Mapping[str, Any]) -> list[str]:

@@ -17,7 +17,6 @@ go into the packet's `review_detail`; the lane ends `ready` (CLEAN or MISSING) o
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import os
@@ -39,7 +38,7 @@ from lanes_tui.engine.decisions.review_prompt import (
     review_prompt,
     reviewer_text,
 )
-from lanes_tui.engine.decisions.review_verdict import Verdict, choose_reviewer, parse_verdict
+from lanes_tui.engine.decisions.review_verdict import TAIL_LINES, Verdict, choose_reviewer, parse_verdict
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.git.review_tree import add_review_tree, remove_review_tree, snapshot_commit
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
@@ -142,16 +141,7 @@ async def _take_slot(store: LaneStore, record: LaneRecord, count: int, stop: asy
     if slot is not None:
         return slot
     store.transition(record, "reviewing", f"waiting for one of [review] slots={count} review slots")
-    while stop is None or not stop.is_set():
-        slot = slots.try_acquire(folder, count, holder)
-        if slot is not None:
-            return slot
-        if stop is None:
-            await asyncio.sleep(SLOT_POLL_S)
-        else:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), SLOT_POLL_S)
-    return None
+    return await slots.acquire_unless(folder, count, holder, stop, poll_s=SLOT_POLL_S)
 
 
 async def _run_reviewer(repo: Path, config: Config, store: LaneStore, record: LaneRecord, provider: ProviderConfig,
@@ -196,10 +186,11 @@ async def _forward_stop(stop: asyncio.Event, run: AgentRun) -> None:
 
 def _verdict(outcome: RunOutcome, raw: str, timeout_s: float) -> Verdict:
     """The parsed verdict of a reviewer that finished; MISSING with its tail for one that did not."""
-    parsed = parse_verdict(reviewer_text(raw))
+    text = reviewer_text(raw)
+    parsed = parse_verdict(text)
     if outcome.classification.result == "OK":
         return parsed
-    tail = parsed.tail or "\n".join(reviewer_text(raw).splitlines()[-20:])
+    tail = parsed.tail or "\n".join(text.splitlines()[-TAIL_LINES:])
     return Verdict("MISSING", reason=f"the reviewer did not finish: {outcome.classification.reason}", tail=tail)
 
 

@@ -13,7 +13,7 @@ from lanes_tui.engine.decisions.ranking import GroupRanks, with_ranks
 from lanes_tui.engine.decisions.reconcile import reconcile
 from lanes_tui.engine.git.radar import RADAR_STATES, radar_report, with_conflicts
 from lanes_tui.engine.lanes.launcher import supervisor_alive
-from lanes_tui.engine.state.model import SETTLED_STATES, LaneRecord
+from lanes_tui.engine.state.model import SETTLED_STATES, SETTLING_STATES, LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.status import LaneStatus, corrupt_status, lane_status
 from lanes_tui.engine.state.store import LaneStore
@@ -74,7 +74,7 @@ def lane_settled(repo: Path, record: LaneRecord) -> bool:
     gates, to its review)."""
     if record.state not in SETTLED_STATES:
         return False
-    return not (record.state in ("exited", "stalled", "ready") and supervisor_alive(repo, record.id))
+    return not (record.state in SETTLING_STATES and supervisor_alive(repo, record.id))
 
 
 def lanes_needing_lead(repo: Path, states: frozenset[str] | set[str]) -> list[LaneRecord]:

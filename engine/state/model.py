@@ -25,6 +25,9 @@ LIVE_STATES = frozenset({"queued", "launching", "running", "waiting"})
 FINAL_STATES = frozenset({"accepted", "abandoned"})
 #: States after which a lane does nothing more by itself (`wait`'s default).
 SETTLED_STATES = ("exited", "stalled", "ready", "rejected", "conflict", "accepted", "abandoned", "lost")
+#: Settled states a lane is still on its way out of while its supervisor lives: to its packet
+#: (`exited`, `stalled`) or, ready after its gates, to its review.
+SETTLING_STATES = frozenset({"exited", "stalled", "ready"})
 
 
 @dataclass

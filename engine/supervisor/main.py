@@ -181,13 +181,7 @@ class Supervisor:
             return slot
         if self.record.state != "queued" or self.record.state_reason != reason:
             self.store.transition(self.record, "queued", reason)
-        while not self.stop_requested.is_set():
-            slot = slots.try_acquire(folder, count, holder)
-            if slot is not None:
-                return slot
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stop_requested.wait(), 0.25)
-        return None
+        return await slots.acquire_unless(folder, count, holder, self.stop_requested)
 
     async def _run_provider(self, provider: ProviderConfig) -> RunOutcome:
         record = self.record

@@ -26,8 +26,7 @@ from lanes_tui.engine.state.model import SETTLED_STATES
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
 from tests.bench.bigrepo import BigRepo
-from tests.bench.env import machine_info
-from tests.bench.report import command_line, markdown, median, table, write_json
+from tests.bench.report import median, publish
 
 PROMPT = "Benchmark lane: say one line.\nsay first byte\n"
 HEADERS = ("files", "commits", "raw git worktree add s", "lane launch_lane s", "lane first byte s", "ratio")
@@ -89,17 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     result = measure(args.files, args.commits, args.runs)
-    record = {"bench": "b5", "command": command_line(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-              "machine": machine_info(), "params": vars(args), "results": [result],
-              "table": markdown(HEADERS, [row(result)])}
-    from pathlib import Path
-
-    path = write_json("b5", record, Path(args.out) if args.out else None)
-    print(table(HEADERS, [row(result)]))
-    print()
-    print(record["table"])
-    print(f"\n{path}")
-    return 0
+    return publish("b5", vars(args), [result], HEADERS, row, args.out)
 
 
 if __name__ == "__main__":

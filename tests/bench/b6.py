@@ -30,8 +30,7 @@ from lanes_tui.engine.state.model import SETTLED_STATES
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
 from tests.bench.bigrepo import BigRepo, path_of
-from tests.bench.env import machine_info
-from tests.bench.report import command_line, markdown, median, table, write_json
+from tests.bench.report import median, publish
 
 HEADERS = ("files", "changed", "raw git s", "accept s", "ratio")
 
@@ -102,15 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     result = measure(args.files, args.commits, args.changed, args.runs)
-    record = {"bench": "b6", "command": command_line(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-              "machine": machine_info(), "params": vars(args), "results": [result],
-              "table": markdown(HEADERS, [row(result)])}
-    path = write_json("b6", record, Path(args.out) if args.out else None)
-    print(table(HEADERS, [row(result)]))
-    print()
-    print(record["table"])
-    print(f"\n{path}")
-    return 0
+    return publish("b6", vars(args), [result], HEADERS, row, args.out)
 
 
 if __name__ == "__main__":

@@ -27,8 +27,8 @@ from lanes_tui.engine.config.settings import load_config
 from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane
 from tests.bench.b2 import dashboard_command
 from tests.bench.b10 import Term
-from tests.bench.env import BenchRepo, machine_info
-from tests.bench.report import command_line, markdown, median, table, write_json
+from tests.bench.env import BenchRepo
+from tests.bench.report import median, publish
 
 MINIMAL = '''
 from textual.app import App
@@ -115,15 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     results = measure(args.lanes, args.runs)
-    record = {"bench": "b7", "command": command_line(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-              "machine": machine_info(), "params": vars(args), "results": results,
-              "table": markdown(HEADERS, [row(r) for r in results])}
-    path = write_json("b7", record, Path(args.out) if args.out else None)
-    print(table(HEADERS, [row(r) for r in results]))
-    print()
-    print(record["table"])
-    print(f"\n{path}")
-    return 0
+    return publish("b7", vars(args), results, HEADERS, row, args.out)
 
 
 if __name__ == "__main__":

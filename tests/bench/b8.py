@@ -29,8 +29,8 @@ from lanes_tui.engine.state.model import SETTLED_STATES
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
 from tests.bench import b1
-from tests.bench.env import BenchRepo, machine_info
-from tests.bench.report import command_line, markdown, table, write_json
+from tests.bench.env import BenchRepo
+from tests.bench.report import publish
 
 HEADERS = ("lines", "MB", "lane MB/s", "sim → file MB/s", "lost lines", "B1 p50 ms", "B1 p95 ms",
            "output p95 ms", "flood MB/s during B1")
@@ -134,15 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     result = measure(args.lines, args.presses, not args.no_b1)
-    record = {"bench": "b8", "command": command_line(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-              "machine": machine_info(), "params": vars(args), "results": [result],
-              "table": markdown(HEADERS, [row(result)])}
-    path = write_json("b8", record, Path(args.out) if args.out else None)
-    print(table(HEADERS, [row(result)]))
-    print()
-    print(record["table"])
-    print(f"\n{path}")
-    return 0
+    return publish("b8", vars(args), [result], HEADERS, row, args.out)
 
 
 if __name__ == "__main__":

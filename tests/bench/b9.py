@@ -12,7 +12,6 @@ lane to 15 s after the last line has landed in every `output.log`. Target: RSS <
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,8 @@ from lanes_tui.engine.state.store import LaneStore
 from tests.bench import procstat
 from tests.bench.b2 import dashboard_command
 from tests.bench.b10 import Term
-from tests.bench.env import BenchRepo, machine_info
-from tests.bench.report import command_line, markdown, table, write_json
+from tests.bench.env import BenchRepo
+from tests.bench.report import publish
 
 HEADERS = ("lanes", "lines/lane", "hours at 20 lines/s", "output MB (all)", "print s", "RSS before MB",
            "RSS peak MB", "RSS end MB", "dashboard alive")
@@ -104,15 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     result = measure(args.lanes, args.lines, args.rate, args.timeout)
-    record = {"bench": "b9", "command": command_line(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
-              "machine": machine_info(), "params": vars(args), "results": [result],
-              "table": markdown(HEADERS, [row(result)])}
-    path = write_json("b9", record, Path(args.out) if args.out else None)
-    print(table(HEADERS, [row(result)]))
-    print()
-    print(record["table"])
-    print(f"\n{path}", file=sys.stdout)
-    return 0
+    return publish("b9", vars(args), [result], HEADERS, row, args.out)
 
 
 if __name__ == "__main__":

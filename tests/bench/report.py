@@ -7,7 +7,7 @@ import math
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,3 +68,21 @@ def write_json(name: str, record: dict[str, Any], directory: Path | None = None)
 def command_line() -> str:
     """How this run was started, for the record."""
     return "python -m tests.bench " + " ".join(sys.argv[1:])
+
+
+def publish(name: str, params: dict[str, Any], results: list[dict[str, Any]], headers: Sequence[str],
+            row: Callable[[dict[str, Any]], Sequence[Any]], out: str | None) -> int:
+    """The end of a benchmark's `main`: one record (command, date, machine, parameters, results, the
+    markdown table) written as JSON, then the table in both forms and the file's path. Returns 0."""
+    from tests.bench.env import machine_info
+
+    rows = [row(r) for r in results]
+    record = {"bench": name, "command": command_line(), "started": time.strftime("%Y-%m-%d %H:%M:%S"),
+              "machine": machine_info(), "params": params, "results": results,
+              "table": markdown(headers, rows)}
+    path = write_json(name, record, Path(out) if out else None)
+    print(table(headers, rows))
+    print()
+    print(record["table"])
+    print(f"\n{path}")
+    return 0
