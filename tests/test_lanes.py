@@ -17,7 +17,7 @@ from tests.helpers import BADCFG, BROKE, cli, output, run_lane, status, wait_for
 
 def test_sim_lane_runs_to_completion_detached(repo: Path) -> None:
     write_config(repo)
-    lane = run_lane(repo, "say hello\nprint 3 --rate 50\nwrite out.txt made by sim\nsleep 1\n", lane_id="hello")
+    lane = run_lane(repo, "say hello\nprint 3 --rate 50\nwrite out.txt made by sim\nsleep 4\n", lane_id="hello")
     assert lane == "hello-a1"
     # `run` has returned: the lane goes on without the command that started it.
     early = status(repo, lane)

@@ -4,11 +4,14 @@ and every byte and line still reaches its consumers; `/proc` samples agree with 
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
+from collections.abc import Callable
 
 import psutil
+import pytest
 
-from lanes_tui.engine.lanes.output_pump import READ_CHUNK, pump
+from lanes_tui.engine.lanes.output_pump import FLOOD_HOLD_S, READ_CHUNK, LineFramer, Rhythm, pump, pump_fd
 from lanes_tui.engine.procs.procfs import read_stat
 from lanes_tui.engine.procs.sampler import sample_tree
 
@@ -31,7 +34,8 @@ def _drive(data: list[bytes], rest_s: float) -> tuple[bytes, list[bytes], list[s
             stream.feed_data(part)
         asyncio.get_running_loop().call_later(0.05, stream.feed_eof)
         source, chunks, lines = Source(), bytearray(), []
-        await pump(stream, source, on_chunk=chunks.extend, on_line=lines.append, rest_s=rest_s)
+        await pump(stream, source, on_chunk=chunks.extend, on_block=lambda b: lines.extend(b.split(b"\n")),
+                   rest_s=rest_s)
         return bytes(chunks), lines, source.calls
 
     return asyncio.run(go())
@@ -49,7 +53,19 @@ def test_a_flood_is_read_again_at_once() -> None:
     data = (b"x" * 99 + b"\n") * count
     chunks, lines, calls = _drive([data], rest_s=0.2)
     assert chunks == data and len(lines) == count
-    assert calls == ["pause", "resume"]  # only after the last, short, read
+    assert calls == []  # the last, short, read came right after a flood: no rest either
+
+
+def test_a_short_read_rests_only_once_the_flood_is_a_second_old() -> None:
+    now = [100.0]
+    rhythm = Rhythm(0.5, clock=lambda: now[0])
+    assert rhythm.rest_after(10)  # a trickle rests
+    assert not rhythm.rest_after(65536)  # a flood never does
+    now[0] += FLOOD_HOLD_S / 2
+    assert not rhythm.rest_after(200)  # the flooding writer's first piece after the full pipe
+    now[0] += FLOOD_HOLD_S
+    assert rhythm.rest_after(200)  # quiet for a while: a trickle again
+    assert not Rhythm(0.0).rest_after(10)  # rest_s 0: every write is read as it comes
 
 
 def test_the_proc_sample_agrees_with_psutil() -> None:
@@ -66,3 +82,106 @@ def test_the_proc_sample_agrees_with_psutil() -> None:
         child.kill()
         child.wait()
     assert read_stat(child.pid) is None
+
+
+class PipeAgent:
+    """A real pipe whose writer plays the agent; `rest` is the pump's injected sleep."""
+
+    def __init__(self, parts: list[bytes]) -> None:
+        self.read_end, self.write_end = os.pipe()
+        os.set_blocking(self.read_end, False)
+        self.parts = list(parts)
+        self.rests: list[float] = []
+
+    def write_next(self) -> None:
+        if self.parts:
+            os.write(self.write_end, self.parts.pop(0))
+        elif self.write_end >= 0:
+            os.close(self.write_end)
+            self.write_end = -1
+
+    async def rest(self, seconds: float) -> None:
+        self.rests.append(seconds)
+        self.write_next()  # what the agent printed while the pump rested
+
+    def close(self) -> None:
+        if self.write_end >= 0:
+            os.close(self.write_end)
+
+
+def _drive_fd(agent: PipeAgent, *, before: bool) -> tuple[bytes, list[bytes], int]:
+    """Run `pump_fd` on the agent's pipe; the count of times the fd was registered with the loop."""
+
+    async def go() -> tuple[bytes, list[bytes], int]:
+        loop = asyncio.get_running_loop()
+        registered = 0
+        add_reader = loop.add_reader
+
+        def counting_add_reader(fd: int, callback: Callable[..., object], *args: object) -> None:
+            nonlocal registered
+            registered += 1
+            add_reader(fd, callback, *args)
+
+        loop.add_reader = counting_add_reader  # type: ignore[method-assign]
+        if before:
+            agent.write_next()
+        # Runs only once the pump waits on the loop (the fake rests never suspend): the first part
+        # for a silent start, else the writer's close.
+        loop.call_soon(agent.write_next)
+        chunks, lines = bytearray(), []
+        await pump_fd(agent.read_end, on_chunk=chunks.extend, on_block=lambda b: lines.extend(b.split(b"\n")),
+                      rest_s=0.25, sleep=agent.rest)
+        return bytes(chunks), lines, registered
+
+    try:
+        return asyncio.run(go())
+    finally:
+        agent.close()
+
+
+def test_a_trickle_read_from_a_pipe_end_never_registers_it_with_the_loop() -> None:
+    agent = PipeAgent([b"one\ntw", b"o\nthree"])
+    chunks, lines, registered = _drive_fd(agent, before=True)
+    assert chunks == b"one\ntwo\nthree" and lines == [b"one", b"two", b"three"]
+    assert agent.rests == [0.25, 0.25]  # one rest after each short read; the writer closed in the second
+    assert registered == 0  # after each rest the output was already there: no epoll_ctl at all
+    with pytest.raises(OSError):
+        os.fstat(agent.read_end)  # the pump owns the read end and closed it
+
+
+def test_a_silent_pipe_waits_on_the_loop_until_the_agent_writes() -> None:
+    agent = PipeAgent([b"late line\n"])
+    chunks, lines, registered = _drive_fd(agent, before=False)
+    assert lines == [b"late line"] and chunks == b"late line\n"
+    assert registered == 1 and agent.rests == [0.25]
+
+
+def test_a_flood_from_a_pipe_end_is_read_again_without_a_rest() -> None:
+    flood = (b"y" * 99 + b"\n") * 600  # 60,000 bytes: one read, at least FLOOD_BYTES
+    agent = PipeAgent([flood])
+    chunks, lines, registered = _drive_fd(agent, before=True)
+    assert chunks == flood and len(lines) == 600
+    assert agent.rests == []  # read again at once: the empty pipe waits on the loop, then EOF
+    assert registered == 1
+
+
+def test_a_read_hands_its_complete_lines_over_as_one_block() -> None:
+    framer = LineFramer()
+    assert framer.feed_block(b"partial") is None
+    assert framer.feed_block(b" line\nsecond\nthi") == b"partial line\nsecond"
+    assert framer.feed_block(b"rd\n") == b"third"
+    assert framer.feed_block(b"\n") == b""  # one empty line
+    assert framer.flush() == []
+    blocks: list[bytes] = []
+    agent = PipeAgent([b"a\nb\nc", b"\n"])
+
+    async def go() -> None:
+        agent.write_next()
+        asyncio.get_running_loop().call_soon(agent.write_next)
+        await pump_fd(agent.read_end, on_chunk=lambda c: None, on_block=blocks.append, sleep=agent.rest)
+
+    try:
+        asyncio.run(go())
+    finally:
+        agent.close()
+    assert blocks == [b"a\nb", b"c"]

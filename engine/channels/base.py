@@ -78,7 +78,8 @@ class Channel:
     """The `plain` behaviour, and the hooks every other channel overrides.
 
     Life cycle, driven by `AgentRun`: `render_argv` and `stdin_payload` before the start, `attach`
-    once the process runs, `on_output` / `on_line` for everything it prints, `tick` every `poll_s`,
+    once the process runs, `on_output` / `on_line` for everything it prints, `tick` every `poll_s`
+    (a channel that `asks`; the others `flush_due` after output and at each sample),
     `close` when it has exited. Hooks run on the supervisor's event loop, one at a time, so a channel
     needs no locks; an exception in one is logged by the caller and never ends the lane.
     """
@@ -90,6 +91,8 @@ class Channel:
     asks = False
     #: Seconds between ticks: short where answers are delivered, relaxed where only meters are written.
     poll_s = FLUSH_S
+    #: When set, `on_line` only cares for lines containing these bytes (aider's `Tokens:` line).
+    line_marker: bytes | None = None
 
     def __init__(self, ctx: ChannelContext) -> None:
         self.ctx = ctx
@@ -124,8 +127,36 @@ class Channel:
     def on_line(self, line: bytes) -> None:
         """One output line without its newline."""
 
+    def on_block(self, block: bytes) -> None:
+        """The complete lines of one read, joined by newlines: each to `on_line`, unless the channel
+        reads only lines holding `line_marker` and the block has none (a flood costs one scan)."""
+        if self.line_marker is not None and self.line_marker not in block:
+            return
+        for line in block.split(b"\n"):
+            try:
+                self.on_line(line)
+            except Exception:  # a parser bug on one line must not lose the lines after it
+                log.exception("%s channel failed on a line", self.name)
+
+    @property
+    def needs_beat(self) -> bool:
+        """Whether a channel that `asks` must tick every `poll_s` now, or may rest until more output.
+
+        True by default (a terminal's screen is watched for prompts); a channel whose ticks only
+        deliver answers says False while nothing is pending, so a quiet agent costs no wake-ups.
+        """
+        return True
+
     async def tick(self) -> None:
-        """Deliver answers, detect prompts, write the meters when due."""
+        """Deliver answers, detect prompts, write the meters when due (every `poll_s` if `asks`)."""
+        self.flush_due()
+
+    def flush_due(self) -> None:
+        """Write the meters if they changed and the last write is old enough.
+
+        A channel that does not `ask` gets no beat of its own: this runs after each batch of output
+        and at each watchdog sample, so a silent agent costs its supervisor no wake-ups.
+        """
         self.ctx.meters.maybe_flush()
 
     def close(self) -> None:

@@ -261,6 +261,11 @@ class ClaudeStreamChannel(Channel):
 
     # --- answers ---------------------------------------------------------------------------------
 
+    @property
+    def needs_beat(self) -> bool:
+        """Only a pending permission request has an answer to wait for."""
+        return bool(self.pending)
+
     async def tick(self) -> None:
         for request_id in list(self.pending):
             self._try_deliver(request_id)

@@ -62,6 +62,8 @@ class PlainChannel(Channel):
 
     name = "plain"
 
+    line_marker = b"Tokens:"
+
     def on_line(self, line: bytes) -> None:
         if b"Tokens:" in line:
             feed_aider_line(self.ctx.meters, line.decode("utf-8", errors="replace"))

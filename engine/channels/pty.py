@@ -72,6 +72,8 @@ class PtyChannel(Channel):
     def on_output(self, chunk: bytes) -> None:
         self.screen.feed(chunk)
 
+    line_marker = b"Tokens:"
+
     def on_line(self, line: bytes) -> None:
         if b"Tokens:" in line:
             feed_aider_line(self.ctx.meters, line.decode("utf-8", errors="replace"))

@@ -24,7 +24,7 @@ from lanes_tui.engine.core.atomic import append_jsonl
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.lanes.classify import Classification, PatternScanner, classify
 from lanes_tui.engine.lanes.guard import Finding, RunGuard
-from lanes_tui.engine.lanes.output_pump import MAX_LINE, READ_CHUNK, REST_S, LineFramer, Pausable, pipe_source, pump
+from lanes_tui.engine.lanes.output_pump import MAX_LINE, READ_CHUNK, REST_S, LineFramer, pump, pump_fd
 from lanes_tui.engine.lanes.watchdog import ProcInfo, Sample, Verdict, Watchdog
 from lanes_tui.engine.procs.process import (
     ProcessHandle,
@@ -125,8 +125,10 @@ class AgentRun:
         self._last_sample: Sample | None = None
         #: A trickle of output is read at most once per `rest_s` (`output_pump`); a flood at once.
         self.rest_s = REST_S
+        #: Set after each batch of output: wakes an asking channel that has nothing pending.
+        self._beat = asyncio.Event()
 
-    async def _start(self) -> tuple[ProcessHandle, list[asyncio.StreamReader]]:
+    async def _start(self) -> tuple[ProcessHandle, list[asyncio.StreamReader | int]]:
         channel = self.channel
         if channel is not None and channel.uses_pty:
             # Only a terminal lane pays for the pty machinery (and pyte behind it).
@@ -137,10 +139,10 @@ class AgentRun:
                                                        on_bytes=self._guarded(channel.on_output))
             channel.attach(self.terminal)
             return handle, [self.terminal.reader]
-        handle = await ProcessHandle.start(self.request)
+        handle = await ProcessHandle.start(dataclasses.replace(self.request, raw_output=True))
         if channel is not None:
             channel.attach(_PipeIO(handle))
-        return handle, [s for s in (handle.proc.stdout, handle.proc.stderr) if s]
+        return handle, list(handle.output_fds)
 
     async def run(self) -> RunOutcome:
         started = self.clock.time()
@@ -268,20 +270,27 @@ class AgentRun:
             self.on_waiting(waiting)
 
     async def _tick_channel(self) -> None:
-        """The channel's own beat: answers are delivered within `poll_s`, not at the next sample."""
+        """An asking channel's beat: answers are delivered within `poll_s`, not at the next sample.
+
+        It beats only while the channel `needs_beat` (a question pending, a terminal to watch); in
+        between, the next batch of output wakes it, in the same loop turn as the read.
+        """
         channel = self.channel
-        if channel is None:
-            return
+        if channel is None or not channel.asks:
+            return  # it flushes its meters after output and at each sample (`Channel.flush_due`)
         while True:
             try:
                 await channel.tick()
-                if channel.asks:
-                    # The channel opens and closes questions itself: show `waiting` now, not at the
-                    # next watchdog sample.
-                    self._set_waiting(self.is_waiting())
+                # The channel opens and closes questions itself: show `waiting` now, not at the
+                # next watchdog sample.
+                self._set_waiting(self.is_waiting())
             except Exception:
                 log.exception("channel tick failed")
-            await asyncio.sleep(channel.poll_s)
+            self._beat.clear()
+            if channel.needs_beat:
+                await asyncio.sleep(channel.poll_s)
+            else:  # nothing pending: the next output (or a question it opens) wakes the channel
+                await self._beat.wait()
 
     async def _feed_stdin(self, handle: ProcessHandle) -> None:
         if self.terminal is not None:
@@ -300,17 +309,25 @@ class AgentRun:
         except (BrokenPipeError, ConnectionResetError):
             return
 
-    async def _pump(self, stream: asyncio.StreamReader) -> None:
+    async def _pump(self, stream: asyncio.StreamReader | int) -> None:
+        """One output stream to the lane's log, the channel and the scanner (a pipe end or the terminal)."""
         channel = self.channel
         raw_hook = self._guarded(channel.on_output) if channel is not None and not channel.uses_pty else None
-        source: Pausable | None = self.terminal if self.terminal is not None else pipe_source(stream)
+
+        after: Callable[[], None] | None = None
+        if channel is not None:
+            after = self._beat.set if channel.asks else self._guarded(channel.flush_due)
 
         def on_chunk(chunk: bytes) -> None:
             self._write(chunk)
             if raw_hook is not None:
                 raw_hook(chunk)
 
-        await pump(stream, source, on_chunk=on_chunk, on_line=self._line, rest_s=self.rest_s)
+        if isinstance(stream, int):
+            await pump_fd(stream, on_chunk=on_chunk, on_block=self._block, rest_s=self.rest_s, after=after)
+        else:
+            await pump(stream, self.terminal, on_chunk=on_chunk, on_block=self._block, rest_s=self.rest_s,
+                       after=after)
 
     @staticmethod
     def _guarded(hook: Callable[..., None]) -> Callable[..., None]:
@@ -329,16 +346,24 @@ class AgentRun:
         self.output.flush()
         self.output_bytes += len(chunk)
 
-    def _line(self, line: bytes) -> None:
-        self.scanner.feed(line.decode("utf-8", errors="replace"))
-        for hook in (self.on_line, self.channel.on_line if self.channel is not None else None):
-            if hook is not None:
+    def _block(self, block: bytes) -> None:
+        """The complete lines of one read: scanned as one text, then to the hooks."""
+        self.scanner.feed_bytes(block)
+        if self.on_line is not None:
+            for line in block.split(b"\n"):
                 try:
-                    hook(line)
-                except Exception:  # a channel parser bug must not kill the lane
-                    log.exception("channel hook failed on a line")
+                    self.on_line(line)
+                except Exception:
+                    log.exception("line hook failed")
+        if self.channel is not None:
+            try:
+                self.channel.on_block(block)
+            except Exception:  # a channel parser bug must not kill the lane
+                log.exception("channel hook failed on a block of output")
 
     def _tick(self, watchdog: Watchdog) -> Verdict:
+        if self.channel is not None and not self.channel.asks:
+            self._guarded(self.channel.flush_due)()  # a meter write held back by its rate limit
         reap_adopted_zombies(keep=(self.handle.pid,) if self.handle else ())
         procs = sample_tree()
         self._last_procs = procs or self._last_procs

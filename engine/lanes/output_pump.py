@@ -1,25 +1,39 @@
 """The agent's output, read in coalesced chunks and framed into lines.
 
 A supervisor must not wake once per line an agent flushes: after a read that drains what was there
-(a short chunk), the source is paused for `REST_S` so the next read takes everything written in the
+(a short chunk), the reader rests for `REST_S` so the next read takes everything written in the
 meantime in one go; a read of `FLOOD_BYTES` or more is a flood, and the next read follows at once.
-Pausing takes the file descriptor out of the event loop (`pause_reading`), so a trickle costs one
-wake-up per rest, not one per line; a terminal with the lead attached is never paused
-(`PtyTerminal.pause_reading`), so typing echoes at once.
+
+Two readers share that rhythm. `pump_fd` reads a plain pipe end itself: after a rest it simply
+reads, and only a read that finds nothing registers the descriptor with the event loop, so a steady
+trickle costs one timer wake-up and one `read` per rest and no `epoll_ctl` at all (B3 measured
+pause/resume of an asyncio transport at a third of a printing supervisor's time). `pump` reads an
+asyncio stream (the pseudo-terminal) and rests by pausing its transport; a terminal with the lead
+attached is never paused (`PtyTerminal.pause_reading`), so typing echoes at once.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+import os
+import time
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from lanes_tui.engine.core.utf8 import whole_chars_end
 
 MAX_LINE = 1 << 20
 READ_CHUNK = 1 << 16
-#: Seconds a trickle's source rests between two reads (0: read each write as it comes).
-REST_S = 0.25
+#: Seconds a trickle's source rests between two reads (0: read each write as it comes). Each wake-up
+#: of a Python event loop costs 0.15-0.35 ms of CPU on the benchmark machine whatever it does (B3's
+#: floor: a bare asyncio loop reading a pipe); twice a second keeps a printing lane near 0.1 % of a
+#: core, and half a second is still within what the dashboard shows as live.
+REST_S = 0.5
+#: After a flood-sized read, no rest for this long: a flooding writer's next read is often short (it
+#: was blocked on the full pipe and has just written its first piece again), and resting on that
+#: throttled a flood to what the pipe holds per rest (B8: 2.7 MB/s with a 29 MB/s agent).
+FLOOD_HOLD_S = 1.0
 #: A read at least this long is a flood, read again at once: after a rest a flooding agent has filled
 #: the pipe (64 KiB) and blocks on it, so resting again would throttle the agent itself (B8 measured
 #: 0.4 MB/s when only a full READ_CHUNK counted as a flood). A trickle's read after a rest is a few lines.
@@ -33,26 +47,35 @@ class Pausable(Protocol):
 
 
 class LineFramer:
-    """Bytes in, complete lines out; a line longer than `limit` is cut so memory stays bounded."""
+    """Bytes in, complete lines out; a line longer than `limit` is cut so memory stays bounded.
+
+    Lines come out as one *block* per read (the complete lines joined by newlines, without the
+    last one), so a flood of short lines costs a few C-level scans per read, not Python work per
+    line: B8 ingests tens of MB/s only this way. `feed` splits the block for callers that want lines.
+    """
 
     def __init__(self, limit: int = MAX_LINE) -> None:
         self.limit = limit
         self._buf = bytearray()
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def feed_block(self, data: bytes) -> bytes | None:
+        """The complete lines `data` finishes, as one block; None when it finishes none."""
+        cut = data.rfind(b"\n")
+        if cut >= 0:
+            block = bytes(self._buf) + data[:cut] if self._buf else data[:cut]
+            self._buf = bytearray(data[cut + 1:])
+            return block
         self._buf += data
-        lines = []
-        while True:
-            cut = self._buf.find(b"\n")
-            if cut < 0:
-                break
-            lines.append(bytes(self._buf[:cut]))
-            del self._buf[: cut + 1]
-        if len(self._buf) > self.limit:
-            cut = whole_chars_end(bytes(self._buf)) or len(self._buf)  # a character cut in two waits
-            lines.append(bytes(self._buf[:cut]))
-            del self._buf[:cut]
-        return lines
+        if len(self._buf) <= self.limit:
+            return None
+        end = whole_chars_end(bytes(self._buf)) or len(self._buf)  # a character cut in two waits
+        block = bytes(self._buf[:end])
+        del self._buf[:end]
+        return block
+
+    def feed(self, data: bytes) -> list[bytes]:
+        block = self.feed_block(data)
+        return [] if block is None else block.split(b"\n")
 
     def flush(self) -> list[bytes]:
         rest = bytes(self._buf)
@@ -60,31 +83,44 @@ class LineFramer:
         return [rest] if rest else []
 
 
-def pipe_source(stream: asyncio.StreamReader) -> Pausable | None:
-    """The transport behind a subprocess pipe's reader (asyncio keeps it on the reader), if any."""
-    transport = getattr(stream, "_transport", None)
-    if transport is None or not hasattr(transport, "pause_reading") or not hasattr(transport, "resume_reading"):
-        return None
-    return transport  # type: ignore[no-any-return]
+class Rhythm:
+    """When to rest: after a short read, unless a flood-sized read came within `FLOOD_HOLD_S`."""
+
+    def __init__(self, rest_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rest_s = rest_s
+        self.clock = clock
+        self._flood_until = float("-inf")
+
+    def rest_after(self, size: int) -> bool:
+        now = self.clock()
+        if size >= FLOOD_BYTES:
+            self._flood_until = now + FLOOD_HOLD_S
+            return False
+        return self.rest_s > 0 and now >= self._flood_until
 
 
 async def pump(stream: asyncio.StreamReader, source: Pausable | None, *, on_chunk: Callable[[bytes], None],
-               on_line: Callable[[bytes], None], rest_s: float = REST_S) -> None:
-    """Read `stream` to its end: every chunk to `on_chunk`, then its complete lines to `on_line`."""
+               on_block: Callable[[bytes], None], rest_s: float = REST_S,
+               after: Callable[[], None] | None = None) -> None:
+    """Read `stream` to its end: every chunk to `on_chunk`, its complete lines to `on_block`, then `after`."""
     framer = LineFramer()
+    rhythm = Rhythm(rest_s)
     try:
         while True:
             chunk = await stream.read(READ_CHUNK)
             if not chunk:
                 break
             on_chunk(chunk)
-            for line in framer.feed(chunk):
-                on_line(line)
-            if len(chunk) < FLOOD_BYTES and rest_s > 0 and source is not None and not stream.at_eof():
+            block = framer.feed_block(chunk)
+            if block is not None:
+                on_block(block)
+            if after is not None:
+                after()
+            if rhythm.rest_after(len(chunk)) and source is not None and not stream.at_eof():
                 await _rest(source, rest_s)
     finally:
-        for line in framer.flush():
-            on_line(line)
+        for rest in framer.flush():
+            on_block(rest)
 
 
 async def _rest(source: Pausable, rest_s: float) -> None:
@@ -93,3 +129,56 @@ async def _rest(source: Pausable, rest_s: float) -> None:
         await asyncio.sleep(rest_s)
     finally:
         source.resume_reading()
+
+
+async def pump_fd(fd: int, *, on_chunk: Callable[[bytes], None], on_block: Callable[[bytes], None],
+                  rest_s: float = REST_S, after: Callable[[], None] | None = None,
+                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                  clock: Callable[[], float] = time.monotonic) -> None:
+    """Read the non-blocking pipe end `fd` to its end, like `pump`; `fd` is closed when done.
+
+    `sleep` is the rest and `clock` the time a flood is remembered by (injected by tests, whose
+    `sleep` writes the agent's next output).
+    """
+    loop = asyncio.get_running_loop()
+    framer = LineFramer()
+    rhythm = Rhythm(rest_s, clock)
+    try:
+        while True:
+            try:
+                chunk = os.read(fd, READ_CHUNK)
+            except BlockingIOError:
+                await _readable(loop, fd)
+                continue
+            except OSError:  # EIO and the like: the writer is gone in a way a pipe rarely reports
+                break
+            if not chunk:
+                break
+            on_chunk(chunk)
+            block = framer.feed_block(chunk)
+            if block is not None:
+                on_block(block)
+            if after is not None:
+                after()
+            if rhythm.rest_after(len(chunk)):
+                await sleep(rest_s)
+    finally:
+        for rest in framer.flush():
+            on_block(rest)
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+async def _readable(loop: asyncio.AbstractEventLoop, fd: int) -> None:
+    """Wait until `fd` has something to read (or its writer closed): registered only for the wait."""
+    ready = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, wake)
+    try:
+        await ready
+    finally:
+        loop.remove_reader(fd)

@@ -54,6 +54,9 @@ class ProcessRequest:
     name: str = "agent"
     #: Run in the child between fork and exec (e.g. `LaneCgroup.joiner()`); system calls only.
     preexec: Callable[[], None] | None = None
+    #: stdout and stderr as plain non-blocking pipe ends (`ProcessHandle.output_fds`) for a reader that
+    #: polls them itself (`lanes.output_pump.pump_fd`), instead of asyncio stream readers.
+    raw_output: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,9 @@ class ProcessHandle:
         self.pgid = proc.pid  # start_new_session makes the child the leader of its own group
         self.key = ProcKey(proc.pid, process_create_time(proc.pid) or 0.0)
         self.stopped_by: str | None = None
+        #: The read ends of stdout and stderr when the request asked for `raw_output`; their reader
+        #: owns and closes them.
+        self.output_fds: list[int] = []
 
     @property
     def pid(self) -> int:
@@ -112,18 +118,30 @@ class ProcessHandle:
 
     @classmethod
     async def start(cls, request: ProcessRequest) -> ProcessHandle:
-        proc = await asyncio.create_subprocess_exec(
-            *request.argv,
-            cwd=str(request.cwd),
-            env=dict(request.env),
-            stdin=asyncio.subprocess.PIPE if request.stdin_pipe else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-            preexec_fn=request.preexec,
-        )
+        pipes = [os.pipe(), os.pipe()] if request.raw_output else []
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *request.argv,
+                cwd=str(request.cwd),
+                env=dict(request.env),
+                stdin=asyncio.subprocess.PIPE if request.stdin_pipe else asyncio.subprocess.DEVNULL,
+                stdout=pipes[0][1] if pipes else asyncio.subprocess.PIPE,
+                stderr=pipes[1][1] if pipes else asyncio.subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=request.preexec,
+            )
+        except BaseException:
+            for read_end, write_end in pipes:
+                os.close(read_end)
+                os.close(write_end)
+            raise
+        for read_end, write_end in pipes:  # the child holds the write ends now; EOF once it (and its own) exit
+            os.close(write_end)
+            os.set_blocking(read_end, False)
         log.info("started %s pid=%s argv0=%s", request.name, proc.pid, request.argv[0])
-        return cls(request, proc, time.monotonic())
+        handle = cls(request, proc, time.monotonic())
+        handle.output_fds = [read_end for read_end, _ in pipes]
+        return handle
 
     async def wait(self, timeout: float | None = None) -> int | None:
         """The exit code, or None if it is still running after `timeout` seconds."""

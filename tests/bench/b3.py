@@ -1,8 +1,11 @@
 """B3: what one supervisor costs: CPU per minute and RSS, idle and printing, small and large worktree.
 
-Each lane's supervisor is measured with psutil over a window (CPU seconds / wall seconds), for an
-idle agent (`sleep`) and one printing 20 lines/s, in a worktree of 100 files and one of 20,000
-files: the watchdog's file signal is inotify, so the sample cost must not grow with the file count.
+Each lane's supervisor is measured over a window (CPU from `/proc/PID/schedstat` in ns, wake-ups
+from its voluntary context switches, memory with psutil), for an idle agent (`sleep`) and one
+printing 20 lines/s, in a worktree of 100 files and one of 20,000 files: the watchdog's file
+signal is inotify, so the sample cost must not grow with the file count. Two floors run in the same
+window (`b3_floor`): a bare asyncio loop and a bare `selectors` loop reading the same agent with
+the same rest, which is what a supervisor cannot go below on either kind of loop.
 
     python -m tests.bench.b3 [--window 30]
 """
@@ -23,7 +26,25 @@ import psutil
 from tests.bench.env import machine_info
 from tests.bench.report import command_line, markdown, table, write_json
 
-HEADERS = ("worktree files", "agent", "supervisor CPU % of a core", "CPU s per minute", "RSS MB", "USS MB")
+HEADERS = ("worktree files", "agent", "supervisor CPU % of a core", "CPU s per minute", "wake-ups /s", "RSS MB",
+           "USS MB")
+#: The floors run beside the supervisors in the same window (`b3_floor`): same agent, same rhythm.
+FLOORS = ("asyncio", "selectors")
+
+
+def run_ns(pid: int) -> int:
+    """CPU time in ns from `/proc/PID/schedstat`: 10 ms clock ticks are too coarse for 0.1 % in 30 s."""
+    with open(f"/proc/{pid}/schedstat") as handle:
+        return int(handle.read().split()[0])
+
+
+def switches(pid: int) -> int:
+    """Voluntary context switches: how often the process went to sleep, i.e. its wake-ups."""
+    with open(f"/proc/{pid}/status") as handle:
+        for line in handle:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split()[1])
+    return 0
 
 
 def _cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -61,28 +82,39 @@ def measure(window_s: float) -> list[dict[str, Any]]:
                 text = script.format(t=window_s + 60, n=int((window_s + 60) * 20))
                 proc = _cli(repo, "run", "--prompt", text, "--id", name.split()[0])
                 lanes.append((repo, proc.stdout.strip().splitlines()[-1], files, name))
+        floors = {kind: subprocess.Popen([sys.executable, "-m", "tests.bench.b3_floor", kind, str(window_s + 30)])
+                  for kind in FLOORS}
         try:
             time.sleep(8)  # past start-up and the first samples
             # Keyed by (repo, lane): both repositories have lanes called idle-a1 and printing-a1.
             sups = {(repo, lane): psutil.Process(json.loads((repo / ".lanes/state/lanes" / lane / "supervisor.json")
                                                             .read_text())["pid"]) for repo, lane, _, _ in lanes}
-            start = {key: sum(p.cpu_times()[:2]) for key, p in sups.items()}
+            procs: dict[Any, psutil.Process] = dict(sups)
+            procs.update({kind: psutil.Process(p.pid) for kind, p in floors.items()})
+            start = {key: (run_ns(p.pid), switches(p.pid)) for key, p in procs.items()}
             time.sleep(window_s)
-            for repo, lane, files, name in lanes:
-                proc = sups[(repo, lane)]
-                cpu = sum(proc.cpu_times()[:2]) - start[(repo, lane)]
+            rows = [((repo, lane), f"{files:,}", name) for repo, lane, files, name in lanes]
+            rows += [(kind, "-", f"floor: bare {kind} loop, printing 20 lines/s") for kind in FLOORS]
+            for key, files_label, name in rows:
+                proc = procs[key]
+                cpu = (run_ns(proc.pid) - start[key][0]) / 1e9
+                wakes = (switches(proc.pid) - start[key][1]) / window_s
                 mem = proc.memory_full_info()
-                results.append({"files": files, "agent": name, "cpu_percent": 100 * cpu / window_s,
-                                "cpu_s_per_min": 60 * cpu / window_s, "rss_mb": mem.rss / 1e6, "uss_mb": mem.uss / 1e6})
+                results.append({"files": files_label, "agent": name, "cpu_percent": 100 * cpu / window_s,
+                                "cpu_s_per_min": 60 * cpu / window_s, "wakeups_per_s": wakes,
+                                "rss_mb": mem.rss / 1e6, "uss_mb": mem.uss / 1e6})
         finally:
+            for floor in floors.values():
+                floor.kill()
+                floor.wait()
             for repo, lane, _, _ in lanes:
                 _cli(repo, "abandon", lane, "--force")
     return results
 
 
 def row(result: dict[str, Any]) -> list[Any]:
-    return [f"{result['files']:,}", result["agent"], f"{result['cpu_percent']:.3f}", f"{result['cpu_s_per_min']:.3f}",
-            f"{result['rss_mb']:.1f}", f"{result['uss_mb']:.1f}"]
+    return [result["files"], result["agent"], f"{result['cpu_percent']:.3f}", f"{result['cpu_s_per_min']:.3f}",
+            f"{result['wakeups_per_s']:.1f}", f"{result['rss_mb']:.1f}", f"{result['uss_mb']:.1f}"]
 
 
 def main(argv: list[str] | None = None) -> int:
