@@ -109,14 +109,14 @@ HELP: dict[str, tuple[str, tuple[str, ...]]] = {
     # The scorecard (docs/benchmarks.md, "Scorecard"): fixed tasks, scored lanes, a baseline and a pass bar.
     "scorecard": ("Benchmark the orchestration: run fixed tasks in fresh repositories, score the lanes, and "
                   "compare the newest records against a stored baseline.",
-                  ("lanes-tui scorecard prepare add-function", "lanes-tui scorecard record add-function-a1",
+                  ("lanes-tui scorecard prepare add-function", "lanes-tui scorecard record add-function-r1-a1",
                    "lanes-tui scorecard compare before-change --json")),
     "scorecard prepare": ("Build the task's repository at its commit in a work folder, run its setup steps and "
                           "start a lane on it; prints the lane id on its last line.",
                           ("lanes-tui scorecard prepare fix-test", "lanes-tui scorecard prepare ./my-task.toml")),
     "scorecard record": ("Score a finished lane (or a plan's lanes): finished, pass check, interventions, review "
                          "rounds, wall minutes, first try, tokens and cost; appended to the scorecard's records.",
-                         ("lanes-tui scorecard record fix-test-a1 --label before-change",)),
+                         ("lanes-tui scorecard record fix-test-r1-a1 --label before-change",)),
     "scorecard baseline": ("Keep the newest record of each task as a named baseline that later runs cannot move.",
                            ("lanes-tui scorecard baseline before-change",)),
     "scorecard compare": ("Hold the newest records to a baseline: exit 1 when a task that passed fails or is "

@@ -32,11 +32,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--work-dir", type=Path, default=None,
                    help="where the task's repository is made (default: .lanes/state/scorecard/work)")
     p.add_argument("--prompt", default=None, help="run this prompt instead of the task's own")
-    p.add_argument("--json", action="store_true", help="an object: task, repo, lane, commit")
+    p.add_argument("--json", action="store_true", help="an object: task, run, id, repo, lane, plan, lanes, commit")
     p.set_defaults(func=cmd_prepare)
 
     p = csub.add_parser("record", help="score a finished lane (or a plan's lanes) and store the record")
-    p.add_argument("id", help="the lane id `prepare` printed, or a plan's name")
+    p.add_argument("id", help="the id `prepare` printed: a lane id, or a plan task's plan name")
     p.add_argument("--label", default="latest", help="the records' label (default: latest)")
     p.add_argument("--json", action="store_true", help="the record as JSON")
     p.set_defaults(func=cmd_record)
@@ -50,8 +50,10 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = csub.add_parser("compare", help="the newest records against a baseline; exit 1 when a task regressed")
     p.add_argument("label", help="the baseline's name")
     p.add_argument("--label", dest="runs", default=None, help="compare only records with this label")
-    p.add_argument("--factor", type=float, default=1.5, help="allowed growth of cost and wall time (default 1.5)")
-    p.add_argument("--json", action="store_true", help="an object: baseline, ok, tasks (problems, baseline, now)")
+    p.add_argument("--factor", type=float, default=1.5,
+                   help="allowed growth of tokens, cost and wall time (default 1.5)")
+    p.add_argument("--json", action="store_true",
+                   help="an object: baseline, ok, tasks (regressed, problems, baseline, now)")
     p.set_defaults(func=cmd_compare)
 
     p = csub.add_parser("tasks", help="the task files shipped with lanes-tui")
@@ -61,11 +63,17 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 def cmd_prepare(args: argparse.Namespace) -> int:
     done = scorecard_prepare(repo_of(args), args.task, args.work_dir, args.prompt)
     if args.json:
-        print(json.dumps({"task": done.task, "repo": str(done.repo), "lane": done.lane, "commit": done.commit}))
+        print(json.dumps({"task": done.task, "run": done.run, "id": done.ident, "repo": str(done.repo),
+                          "lane": done.lane, "plan": done.plan, "lanes": list(done.lanes), "commit": done.commit}))
         return 0
-    print(f"task {done.task} at {done.commit[:12]} in {done.repo}")
-    print(f"wait for it: lanes-tui --repo {done.repo} wait {done.lane}; then: lanes-tui scorecard record {done.lane}")
-    print(done.lane)
+    print(f"task {done.task} (run {done.run}) at {done.commit[:12]} in {done.repo}")
+    if done.plan:
+        print(f"plan {done.plan} launched: {', '.join(done.lanes) or 'no lane started'}; "
+              f"see lanes-tui --repo {done.repo} plan status {done.plan}; then: lanes-tui scorecard record {done.plan}")
+    else:
+        print(f"wait for it: lanes-tui --repo {done.repo} wait {done.lane}; "
+              f"then: lanes-tui scorecard record {done.lane}")
+    print(done.ident)
     return 0
 
 
@@ -73,8 +81,11 @@ def cmd_record(args: argparse.Namespace) -> int:
     entry = scorecard_record(repo_of(args), args.id, args.label)
     if args.json:
         print(json.dumps(entry, indent=2))
-    else:
-        print(_line(entry))
+        return 0
+    print(_line(entry))
+    if entry.get("replaces"):
+        print(f"note: replaces the record of {entry['task']} under label {entry['label']} "
+              f"(lane {entry['replaces'].get('lane')}) for baseline and compare; both stay in records.jsonl")
     return 0
 
 
@@ -98,7 +109,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         for task in report["tasks"]:
-            print(f"{task['task']}: {'ok' if task['ok'] else 'REGRESSED: ' + '; '.join(task['problems'])}")
+            verdict = "ok" if task["ok"] else f"REGRESSED ({', '.join(task['regressed'])}): " + "; ".join(
+                task["problems"])
+            print(f"{task['task']}: {verdict}")
         print("pass" if report["ok"] else f"fail: worse than baseline {args.label}")
     return 0 if report["ok"] else 1
 

@@ -7,7 +7,8 @@ checking a plan file); `state` and `stored` (a launched plan on disk: frozen pla
 log; read back trusting nothing), `decide` (the scheduler's pure decisions), `scheduler` (one tick:
 gather the lanes, decide, start lanes), `commands` (launch, amend, cancel, resume), `supervisor`
 (the detached plan supervisor, run as `python -m lanes_tui.engine.plans`), `ticker` (the dashboard
-engine's plan ticks); `scorecard` and `scorecard_compare` (fixed tasks launched and scored, issue 15).
+engine's plan ticks); `scorecard`, `scorecard_score` and `scorecard_compare` (fixed tasks
+launched and scored, issue 15).
 These may import every package below `plans` in docs/layout.md (`core` … `sim`), never `live`,
 Textual or Rich.
 """
