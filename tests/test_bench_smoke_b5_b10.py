@@ -1,4 +1,4 @@
-"""B5, B6 and B8 at tiny sizes, so the scripts keep working; never a speed threshold here.
+"""B3's floors, B5, B6 and B8 at tiny sizes, so the scripts keep working; never a speed threshold here.
 
 B10 only for its skip path (no npm is ever run from the suite): a full B10, B7 and B9 start
 dashboards in tmux or 100 lanes, too slow for the suite even at their smallest.
@@ -7,18 +7,29 @@ dashboards in tmux or 100 lanes, too slow for the suite even at their smallest.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.bench import b5, b6, b8, b10
+from tests.bench import b3, b5, b6, b8, b10
 
 pytestmark = pytest.mark.slow
 
 
 def _positive(value: Any) -> bool:
     return isinstance(value, int | float) and not math.isnan(value) and value > 0
+
+
+@pytest.mark.parametrize("kind", b3.FLOORS)
+def test_b3_floor_reads_the_agent_and_exits(kind: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "tests.bench.b3_floor", kind, "1.0", "0.1"], capture_output=True,
+                          text=True, timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout.split()[2]) > 0  # "KIND: read N bytes": the sim's lines reached the loop
+    assert b3.run_ns(1) > 0  # the scheduler's nanosecond counter the script reads is there
 
 
 def test_b5_smoke() -> None:

@@ -26,11 +26,12 @@ def _agent() -> subprocess.Popen[bytes]:
     return subprocess.Popen(SIM, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
 
 
-def _selectors_loop(fd: int, log: int, seconds: float, rest_s: float) -> None:
+def _selectors_loop(fd: int, log: int, seconds: float, rest_s: float) -> int:
     import selectors
 
     selector = selectors.DefaultSelector()
     end = time.monotonic() + seconds
+    got = 0
     while time.monotonic() < end:
         try:
             chunk = os.read(fd, 1 << 16)
@@ -40,23 +41,29 @@ def _selectors_loop(fd: int, log: int, seconds: float, rest_s: float) -> None:
             selector.unregister(fd)
             continue
         if not chunk:
-            return
-        os.write(log, chunk)
+            break
+        got += os.write(log, chunk)
         time.sleep(rest_s)
+    return got
 
 
-def _asyncio_loop(fd: int, log: int, seconds: float, rest_s: float) -> None:
+def _asyncio_loop(fd: int, log: int, seconds: float, rest_s: float) -> int:
     import asyncio
 
     from lanes_tui.engine.lanes.output_pump import pump_fd
 
+    got = [0]
+
+    def on_chunk(chunk: bytes) -> None:
+        got[0] += os.write(log, chunk)
+
     async def run() -> None:
-        task = asyncio.create_task(pump_fd(fd, on_chunk=lambda chunk: os.write(log, chunk) and None,
-                                           on_block=lambda block: None, rest_s=rest_s))
+        task = asyncio.create_task(pump_fd(fd, on_chunk=on_chunk, on_block=lambda block: None, rest_s=rest_s))
         await asyncio.wait({task}, timeout=seconds)
         task.cancel()
 
     asyncio.run(run())
+    return got[0]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryFile() as log:
         try:
             loop = _selectors_loop if kind == "selectors" else _asyncio_loop
-            loop(fd, log.fileno(), seconds, rest_s)
+            print(f"{kind}: read {loop(fd, log.fileno(), seconds, rest_s)} bytes")
         finally:
             agent.kill()
             agent.wait()
