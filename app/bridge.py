@@ -2,12 +2,16 @@
 
 Events are folded into pending state and flushed at most every `flush_s`: a hundred lanes printing
 twenty lines a second become one output message for the lane on screen and one meters message per
-flush, so the message queue never grows with the number of lanes.
+flush, so the message queue never grows with the number of lanes. Meters go at most every
+`meters_s` (ten flushes, a second by default): a hundred lanes sampling every few seconds would
+otherwise repaint rows of the Lanes table on nearly every flush, for figures that move once per
+sample anyway; lane states, output and questions keep the short `flush_s`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -40,10 +44,14 @@ class Poster(Protocol):
 
 
 class EngineBridge:
-    def __init__(self, target: Poster, engine: Engine, *, flush_s: float = 0.1) -> None:
+    def __init__(self, target: Poster, engine: Engine, *, flush_s: float = 0.1,
+                 meters_s: float | None = None) -> None:
         self.target = target
         self.engine = engine
         self.flush_s = flush_s
+        self.meters_s = 10 * flush_s if meters_s is None else meters_s
+        self._meters_at = float("-inf")  # when meters were last posted (monotonic)
+        self._meters_handle: asyncio.TimerHandle | None = None
         self.selected_lane: str | None = None
         self._lanes: dict[str, LaneStatus] = {}
         self._removed: set[str] = set()
@@ -54,6 +62,9 @@ class EngineBridge:
         self._questions: tuple[Mapping[str, Any], ...] | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
         self.events_seen = 0
+        # Nothing is on screen yet: the engine reads no lane's output until one is selected (the
+        # `output_lanes` setter is the engine's `follow_output`, and fake engines take it as a plain field).
+        self.engine.output_lanes = set()
 
     async def run(self) -> None:
         async for event in self.engine.events():
@@ -88,7 +99,11 @@ class EngineBridge:
         self._schedule()
 
     def select(self, lane_id: str | None) -> None:
-        """The lane on screen changed: pending output of the old one is dropped (it is on disk)."""
+        """The lane on screen changed: pending output of the old one is dropped (it is on disk).
+
+        Called before the lane's tail is loaded: the engine notes where the lane's output ends now
+        and streams from there, so the stream overlaps the tail (`shown` trims it) and never gaps.
+        """
         self.selected_lane = lane_id
         self.engine.output_lanes = {lane_id} if lane_id else set()
         self._output.clear()
@@ -118,6 +133,10 @@ class EngineBridge:
         if self._flush_handle is None:
             self._flush_handle = asyncio.get_running_loop().call_later(self.flush_s, self.flush)
 
+    def _meters_due(self) -> None:
+        self._meters_handle = None
+        self.flush()
+
     def flush(self) -> None:
         self._flush_handle = None
         if self._lanes or self._removed:
@@ -125,8 +144,13 @@ class EngineBridge:
             self._lanes = {}
             self._removed = set()
         if self._samples:
-            self.target.post_message(MetersChanged(self._samples))
-            self._samples = {}
+            wait = self._meters_at + self.meters_s - time.monotonic()
+            if wait <= 0:
+                self.target.post_message(MetersChanged(self._samples))
+                self._samples = {}
+                self._meters_at = time.monotonic()
+            elif self._meters_handle is None:  # kept, newest sample per lane, until meters are due
+                self._meters_handle = asyncio.get_running_loop().call_later(wait, self._meters_due)
         if self._output and self.selected_lane is not None:
             self.target.post_message(OutputChanged(self.selected_lane, "".join(self._output)))
             self._output = []

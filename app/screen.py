@@ -15,6 +15,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, TabbedContent, TabPane
@@ -259,6 +260,8 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
                 machine, caps = await engine.machine(), await self._caps.for_config(engine.config)
                 self.query_one(MetersPane).update_machine(meters_mapping(machine, caps, self.lanes.values()))
                 self._apply_lanes(())  # elapsed and idle keep counting between engine events
+        except NoMatches:  # the app closed while the poll awaited: its panes are gone
+            return
         finally:
             self._reschedule("machine", self.machine_every_s, self._poll_machine)
 
@@ -268,6 +271,8 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
             visible = self.app.screen is self and self.query_one(TabbedContent).active == "tab-worktrees"
             if visible:
                 self.query_one(WorktreesPane).sync(await self.lanes_app.engine.worktree_rows())
+        except NoMatches:  # the app closed while the poll awaited
+            return
         finally:
             self._reschedule("worktrees", self.worktrees_every_s, self._poll_worktrees)
 
@@ -280,6 +285,8 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
                 self.query_one(PlanPane).sync(tickets)
                 self.takeover = sum(1 for t in tickets if t.state == "takeover")
                 self._update_attention()
+        except NoMatches:  # the app closed while the poll awaited (seen in B1 at 100 lanes)
+            return
         finally:
             self._reschedule("plans", self.plans_every_s, self._poll_plans)
 

@@ -186,7 +186,7 @@ def test_fallback_ignores_excluded_directories(tree: Path) -> None:
 
 
 def test_fallback_when_inotify_is_missing(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(inotify, "_load", lambda: None)
+    monkeypatch.setattr(inotify, "load_libc", lambda: None)
     _age(tree)
     with TreeWatcher(tree) as w:
         assert not w.active and w.degraded
@@ -197,7 +197,7 @@ def test_fallback_when_inotify_is_missing(tree: Path, monkeypatch: pytest.Monkey
 class _LimitedLibc:
     """The real binding with a watch limit of `limit`, as `fs.inotify.max_user_watches` would impose."""
 
-    def __init__(self, real: inotify._Libc, limit: int) -> None:
+    def __init__(self, real: inotify.Libc, limit: int) -> None:
         self.real = real
         self.limit = limit
         self.added = 0
@@ -217,9 +217,9 @@ class _LimitedLibc:
 
 @linux_only
 def test_watch_limit_at_start_falls_back(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = inotify._load()
+    real = inotify.load_libc()
     assert real is not None
-    monkeypatch.setattr(inotify, "_load", lambda: _LimitedLibc(real, limit=1))
+    monkeypatch.setattr(inotify, "load_libc", lambda: _LimitedLibc(real, limit=1))
     _age(tree)
     with TreeWatcher(tree) as w:
         assert w.active is False and w.degraded
@@ -229,9 +229,9 @@ def test_watch_limit_at_start_falls_back(tree: Path, monkeypatch: pytest.MonkeyP
 
 @linux_only
 def test_watch_limit_later_adds_the_scan(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = inotify._load()
+    real = inotify.load_libc()
     assert real is not None
-    monkeypatch.setattr(inotify, "_load", lambda: _LimitedLibc(real, limit=3))
+    monkeypatch.setattr(inotify, "load_libc", lambda: _LimitedLibc(real, limit=3))
     with TreeWatcher(tree) as w:
         assert w.active and not w.degraded
         (tree / "big").mkdir()

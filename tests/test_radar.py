@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from lanes_tui.app.dashboard import LanesApp
+from lanes_tui.engine.git import radar as radar_module
 from lanes_tui.engine.git.radar import Radar, RadarReport, trial_merge
 from lanes_tui.engine.git.worktrees import changed_files
 from lanes_tui.engine.live.engine import Engine
@@ -185,3 +186,55 @@ async def test_the_conflicts_key_lists_each_pair_once(tmp_path: Path) -> None:
         await pilot.press("escape")
         await pilot.pause()
         assert not isinstance(app.screen, ConflictsModal)
+
+
+def test_a_quiet_running_lane_keeps_its_side_without_asking_git(programme: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = programme
+    one, two = ready_lanes(repo, {"one": "write a.txt from one\n", "two": "write a.txt from two\n"})
+    store = LaneStore(StatePaths(repo))
+    running = [replace(r, state="running") for r in store.all()]
+    radar = Radar(repo)
+    statuses: list[Path] = []
+    real_state = radar_module._worktree_state
+
+    def counting_state(worktree: Path) -> tuple[str | None, list[str]]:
+        statuses.append(worktree)
+        return real_state(worktree)
+
+    monkeypatch.setattr(radar_module, "_worktree_state", counting_state)
+    first = radar.scan(running)
+    assert len(statuses) == 2 and first.of(one) and first.of(two)  # both write a.txt: an overlap
+    assert radar.scan(running, quiet={one, two}) is first and len(statuses) == 2  # no git status at all
+    assert radar.quiet_reused == 2
+    # The supervisor of `two` saw its files change: only `two` is looked at again.
+    (Path(store.read(two).worktree) / "a.txt").unlink()
+    report = radar.scan(running, quiet={one})
+    assert statuses[2:] == [Path(store.read(two).worktree)]
+    assert report.of(one) == () and report.of(two) == ()  # the overlap is gone
+    # A quiet lane whose state moved is looked at again: its side belongs to the old state.
+    moved = [replace(r, state="waiting") if r.id == one else r for r in running]
+    radar.scan(moved, quiet={one, two})
+    assert statuses[3:] == [Path(store.read(one).worktree)]
+
+
+def test_the_engine_asks_git_again_only_for_lanes_whose_files_moved(programme: Path) -> None:
+    repo = programme
+    _one, two = ready_lanes(repo, {"one": "write a.txt from one\n", "two": "write b.txt from two\n"})
+    store = LaneStore(StatePaths(repo))
+    for record in store.all():  # as if their agents still ran (a running lane's supervisor watches its files)
+        store.write(replace(record, state="running"))
+    engine = Engine(repo)
+    watch = engine._radar_watch
+
+    def look() -> int:
+        watch.stale = True
+        engine.radar_refresh()
+        return watch.radar.quiet_reused
+
+    assert look() == 0  # the first look asks git about every lane
+    assert look() == 2  # nothing touched: both keep their side
+    engine.radar_touched(two)  # a sample of `two` saw files change
+    assert look() == 3 and watch.touched == set()  # only `one` was quiet
+    engine.radar_full_every_s = 0.0
+    assert look() == 3  # a full look: git is asked about every lane again

@@ -28,7 +28,7 @@ from lanes_tui.engine.lanes.watch_skip import RAISE_LIMIT, lane_tree_watcher
 from lanes_tui.engine.live.engine import Engine, _Watched
 from tests.conftest import git
 
-linux_only = pytest.mark.skipif(not sys.platform.startswith("linux") or inotify._load() is None,
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux") or inotify.load_libc() is None,
                                 reason="inotify is Linux-only")
 
 
@@ -138,8 +138,8 @@ class _Limited:
 
 @linux_only
 def test_the_watch_limit_is_said_once_in_the_lanes_events(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = inotify._load()
-    monkeypatch.setattr(inotify, "_load", lambda: _Limited(real, limit=1))
+    real = inotify.load_libc()
+    monkeypatch.setattr(inotify, "load_libc", lambda: _Limited(real, limit=1))
     (repo / "a").mkdir()
     (repo / "b").mkdir()
     events: list[tuple[str, dict[str, Any]]] = []

@@ -20,7 +20,7 @@ from rich.cells import cell_len
 from rich.text import Text
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from lanes_tui.widgets._format import tone_style
 
@@ -136,7 +136,8 @@ class KeyedTable(DataTable[Text]):
         self._cells[key] = tuple(cells)
 
     def _set_cell(self, key: str, column: str, cell: Cell) -> None:
-        """`update_cell`, asking for a width update only when the value is wider than its column.
+        """`update_cell`, asking for a width update only when the value is wider than its column
+        (and repainting just the row otherwise: see `update_cell` below).
 
         With `update_width=True` on every change, a value narrower than the column makes DataTable
         re-measure the whole column: per changed cell, per tick — quadratic in the number of lanes.
@@ -146,6 +147,25 @@ class KeyedTable(DataTable[Text]):
         grow = current is None or cell_len(cell.text) > current.content_width
         self.update_cell(key, column, self._cell_text(cell), update_width=grow)
         self.cell_updates += 1
+
+    def update_cell(self, row_key: RowKey | str, column_key: ColumnKey | str, value: Text, *,
+                    update_width: bool = False) -> None:
+        """DataTable's `update_cell`, repainting the row rather than the table when no width changes.
+
+        DataTable's ends with a refresh of the whole widget, so with a hundred lanes a meter tick of
+        one lane re-rendered every visible row. Without a width update only the row's lines can look
+        different: the value is stored as DataTable stores it (its counter bumped, so no cache serves
+        the old text) and only that row's region is refreshed, as DataTable does when the cursor
+        moves. A row outside the window is not repainted at all.
+        """
+        row = RowKey(row_key) if isinstance(row_key, str) else row_key
+        column = ColumnKey(column_key) if isinstance(column_key, str) else column_key
+        if update_width or row not in self._row_locations or column not in self._column_locations:
+            super().update_cell(row, column, value, update_width=update_width)  # (raises for a missing cell)
+            return
+        self._data[row][column] = value
+        self._update_count += 1
+        self.refresh_row(self.get_row_index(row))
 
     def _cell_text(self, cell: Cell) -> Text:
         """The Rich text of a cell (never a str: DataTable parses str as markup, and agents name tasks)."""

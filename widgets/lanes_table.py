@@ -72,6 +72,8 @@ class LanesTable(KeyedTable):
         """Lane id → its state when the lead last selected it (or first saw it: `_lane_order.seen_state`)."""
         self._lanes: list[LaneStatus] = []
         self._now = 0.0
+        self._shown_title = ""
+        """The border title last set: setting one repaints the whole table, even to the same text."""
 
     @property
     def selected_lane(self) -> str | None:
@@ -123,7 +125,9 @@ class LanesTable(KeyedTable):
             rows.append((lane.id, cells))
         self._apply(rows)
         self._set_tooltip()
-        self.border_title = self._title(len(lanes))
+        title = self._title(len(lanes))
+        if title != self._shown_title:
+            self._shown_title = self.border_title = title
 
     def _title(self, shown: int) -> str:
         """`Lanes`, plus the sort order and the filter when they are not the defaults."""

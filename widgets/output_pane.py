@@ -1,6 +1,8 @@
 """The Output pane: a bounded, following tail of the selected lane's output.
 
-A `Log` (plain text, much cheaper than RichLog for a firehose). It keeps at most `max_lines`
+A `Log` (plain text, much cheaper than RichLog for a firehose), written a batch at a time: `Log.write`
+refreshes the widget and measures the width once per line, which made showing a 2,000-line tail
+cost 25-30 ms on the frame after a key-press (docs/benchmarks.md, B1). It keeps at most `max_lines`
 lines, follows new output only while the view is at the bottom (so the lead can scroll up and
 read while the agent keeps printing), and strips ANSI escapes and control characters: agent output
 must not be able to move the cursor or recolour the dashboard.
@@ -8,6 +10,8 @@ must not be able to move the cursor or recolour the dashboard.
 
 from __future__ import annotations
 
+from rich.cells import cell_len
+from textual.geometry import Size
 from textual.widgets import Log
 
 from lanes_tui.widgets._format import clean_text
@@ -58,15 +62,45 @@ class OutputPane(Log):
         lines = tail.split("\n")
         if len(lines) > limit + 1:
             tail = "\n".join(lines[-(limit + 1):])
-        self.write(self._guard(clean_text(tail)), scroll_end=True)
+        self._write_batch(self._guard(clean_text(tail)), scroll_end=True)
 
     def append(self, lane_id: str, text: str) -> bool:
         """Add output of `lane_id` if it is the lane shown; returns whether it was shown."""
         if lane_id != self.lane_id or not text:
             return False
         follow = self.following
-        self.write(self._guard(clean_text(text)), scroll_end=follow)
+        self._write_batch(self._guard(clean_text(text)), scroll_end=follow)
         return True
+
+    def _write_batch(self, text: str, *, scroll_end: bool) -> None:
+        """`Log.write` for many lines at once: the same lines, one width update, one refresh.
+
+        The last line stays open (a chunk may end mid-line), as with `Log.write`. Uses the Log's
+        own fields (`_lines`, `_width`, `_prune_max_lines`) since Log offers no batched write that
+        keeps the last line open (`write_lines` closes it).
+        """
+        if not text:
+            return
+        lines = self._lines
+        if not lines:
+            lines.append("")
+        first = len(lines) - 1
+        parts = text.split("\n")
+        lines[-1] += parts[0]
+        lines.extend(parts[1:])
+        process = self._process_line
+        self._width = max(self._width, max(cell_len(process(line)) for line in lines[first:]))
+        pruned = self.max_lines is not None and len(lines) > self.max_lines
+        if pruned:
+            self._prune_max_lines()
+        self.virtual_size = Size(self._width, self.line_count)
+        if pruned:  # every line moved up: the whole view is new
+            self._render_line_cache.clear()
+            self.refresh()
+        else:
+            self.refresh_lines(first, len(lines) - first)
+        if scroll_end:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def _guard(self, text: str) -> str:
         """Break lines longer than MAX_LINE_CHARS, counting the unterminated line across calls."""

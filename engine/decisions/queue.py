@@ -275,6 +275,11 @@ class _RadarWatch:
         self.at = float("-inf")
         self.stale = True
         self.states: dict[str, str] = {}
+        #: Lanes whose worktree may have changed since the last look (a sample saw files change, or
+        #: the record moved); the others are quiet and keep their side (`Radar.scan`).
+        self.touched: set[str] = set()
+        #: When every lane was last looked at with git, quiet or not.
+        self.full_at = float("-inf")
 
 
 class QueueCommands:
@@ -290,6 +295,9 @@ class QueueCommands:
     store: LaneStore
     #: Seconds between two looks at the lanes' worktrees (sooner when a lane's state moved).
     radar_every_s: float = 5.0
+    #: Seconds between two looks that ask git about every lane, quiet ones too: what a supervisor's
+    #: file watcher missed (its inotify limit reached, a change it cannot see) is found by then.
+    radar_full_every_s: float = 60.0
 
     async def _after_command(self) -> None:
         raise NotImplementedError
@@ -310,9 +318,15 @@ class QueueCommands:
             return set()
         watch.at, watch.stale = now, False
         records = self.store.all()
+        quiet: set[str] = set()
+        if now - watch.full_at < self.radar_full_every_s:
+            quiet = {r.id for r in records if watch.states.get(r.id) == r.state} - watch.touched
+        else:
+            watch.full_at = now
         watch.states = {r.id: r.state for r in records}
+        watch.touched.clear()
         try:
-            report = watch.radar.scan(records)
+            report = watch.radar.scan(records, quiet)
         except (LanesError, OSError) as exc:
             log.info("the conflict radar could not look: %s", exc)
             return set()
@@ -320,6 +334,10 @@ class QueueCommands:
         if report is before:
             return set()
         return {lane for lane in set(before.conflicts) | set(report.conflicts) if before.of(lane) != report.of(lane)}
+
+    def radar_touched(self, lane_id: str) -> None:
+        """The lane's worktree may have changed: the next look asks git about it again."""
+        self._radar_watch.touched.add(lane_id)
 
     def with_conflicts(self, status: LaneStatus) -> LaneStatus:
         """The status with the radar's findings; a lane whose state moved makes the radar look again."""

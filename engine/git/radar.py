@@ -35,7 +35,7 @@ import re
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -131,23 +131,31 @@ class Radar:
         self._merges: dict[tuple[str, str], tuple[str, ...] | None] = {}
         self._signature: tuple[Any, ...] | None = None
         self._report = RadarReport()
-        #: How many trial merges and snapshots git was asked for (tests read them to prove the cache).
+        #: Each lane's side in the last scan, reused for a quiet running lane.
+        self._sides: dict[str, _Side] = {}
+        #: How many trial merges and snapshots git was asked for, and quiet sides reused (tests read them).
         self.merges_run = 0
         self.snapshots_made = 0
+        self.quiet_reused = 0
 
     @property
     def report(self) -> RadarReport:
         """The newest report, without looking again."""
         return self._report
 
-    def scan(self, records: Iterable[LaneRecord]) -> RadarReport:
-        """Look at the live and ready lanes of `records` now; reuse what did not move."""
-        with self._lock:
-            return self._scan([r for r in records if r.state in RADAR_STATES])
+    def scan(self, records: Iterable[LaneRecord], quiet: Collection[str] = ()) -> RadarReport:
+        """Look at the live and ready lanes of `records` now; reuse what did not move.
 
-    def _scan(self, records: list[LaneRecord]) -> RadarReport:
+        `quiet` names lanes whose supervisor saw no file change since the last scan: a running lane
+        among them keeps the side it had (same state), without a `git status` in its worktree. A
+        hundred printing lanes cost a hundred git processes every five seconds otherwise.
+        """
+        with self._lock:
+            return self._scan([r for r in records if r.state in RADAR_STATES], frozenset(quiet))
+
+    def _scan(self, records: list[LaneRecord], quiet: frozenset[str] = frozenset()) -> RadarReport:
         if not records:
-            self._signature, self._report = (), RadarReport()
+            self._signature, self._report, self._sides = (), RadarReport(), {}
             return self._report
         worktrees = {entry.branch: entry.path for entry in list_worktrees(self.repo)}
         targets = _branch_heads(self.repo)
@@ -156,6 +164,13 @@ class Radar:
         used_committed: set[tuple[str, str]] = set()
         used_snapshots: set[tuple[str, ...]] = set()
         for record in records:
+            before = self._sides.get(record.id)
+            if (record.id in quiet and record.state != "ready" and before is not None
+                    and before.state == record.state and branch_for(record.id) in worktrees):
+                used_committed.add((record.base_sha, before.key[0]))
+                sides.append(before)
+                self.quiet_reused += 1
+                continue
             try:
                 side = self._side(record, worktrees, used_committed, used_snapshots)
             except (LanesError, OSError) as exc:  # one unreadable lane never blinds the radar to the others
@@ -163,6 +178,7 @@ class Radar:
                 continue
             if side is not None:
                 sides.append(side)
+        self._sides = {side.lane_id: side for side in sides}
         self._committed = {k: v for k, v in self._committed.items() if k in used_committed}
         self._snapshots = {k: v for k, v in self._snapshots.items() if k in used_snapshots}
         signature = tuple(sorted((s.lane_id, s.state, s.target, s.key, targets.get(s.target)) for s in sides)) \

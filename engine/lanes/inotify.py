@@ -44,7 +44,7 @@ IN_ISDIR = 0x40000000
 WATCH_MASK = IN_MODIFY | IN_CLOSE_WRITE | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ATTRIB
 # Only directories, never through a symlink, and no events for files already unlinked.
 _ADD_FLAGS = IN_ONLYDIR | IN_DONT_FOLLOW | IN_EXCL_UNLINK
-_EVENT = struct.Struct("iIII")  # struct inotify_event: int wd; uint32 mask, cookie, len; char name[]
+EVENT = struct.Struct("iIII")  # struct inotify_event: int wd; uint32 mask, cookie, len; char name[]
 _READ_SIZE = 64 * 1024
 _MAX_READS = 64  # per drain: a flood of events cannot keep drain() from returning
 _GITIGNORE = b".gitignore"
@@ -60,7 +60,7 @@ class Ignored(Protocol):
     def among(self, paths: Iterable[bytes]) -> set[bytes]: ...
 
 
-class _Libc:
+class Libc:
     """The three inotify calls, raising OSError with errno like the os module does."""
 
     def __init__(self) -> None:
@@ -94,16 +94,16 @@ class _Libc:
         self._rm(fd, wd)  # EINVAL when the kernel already dropped it: nothing to do
 
 
-_cached: list[_Libc | None] = []
+_cached: list[Libc | None] = []
 
 
-def _load() -> _Libc | None:
+def load_libc() -> Libc | None:
     """The libc binding, or None where inotify does not exist; loaded once, on first use."""
     if not _cached:
-        lib: _Libc | None = None
+        lib: Libc | None = None
         if sys.platform.startswith("linux"):
             try:
-                lib = _Libc()
+                lib = Libc()
             except (OSError, AttributeError):
                 lib = None
         _cached.append(lib)
@@ -184,7 +184,7 @@ class TreeWatcher:
         self._exclude_b = frozenset(os.fsencode(name) for name in exclude)
         self._top = os.fsencode(os.path.realpath(self.root))
         self._use_inotify = use_inotify  # False forces the fallback (tests, odd filesystems)
-        self._libc: _Libc | None = None
+        self._libc: Libc | None = None
         self._fd = -1
         self._paths: dict[int, bytes] = {}  # watch descriptor -> directory
         self._scanner: _MtimeScanner | None = None
@@ -216,7 +216,7 @@ class TreeWatcher:
         self._started = True
         if self._ignored is not None:
             self._skip |= self._ignored.refresh()
-        lib = _load() if self._use_inotify else None
+        lib = load_libc() if self._use_inotify else None
         if lib is not None:
             try:
                 self._fd = lib.init1(os.O_NONBLOCK | os.O_CLOEXEC)  # IN_NONBLOCK | IN_CLOEXEC
@@ -334,9 +334,9 @@ class TreeWatcher:
             if not data:
                 break
             offset = 0
-            while offset + _EVENT.size <= len(data):
-                wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-                start = offset + _EVENT.size
+            while offset + EVENT.size <= len(data):
+                wd, mask, _cookie, length = EVENT.unpack_from(data, offset)
+                start = offset + EVENT.size
                 name = data[start:start + length].rstrip(b"\0")
                 offset = start + length
                 if mask & IN_Q_OVERFLOW:  # events were lost, maybe new directories among them

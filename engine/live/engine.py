@@ -1,73 +1,76 @@
 """The `Engine` the dashboard talks to: async commands and one stream of typed events.
 
-The engine watches each lane's files (record, samples, output, events) with one cheap stat pass per
-tick for all lanes together, and turns changes into events. Subscribers get their own queue; the
-app never reads lane files itself.
+The engine watches each lane's files (record, samples, output, events) and turns changes into
+events; subscribers get their own queue, and the app never reads lane files itself. A tick costs
+what is new, not what exists: inotify names the lanes whose files changed (`lane_inotify`), only
+those are scanned (`watch`), and only the followed lane's output is read. Reconcile, which reads
+every record, runs when a supervisor can have died: its pidfd fired (`liveness`), a lane in a
+supervised state has no live supervisor, or a slow timer. Without inotify every tick scans every
+lane and reconcile runs every `reconcile_every_s`, as before; a slow full scan backs inotify up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.config.settings import Config, load_config
-from lanes_tui.engine.core.atomic import read_jsonl
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.core.utf8 import Utf8Stream, decode_span
+from lanes_tui.engine.core.utf8 import decode_span
 from lanes_tui.engine.decisions.commands import DecisionCommands
 from lanes_tui.engine.decisions.queue import QueueCommands
-from lanes_tui.engine.decisions.ranking import GroupRanks, with_ranks
-from lanes_tui.engine.decisions.reconcile import reconcile
+from lanes_tui.engine.decisions.ranking import GroupRanks
+from lanes_tui.engine.decisions.reconcile import SUPERVISED_STATES, reconcile
 from lanes_tui.engine.git.views import lane_commits, lane_diff, worktree_row
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.lanes.inotify import TreeWatcher
 from lanes_tui.engine.lanes.launcher import LaunchRequest
-from lanes_tui.engine.lanes.runner import LocalRunner, Runner, read_output
+from lanes_tui.engine.lanes.runner import LocalRunner, Runner
+from lanes_tui.engine.live.lane_inotify import LaneWatch
+from lanes_tui.engine.live.liveness import SupervisorLiveness
 from lanes_tui.engine.live.machine import machine_meters
+from lanes_tui.engine.live.watch import LaneScanner, Watched
 from lanes_tui.engine.plans.ticker import PlanTicker
 from lanes_tui.engine.state.events import (
     EngineEvent,
     EngineNotice,
     LaneChanged,
     LaneRemoved,
-    MetersSampled,
-    OutputAppended,
     QuestionsChanged,
-    StallDetected,
 )
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
-from lanes_tui.engine.state.status import LaneStatus, clean_sample, corrupt_status, lane_status
+from lanes_tui.engine.state.status import LaneStatus
 from lanes_tui.engine.state.store import LaneStore
 
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class _Watched:
-    """What the engine last saw of one lane's files (sizes and mtimes)."""
+#: The old name of `watch.Watched`: tests build one to drive `_scan_output` directly.
+_Watched = Watched
 
-    record_sig: tuple[int, int] = (0, 0)
-    samples_size: int = 0
-    output_offset: int = 0
-    text: Utf8Stream = field(default_factory=Utf8Stream)  # kept across reads: no character cut in two
-    events_size: int = 0
-    state: str | None = None
-    status: LaneStatus | None = None
+#: Seconds between two liveness checks of the supervisors followed without a pidfd (one /proc read each).
+LIVENESS_POLL_S = 1.0
+
+#: Files whose change can mean a supervisor started, ended or was replaced.
+_LIVENESS_FILES = frozenset({"lane.json", "supervisor.json", "receipt.json"})
 
 
-class Engine(DecisionCommands, QueueCommands, PlanTicker):
+class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker):
+    """`poll_s`: the tick; `reconcile_every_s`: reconcile's timer when polling; `idle_reconcile_s`:
+    its timer when inotify and pidfds say when it is needed; `full_scan_s`: how often every lane is
+    scanned anyway with inotify on (a writer that keeps a file open and rewrites it is seen then);
+    `use_inotify` / `use_pidfd`: False forces the polling paths (tests, odd filesystems)."""
+
     def __init__(self, repo: Path, *, config: Config | None = None, clock: Clock | None = None,
                  runner: Runner | None = None, poll_s: float = 0.25, reconcile_every_s: float = 2.0,
-                 output_chunk: int = 64 * 1024) -> None:
+                 idle_reconcile_s: float = 15.0, full_scan_s: float = 5.0, use_inotify: bool = True,
+                 use_pidfd: bool = True, output_chunk: int = 64 * 1024) -> None:
         self.repo = repo
         self.config = config or load_config(repo)
         self.clock = clock or RealClock()
@@ -82,23 +85,33 @@ class Engine(DecisionCommands, QueueCommands, PlanTicker):
         self.runner: Runner = runner or LocalRunner(repo, self.config)
         self.poll_s = poll_s
         self.reconcile_every_s = reconcile_every_s
+        self.idle_reconcile_s = idle_reconcile_s
+        self.full_scan_s = full_scan_s
         self.output_chunk = output_chunk
-        self._watched: dict[str, _Watched] = {}
+        self._init_scanner()
         self._ranks = GroupRanks(repo)  # best-of groups' ranks, kept while their records stay the same
         self._scan_lock = asyncio.Lock()
-        #: Lanes whose new output is read and streamed; None streams every lane's. The dashboard
-        #: follows only the lane on screen, so a hundred printing lanes cost one read per tick.
-        self.output_lanes: set[str] | None = None
         self._subscribers: list[asyncio.Queue[EngineEvent | None]] = []
         self._task: asyncio.Task[None] | None = None
         self._last_reconcile = 0.0
+        self._last_full_scan = 0.0
+        self._last_liveness_poll = 0.0
+        self._use_inotify = use_inotify
+        self._lane_watch: LaneWatch | None = None
+        self._liveness = SupervisorLiveness(repo, self._supervisor_ended, use_pidfd=use_pidfd)
+        self._reconcile_wanted = False
         self._closed = False
+        #: Watch ticks done; tests wait on it instead of on wall-clock time.
+        self.ticks = 0
 
     # lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
         """Reconcile from disk and begin watching; lanes already running are re-attached."""
         self.paths.ensure()
         await asyncio.to_thread(reconcile, self.repo, self.clock)
+        self._last_reconcile = self._last_full_scan = self.clock.monotonic()
+        watch = LaneWatch(self.paths.lanes, use_inotify=self._use_inotify)
+        self._lane_watch = watch if watch.start() else None  # before the first scan: nothing falls between
         await self._scan_and_emit(initial=True)
         await self._scan_inbox()
         self._watch_inbox()
@@ -123,6 +136,10 @@ class Engine(DecisionCommands, QueueCommands, PlanTicker):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        self._liveness.close()
+        if self._lane_watch is not None:
+            self._lane_watch.close()
+            self._lane_watch = None
         for queue in self._subscribers:
             queue.put_nowait(None)
 
@@ -260,141 +277,84 @@ class Engine(DecisionCommands, QueueCommands, PlanTicker):
     async def _watch(self) -> None:
         while not self._closed:
             try:
-                now = self.clock.monotonic()
-                if now - self._last_reconcile >= self.reconcile_every_s:
-                    self._last_reconcile = now
-                    await asyncio.to_thread(reconcile, self.repo, self.clock)
-                self.tick_plans_soon(now)  # open plans advance while the dashboard is open (`plans.ticker`)
-                await self._scan_and_emit()
-                if self._inbox_watcher is None:
-                    await self._scan_inbox()
+                await self._tick()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # keep watching; tell the lead once per failure
                 log.exception("engine watch tick failed")
                 self._emit(EngineNotice(f"engine: {exc}", "error"))
+            self.ticks += 1
             await self.clock.sleep(self.poll_s)
 
-    async def _scan_and_emit(self, initial: bool = False) -> None:
+    async def _tick(self) -> None:
+        """One tick: reconcile if a supervisor can have died, then scan what changed (or all)."""
+        now = self.clock.monotonic()
+        only, recheck = self._changed_lanes(now)
+        if self._reconcile_due(now):
+            self._last_reconcile, self._reconcile_wanted = now, False
+            await asyncio.to_thread(reconcile, self.repo, self.clock)
+        self.tick_plans_soon(now)  # open plans advance while the dashboard is open (`plans.ticker`)
+        if only is None or only or self._radar_due(now):
+            await self._scan_and_emit(only=only, recheck=recheck)
+        if self._inbox_watcher is None:
+            await self._scan_inbox()
+
+    def _changed_lanes(self, now: float) -> tuple[set[str] | None, set[str]]:
+        """The lanes to scan (None: all) and those whose supervisor must be looked up again."""
+        if now - self._last_liveness_poll >= LIVENESS_POLL_S:
+            self._last_liveness_poll = now
+            if self._liveness.poll_dead():  # only where pidfds are unavailable
+                self._reconcile_wanted = True
+        if self._lane_watch is None:
+            return None, set()
+        changes = self._lane_watch.drain()
+        followed = self._followed()
+        only: set[str] = set()
+        recheck: set[str] = set()
+        for lane_id, names in changes.lanes.items():
+            if names & _LIVENESS_FILES:
+                recheck.add(lane_id)
+            if names - {"output.log"} or lane_id in followed:
+                only.add(lane_id)
+        only |= self._output_grew()
+        if changes.rescan or now - self._last_full_scan >= self.full_scan_s:
+            self._last_full_scan = now
+            return None, recheck
+        return only, recheck
+
+    def _reconcile_due(self, now: float) -> bool:
+        period = self.reconcile_every_s if self._lane_watch is None else self.idle_reconcile_s
+        return self._reconcile_wanted or now - self._last_reconcile >= period
+
+    def _radar_due(self, now: float) -> bool:
+        radar = self._radar_watch
+        return radar.stale or now - radar.at >= self.radar_every_s
+
+    async def _scan_and_emit(self, initial: bool = False, only: set[str] | None = None,
+                             recheck: set[str] | None = None) -> None:
         """Stat and read in a worker thread; queue the events on the loop thread (queues are not thread-safe)."""
         async with self._scan_lock:  # the watch loop and a command may both ask; one scan at a time
-            for event in await asyncio.to_thread(self._scan, initial):
+            events = await asyncio.to_thread(self._scan, initial, only)
+            for event in events:
                 self._emit(event)
+            self._follow_supervisors(events, recheck or set())
 
-    def _scan(self, initial: bool) -> list[EngineEvent]:
-        out: list[EngineEvent] = []
-        for moved in self.radar_refresh():  # the conflict radar, when due: lanes whose findings changed are re-read
-            if moved in self._watched:
-                self._watched[moved].record_sig = (-1, -1)
-        seen = set()
-        for lane_id in self.paths.lane_ids():
-            seen.add(lane_id)
-            watched = self._watched.setdefault(lane_id, _Watched())
-            self._scan_lane(lane_id, watched, initial, out)
-        for gone in set(self._watched) - seen:
-            del self._watched[gone]
-            out.append(LaneRemoved(gone))
-        self._rank_groups(out)
-        return out
+    def _follow_supervisors(self, events: list[EngineEvent], recheck: set[str]) -> None:
+        """Keep a pidfd on the supervisor of each lane in a supervised state; a lane in such a state
+        whose supervisor is not alive now is what reconcile settles, so it is asked for."""
+        for event in events:
+            if isinstance(event, LaneRemoved):
+                self._liveness.untrack(event.lane_id)
+            elif isinstance(event, LaneChanged):
+                recheck.add(event.lane_id)
+        for lane_id in recheck:
+            watched = self._watched.get(lane_id)
+            status = watched.status if watched is not None else None
+            if status is None or status.state not in SUPERVISED_STATES:
+                self._liveness.untrack(lane_id)
+            elif not self._liveness.track(lane_id):
+                self._reconcile_wanted = True
 
-    def _rank_groups(self, out: list[EngineEvent]) -> None:
-        """Best-of groups: a member whose rank changed gets it in the LaneChanged this scan already
-        carries, or in a new one (`decisions.ranking`; nothing to do without a group)."""
-        current = [w.status for w in self._watched.values() if w.status is not None]
-        if not any(s.group for s in current):
-            return
-        for status in with_ranks(current, self._ranks.ranks(current)):
-            watched = self._watched[status.id]
-            if status is watched.status:
-                continue
-            watched.status = status
-            old = next((e for e in out if isinstance(e, LaneChanged) and e.lane_id == status.id), None)
-            if old is None:
-                out.append(LaneChanged(status.id, status, watched.state))
-            else:
-                out[out.index(old)] = LaneChanged(status.id, status, old.previous_state)
-
-    def _scan_lane(self, lane_id: str, watched: _Watched, initial: bool, out: list[EngineEvent]) -> None:
-        lane = self.paths.lane(lane_id)
-        # Output first, the record last: a subscriber sees every line before the state that ends it.
-        self._scan_output(lane_id, watched, initial, out)
-        size = _size(lane.samples)
-        if size != watched.samples_size:
-            watched.samples_size = size
-            sample = self.store.last_sample(lane_id)
-            if sample is not None:
-                if watched.status is not None:
-                    watched.status = watched.status.with_sample(sample)
-                out.append(MetersSampled(lane_id, clean_sample(sample)))
-        size = _size(lane.events)
-        if size != watched.events_size:
-            old, watched.events_size = watched.events_size, size
-            if not initial:
-                for event in _new_events(lane.events, old):
-                    stalled = event.get("type") == "state" and event.get("state") == "stalled"
-                    if stalled and event.get("stall"):
-                        out.append(StallDetected(lane_id, event["stall"]))
-                    if str(event.get("type", "")).startswith("lock-"):
-                        watched.record_sig = (-1, -1)  # `lock` never writes lane.json: re-read the status
-        sig = _sig(lane.record)
-        if sig != watched.record_sig:
-            watched.record_sig = sig
-            try:
-                record = self.store.read(lane_id)
-            except LanesError as exc:
-                if not self.store.exists(lane_id):  # removed under us: the next scan drops it
-                    return
-                # A corrupt record is a row with its problem and fix, not a lane that silently vanishes.
-                watched.status = corrupt_status(self.store, lane_id, exc)
-                previous, watched.state = watched.state, None
-                out.append(LaneChanged(lane_id, watched.status, previous))
-                return
-            watched.status = self.with_conflicts(lane_status(self.store, record))
-            previous, watched.state = watched.state, record.state
-            self._scan_output(lane_id, watched, initial, out)  # lines written before this record
-            out.append(LaneChanged(lane_id, watched.status, previous))
-
-    def _scan_output(self, lane_id: str, watched: _Watched, initial: bool, out: list[EngineEvent]) -> None:
-        path = self.paths.lane(lane_id).output
-        size = _size(path)
-        if initial or (self.output_lanes is not None and lane_id not in self.output_lanes):
-            watched.output_offset = size  # nobody reads this lane's output now: it stays on disk
-            watched.text.reset()
-        elif size != watched.output_offset:
-            start = watched.output_offset if size > watched.output_offset else 0
-            skipped = max(0, size - start - self.output_chunk)
-            data, end = read_output(path, start + skipped, self.output_chunk)
-            if start + skipped != watched.output_offset:
-                watched.text.reset()  # a jump (skipped, truncated): held bytes do not precede these
-            held, watched.output_offset = watched.text.pending, end
-            if text := watched.text.feed(data):  # offsets cover exactly the bytes of `text`
-                out.append(OutputAppended(lane_id, start + skipped - held, text, skipped, end - watched.text.pending))
-
-
-def _sig(path: Path) -> tuple[int, int]:
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return (0, 0)
-    return (st.st_mtime_ns, st.st_size)
-
-
-def _size(path: Path) -> int:
-    try:
-        return os.stat(path).st_size
-    except FileNotFoundError:
-        return 0
-
-
-def _new_events(path: Path, offset: int) -> list[dict[str, Any]]:
-    if offset == 0:
-        return [e for e in read_jsonl(path) if isinstance(e, dict)]
-    out = []
-    with open(path, "rb") as handle:
-        handle.seek(offset)
-        for raw in handle.read().splitlines():
-            with contextlib.suppress(ValueError):
-                value = json.loads(raw)
-                if isinstance(value, dict):
-                    out.append(value)
-    return out
+    def _supervisor_ended(self, lane_id: str) -> None:
+        log.info("the supervisor of %s ended: reconcile", lane_id)
+        self._reconcile_wanted = True

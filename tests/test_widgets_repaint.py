@@ -1,0 +1,111 @@
+"""The dashboard repaints what changed and no more: a Lanes row only when one of its shown values
+changes (and then only that row), the Output pane once per batch of text rather than once per line.
+
+Correctness is checked against a table or pane built directly from the final data: the screen
+after the incremental updates must be the same screen.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.geometry import Region
+from textual.widgets import Log
+
+from lanes_tui.widgets import LanesTable, OutputPane
+from tests.snapshot_apps.widget_apps import LANES, NOW, WidgetHost
+
+SAMPLE = {"idle_s": 75, "cpu_percent": 99.4, "rss_bytes": 2 * 1024**3}
+NEXT = {"idle_s": 74, "cpu_percent": 12.0, "rss_bytes": 1024**3}  # no wider than SAMPLE: no column grows
+
+
+def _spy_refresh(widget: Any) -> list[tuple[Region, ...]]:
+    calls: list[tuple[Region, ...]] = []
+    real = widget.refresh
+
+    def spy(*regions: Region, **kwargs: Any) -> Any:
+        calls.append(regions)
+        return real(*regions, **kwargs)
+
+    widget.refresh = spy
+    return calls
+
+
+async def test_an_unchanged_sync_repaints_nothing_and_a_meter_repaints_its_row_only() -> None:
+    table = LanesTable()
+    app = WidgetHost(table)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table.sync(LANES, NOW)
+        await pilot.pause()
+        refreshes = _spy_refresh(table)
+        table.sync(LANES, NOW)  # the same data again: no cell, no refresh (not even of the border title)
+        await pilot.pause()
+        assert refreshes == []
+        table.update_meters("fix-login-a1", SAMPLE)  # wider values: their columns grow, the table repaints
+        await pilot.pause()
+        refreshes.clear()
+        before = table.cell_updates
+        table.update_meters("fix-login-a1", NEXT)
+        await pilot.pause()
+        assert table.cell_updates == before + 3
+        assert refreshes and all(len(regions) == 1 and regions[0].height == 1 for regions in refreshes), \
+            f"only the lane's row may be repainted, got {refreshes}"
+        refreshes.clear()
+        table.update_meters("fix-login-a1", NEXT)  # a sample that shows the same figures
+        await pilot.pause()
+        assert refreshes == [] and table.cell_updates == before + 3
+        incremental = app.export_screenshot()
+
+    # The same lanes shown in one go, the sample already in: the very same screen.
+    fresh_table = LanesTable()
+    fresh = WidgetHost(fresh_table)
+    async with fresh.run_test(size=(120, 36)) as pilot:
+        fresh_table.sync(LANES, NOW)
+        fresh_table.update_meters("fix-login-a1", SAMPLE)
+        fresh_table.update_meters("fix-login-a1", NEXT)
+        await pilot.pause()
+        assert fresh.export_screenshot() == incremental
+
+
+class _LineByLine(OutputPane):
+    """The pane as it was: `Log.write` for the whole text (a refresh and a width per line)."""
+
+    def _write_batch(self, text: str, *, scroll_end: bool) -> None:
+        Log.write(self, text, scroll_end=scroll_end)
+
+
+async def test_the_output_pane_writes_a_batch_in_one_refresh_and_shows_the_same_lines() -> None:
+    pane = OutputPane(max_lines=100)
+    app = WidgetHost(pane)
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane.show("a-a1", "first\nsecond, unfinished")
+        await pilot.pause()
+        lines_refreshed: list[tuple[int, int]] = []
+        real = pane.refresh_lines
+
+        def spy(y_start: int, line_count: int = 1) -> None:
+            lines_refreshed.append((y_start, line_count))
+            real(y_start, line_count)
+
+        pane.refresh_lines = spy  # type: ignore[method-assign]
+        batch = " line\n" + "".join(f"line {i}\n" for i in range(40)) + "partial"
+        assert pane.append("a-a1", batch)
+        assert lines_refreshed == [(1, 42)]  # one call: from the line that was open to the new open one
+        await pilot.pause()
+        screen = app.export_screenshot()
+        more = "".join(f"more {i}\n" for i in range(200))
+        assert pane.append("a-a1", more)  # past max_lines: pruned
+        await pilot.pause()
+        pruned = list(pane.lines)
+        # Log.write sizes the view before it prunes (its height stays at 242 here); the batch after.
+        assert pane.virtual_size.height == pane.line_count == 99
+
+    old = _LineByLine(max_lines=100)
+    old_app = WidgetHost(old)
+    async with old_app.run_test(size=(100, 30)) as pilot:
+        old.show("a-a1", "first\nsecond, unfinished")
+        old.append("a-a1", batch)
+        await pilot.pause()
+        assert old_app.export_screenshot() == screen
+        old.append("a-a1", more)
+        assert list(old.lines) == pruned
