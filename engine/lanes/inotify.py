@@ -22,7 +22,7 @@ import errno
 import os
 import struct
 import sys
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol
@@ -95,6 +95,18 @@ class Libc:
 
 
 _cached: list[Libc | None] = []
+
+
+def pending_reads(fd: int, max_reads: int = _MAX_READS, size: int = _READ_SIZE) -> Iterator[bytes]:
+    """What a non-blocking inotify descriptor holds now, read by read, never waiting for more."""
+    for _ in range(max_reads):
+        try:
+            data = os.read(fd, size)
+        except BlockingIOError:
+            return
+        if not data:
+            return
+        yield data
 
 
 def load_libc() -> Libc | None:
@@ -326,13 +338,7 @@ class TreeWatcher:
         count = 0
         new_dirs: list[bytes] = []
         rescan = refresh = False
-        for _ in range(_MAX_READS):
-            try:
-                data = os.read(self._fd, _READ_SIZE)
-            except BlockingIOError:
-                break
-            if not data:
-                break
+        for data in pending_reads(self._fd):
             offset = 0
             while offset + EVENT.size <= len(data):
                 wd, mask, _cookie, length = EVENT.unpack_from(data, offset)

@@ -99,28 +99,44 @@ class Rhythm:
         return self.rest_s > 0 and now >= self._flood_until
 
 
+class _Consumer:
+    """What both pumps do with a chunk: the raw bytes, then its complete lines, then `after`."""
+
+    def __init__(self, on_chunk: Callable[[bytes], None], on_block: Callable[[bytes], None],
+                 after: Callable[[], None] | None) -> None:
+        self.on_chunk, self.on_block, self.after = on_chunk, on_block, after
+        self.framer = LineFramer()
+
+    def take(self, chunk: bytes) -> None:
+        self.on_chunk(chunk)
+        block = self.framer.feed_block(chunk)
+        if block is not None:
+            self.on_block(block)
+        if self.after is not None:
+            self.after()
+
+    def finish(self) -> None:
+        """The stream ended: a last line without its newline is still a line."""
+        for rest in self.framer.flush():
+            self.on_block(rest)
+
+
 async def pump(stream: asyncio.StreamReader, source: Pausable | None, *, on_chunk: Callable[[bytes], None],
                on_block: Callable[[bytes], None], rest_s: float = REST_S,
                after: Callable[[], None] | None = None) -> None:
     """Read `stream` to its end: every chunk to `on_chunk`, its complete lines to `on_block`, then `after`."""
-    framer = LineFramer()
+    consumer = _Consumer(on_chunk, on_block, after)
     rhythm = Rhythm(rest_s)
     try:
         while True:
             chunk = await stream.read(READ_CHUNK)
             if not chunk:
                 break
-            on_chunk(chunk)
-            block = framer.feed_block(chunk)
-            if block is not None:
-                on_block(block)
-            if after is not None:
-                after()
+            consumer.take(chunk)
             if rhythm.rest_after(len(chunk)) and source is not None and not stream.at_eof():
                 await _rest(source, rest_s)
     finally:
-        for rest in framer.flush():
-            on_block(rest)
+        consumer.finish()
 
 
 async def _rest(source: Pausable, rest_s: float) -> None:
@@ -141,7 +157,7 @@ async def pump_fd(fd: int, *, on_chunk: Callable[[bytes], None], on_block: Calla
     `sleep` writes the agent's next output).
     """
     loop = asyncio.get_running_loop()
-    framer = LineFramer()
+    consumer = _Consumer(on_chunk, on_block, after)
     rhythm = Rhythm(rest_s, clock)
     try:
         while True:
@@ -154,17 +170,11 @@ async def pump_fd(fd: int, *, on_chunk: Callable[[bytes], None], on_block: Calla
                 break
             if not chunk:
                 break
-            on_chunk(chunk)
-            block = framer.feed_block(chunk)
-            if block is not None:
-                on_block(block)
-            if after is not None:
-                after()
+            consumer.take(chunk)
             if rhythm.rest_after(len(chunk)):
                 await sleep(rest_s)
     finally:
-        for rest in framer.flush():
-            on_block(rest)
+        consumer.finish()
         with contextlib.suppress(OSError):
             os.close(fd)
 

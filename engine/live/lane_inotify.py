@@ -93,13 +93,7 @@ class LaneWatch:
         changes = LaneChanges()
         if self._fd < 0:
             return changes
-        for _ in range(_MAX_READS):
-            try:
-                data = os.read(self._fd, _READ_SIZE)
-            except BlockingIOError:
-                break
-            if not data:
-                break
+        for data in _ino.pending_reads(self._fd, _MAX_READS, _READ_SIZE):
             self._parse(data, changes)
         if changes.rescan:
             for name in _lane_dirs(self.lanes_dir):  # a lane folder may have come while events were lost
