@@ -137,7 +137,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
     qid: str | None = None
     try:
         with _sigterm_as_interrupt():  # installed first: a kill right after asking still prints the id
-            qid = _resume(store, args, lane) if args.wait is not None else _ask(store, args, lane, attempt)
+            with _signals_held():  # a kill between the question's file and `qid` lands once qid is known
+                qid = _resume(store, args, lane) if args.wait is not None else _ask(store, args, lane, attempt)
             print(f"lanes-tui: waiting up to {args.timeout:g} s for the lead to answer {qid} "
                   f"(lanes-tui answer {qid} VALUE)", file=sys.stderr, flush=True)
             import asyncio  # only when waiting: `ask --help`, `inbox` and `answer` never load it
@@ -219,6 +220,25 @@ def _lane_env() -> tuple[Path, str, int]:
     if not raw_attempt.isdigit() or int(raw_attempt) < 1:
         raise LanesError(f"LANES_ATTEMPT {raw_attempt!r} is not a positive number", "unset it or fix it")
     return Path(home), lane, int(raw_attempt)
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGTERM and SIGINT wait (pending) until the block ends, then arrive as usual.
+
+    The question's file is written inside `_ask`: a kill that came after the write and before its
+    id was known printed nothing, and the helper could not resume the question it had asked.
+    """
+    held = {signal.SIGTERM, signal.SIGINT}
+    try:
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    except (ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 @contextlib.contextmanager
