@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 
 import psutil
@@ -69,18 +70,22 @@ def test_a_short_read_rests_only_once_the_flood_is_a_second_old() -> None:
 
 
 def test_the_proc_sample_agrees_with_psutil() -> None:
-    child = subprocess.Popen(["sleep", "30"])
+    # The child says it is running once its own code runs: Popen returns when exec closes the
+    # error pipe, before the kernel has set up the new argv, so /proc/PID/cmdline can still be empty.
+    script = "import time; print('up', flush=True); time.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
     try:
+        assert child.stdout is not None and child.stdout.readline() == b"up\n"
         info = next(p for p in sample_tree() if p.pid == child.pid)
         proc = psutil.Process(child.pid)
         assert abs(info.create_time - proc.create_time()) < 0.05
         assert info.name == proc.name() and info.ppid == proc.ppid()
-        assert info.cmdline == "sleep 30"
+        assert info.cmdline == f"{sys.executable} -c {script}"
         stat = read_stat(child.pid)
         assert stat is not None and not stat.zombie
     finally:
         child.kill()
-        child.wait()
+        child.communicate()
     assert read_stat(child.pid) is None
 
 
