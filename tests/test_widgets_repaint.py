@@ -109,3 +109,56 @@ async def test_the_output_pane_writes_a_batch_in_one_refresh_and_shows_the_same_
         assert old_app.export_screenshot() == screen
         old.append("a-a1", more)
         assert list(old.lines) == pruned
+
+
+async def test_printing_into_a_scrolled_pane_asks_for_no_layout_of_the_screen() -> None:
+    """A layout pass re-arranges every widget and repaints the whole pane: not per batch of output."""
+    pane = OutputPane(max_lines=500)
+    app = WidgetHost(pane)
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane.show("a-a1", "".join(f"line {i}\n" for i in range(100)))  # already taller than the view
+        await pilot.pause()
+        layouts: list[int] = []
+        real = pane.refresh
+
+        def spy(*regions: Region, layout: bool = False, **kwargs: Any) -> Any:
+            if layout:
+                layouts.append(pane.line_count)
+            return real(*regions, layout=layout, **kwargs)
+
+        pane.refresh = spy  # type: ignore[method-assign]
+        for batch in range(5):
+            assert pane.append("a-a1", "".join(f"batch {batch} line {i}\n" for i in range(10)))
+            await pilot.pause()
+        assert layouts == []
+        assert pane.virtual_size.height == pane.line_count >= 150
+        assert pane.is_vertical_scroll_end and pane.lines[-2] == "batch 4 line 9"
+        incremental = app.export_screenshot()
+
+    fresh_pane = OutputPane(max_lines=500)
+    fresh = WidgetHost(fresh_pane)
+    async with fresh.run_test(size=(100, 30)) as pilot:
+        fresh_pane.show("a-a1", "".join(f"line {i}\n" for i in range(100))
+                        + "".join(f"batch {b} line {i}\n" for b in range(5) for i in range(10)))
+        await pilot.pause()
+        assert fresh.export_screenshot() == incremental  # the scrollbar and the lines as if shown at once
+
+
+async def test_elapsed_ticks_by_the_minute_so_a_running_row_is_not_repainted_every_sync() -> None:
+    table = LanesTable()
+    app = WidgetHost(table)
+    running = LANES[0]  # fix-login-a1, running, started ten minutes before NOW
+    async with app.run_test(size=(120, 36)) as pilot:
+        table.sync([running], NOW)
+        await pilot.pause()
+        assert plain_cell(table, running.id, "elapsed") == "10m"
+        before = table.cell_updates
+        for tick in range(1, 29):  # a sync every two seconds, within the same minute
+            table.sync([running], NOW + 2 * tick)
+        assert table.cell_updates == before
+        table.sync([running], NOW + 60)
+        assert table.cell_updates == before + 1 and plain_cell(table, running.id, "elapsed") == "11m"
+
+
+def plain_cell(table: LanesTable, key: str, column: str) -> str:
+    return str(table.get_cell(key, column).plain)

@@ -93,6 +93,18 @@ def duration(seconds: float | None) -> str:
     return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
 
 
+def elapsed(seconds: float | None) -> str:
+    """`45s`, then whole minutes (`3m`, `59m`), then as `duration` (`1h05m`).
+
+    For columns that tick on every lane (elapsed, question age): past the first minute a
+    seconds digit makes the whole row repaint every tick on every lane, for a figure nobody reads
+    to the second (B2 in docs/benchmarks.md). Idle keeps `duration`: its seconds are the stall clock.
+    """
+    if seconds is not None and 60 <= seconds < 3600:
+        return f"{int(seconds) // 60}m"
+    return duration(seconds)
+
+
 def size(n: float | None) -> str:
     """Bytes as `512K`, `38M`, `1.2G`; empty when unknown."""
     if n is None:

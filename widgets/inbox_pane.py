@@ -71,7 +71,7 @@ class InboxPane(KeyedTable):
         return (
             Cell(str(q.get("lane") or "")),
             Cell(fmt.truncate(str(q.get("title") or ""), 70)),
-            Cell(fmt.duration(now - float(created)) if created else "", right=True),
+            Cell(fmt.elapsed(now - float(created)) if created else "", right=True),
             Cell(state, SHOWN_STATES.get(state, ""), bold=state == "orphaned"),
             Cell(str(q.get("kind") or "")),
             Cell(str(q.get("source") or "")),

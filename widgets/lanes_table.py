@@ -170,7 +170,7 @@ class LanesTable(KeyedTable):
             Cell(state, "error" if lane.problem else fmt.STATE_TONE.get(state, "")),
             Cell(*REVIEW_MARKS.get(lane.review or "", ("", ""))),
             Cell(str(lane.attempt or ""), right=True),
-            Cell(fmt.duration(end - created) if created else "", right=True),
+            Cell(fmt.elapsed(end - created) if created else "", right=True),
             Cell(fmt.duration(lane.idle_s) if live else "", right=True),
             Cell(fmt.percent(lane.cpu_percent) if live else "", right=True),
             Cell(fmt.size(rss) if live and rss else "", right=True),

@@ -2,21 +2,27 @@
 
 A `Log` (plain text, much cheaper than RichLog for a firehose), written a batch at a time: `Log.write`
 refreshes the widget and measures the width once per line, which made showing a 2,000-line tail
-cost 25-30 ms on the frame after a key-press (docs/benchmarks.md, B1). It keeps at most `max_lines`
-lines, follows new output only while the view is at the bottom (so the lead can scroll up and
-read while the agent keeps printing), and strips ANSI escapes and control characters: agent output
-must not be able to move the cursor or recolour the dashboard.
+cost 25-30 ms on the frame after a key-press (docs/benchmarks.md, B1). It keeps the last
+`max_lines` lines (up to an eighth more between cuts), follows new output only while the view is at
+the bottom (so the lead can scroll up and read while the agent keeps printing), and strips ANSI
+escapes and control characters: agent output must not be able to move the cursor or recolour the
+dashboard.
 """
 
 from __future__ import annotations
 
 from rich.cells import cell_len
-from textual.geometry import Size
+from rich.style import Style
+from textual.geometry import Region, Size
+from textual.strip import Strip
 from textual.widgets import Log
 
 from lanes_tui.widgets._format import clean_text
 
 MAX_LINES = 2000
+#: Old lines go in chunks: past `max_lines` by a `1/PRUNE_SLACK` share, the tail is cut back to
+#: `max_lines`. Cutting on every batch shifted the whole line cache at every frame of a busy lane.
+PRUNE_SLACK = 8
 #: A line longer than this is broken: an agent printing without newlines must not grow one line forever.
 MAX_LINE_CHARS = 4000
 
@@ -44,6 +50,7 @@ class OutputPane(Log):
         self.lane_id: str | None = None
         """The lane whose output is shown; `append` for any other lane is ignored."""
         self._partial = 0  # characters on the current (unterminated) last line
+        self._frame_style: Style | None = None
         self.border_title = "Output"
 
     @property
@@ -90,17 +97,68 @@ class OutputPane(Log):
         lines.extend(parts[1:])
         process = self._process_line
         self._width = max(self._width, max(cell_len(process(line)) for line in lines[first:]))
-        pruned = self.max_lines is not None and len(lines) > self.max_lines
+        pruned = self.max_lines is not None and len(lines) > self.max_lines + self.max_lines // PRUNE_SLACK
         if pruned:
             self._prune_max_lines()
-        self.virtual_size = Size(self._width, self.line_count)
-        if pruned:  # every line moved up: the whole view is new
-            self._render_line_cache.clear()
+        self._grow_virtual_size(Size(self._width, self.line_count))
+        if pruned:  # every line moved up: the whole view is new (the line cache was shifted with them)
             self.refresh()
         else:
             self.refresh_lines(first, len(lines) - first)
         if scroll_end:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Render a frame's lines with the pane's style worked out once for the frame.
+
+        `Log` asks for `rich_style` on every line, and that walks every ancestor's styles each time:
+        with the view scrolling as a lane prints, that walk was half the cost of a frame.
+        """
+        self._frame_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._frame_style = None
+
+    def _render_line(self, y: int, scroll_x: int, width: int) -> Strip:
+        """`Log._render_line`, with the frame's style (see `render_lines`)."""
+        rich_style = self._frame_style or self.rich_style
+        if y >= len(self._lines):
+            return Strip.blank(width, rich_style)
+        line = self._render_line_strip(y, rich_style)
+        return line.crop_extend(scroll_x, scroll_x + width, rich_style).apply_offsets(scroll_x, y)
+
+    def _render_line_strip(self, y: int, rich_style: Style) -> Strip:
+        """`Log._render_line_strip`, kept in the Log's own per-line cache.
+
+        Log reads that cache but (Textual 8.2) only fills it while text is selected, so every line
+        on screen was rendered again at every frame. The cache is emptied where Log empties it
+        (style updates, `clear`, `refresh_lines`) and shifted when old lines are pruned.
+        """
+        if self.text_selection is not None:
+            return super()._render_line_strip(y, rich_style)
+        cache = self._render_line_cache
+        strip = cache.get(y)
+        if strip is None:
+            strip = cache[y] = super()._render_line_strip(y, rich_style)
+        return strip
+
+    def _grow_virtual_size(self, size: Size) -> None:
+        """Set the scroll range without a layout pass of the whole screen.
+
+        `virtual_size` is a layout reactive: assigning it re-arranges every widget on the screen and
+        repaints this pane's whole region, twice a second while a lane prints (two thirds of the
+        dashboard's CPU over printing lanes, docs/benchmarks.md B2). A scroll view keeps its own
+        virtual size (the compositor never reads it back), so only the scrollbars need telling;
+        `_scroll_update` does that, and it still asks for a layout when a scrollbar appears or goes.
+        """
+        if size == self.virtual_size:
+            return
+        if not self.is_mounted or not self.container_size:
+            self.virtual_size = size
+            return
+        self.set_reactive(OutputPane.virtual_size, size)
+        self._scroll_update(size)
 
     def _guard(self, text: str) -> str:
         """Break lines longer than MAX_LINE_CHARS, counting the unterminated line across calls."""
