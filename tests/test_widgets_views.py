@@ -39,7 +39,7 @@ async def test_output_follows_unless_scrolled_up() -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         pane.show("a-a1", "".join(f"line {i}\n" for i in range(200)))
         await pilot.pause()
-        assert pane.following
+        assert pane.following and pane.styles.scrollbar_visibility == "hidden"
         pane.append("a-a1", "one more\n")
         await pilot.pause()
         assert pane.is_vertical_scroll_end
@@ -48,6 +48,12 @@ async def test_output_follows_unless_scrolled_up() -> None:
         pane.append("a-a1", "and another\n")
         await pilot.pause()
         assert pane.scroll_y == 10  # the lead is reading: the view stays put
+        assert pane.styles.scrollbar_visibility == "visible"  # and sees where in the output
+        text_width = pane.scrollable_content_region.width
+        pane.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        assert pane.styles.scrollbar_visibility == "hidden"  # at the tail the thumb is not drawn
+        assert pane.scrollable_content_region.width == text_width  # its gutter stays: no text moves
 
 
 # --- DiffPane --------------------------------------------------------------------------------------

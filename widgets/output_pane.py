@@ -38,6 +38,9 @@ class OutputPane(Log):
         padding: 0 1;
         scrollbar-gutter: stable;
     }
+    OutputPane.-tail {
+        scrollbar-visibility: hidden;
+    }
     OutputPane:focus {
         border: round $primary;
         border-title-color: $primary;
@@ -57,6 +60,15 @@ class OutputPane(Log):
     def following(self) -> bool:
         """True while the view is at the bottom, i.e. new output scrolls into view."""
         return self.is_vertical_scroll_end
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """Hide the scrollbar while the view follows the tail; show it once the lead scrolls up.
+
+        At the tail the thumb only ever says "at the end", and repainting it on every batch cost
+        as much as the lines themselves (its gutter stays reserved, so no text moves).
+        """
+        super().watch_scroll_y(old_value, new_value)
+        self.set_class(self.is_vertical_scroll_end, "-tail")
 
     def show(self, lane_id: str | None, text: str) -> None:
         """Replace the pane with `lane_id`'s output (only its last `max_lines` lines are kept)."""
