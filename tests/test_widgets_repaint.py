@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from textual.geometry import Region
+from textual.scroll_view import ScrollView
 from textual.widgets import Log
 
 from lanes_tui.widgets import LanesTable, OutputPane
@@ -128,18 +129,26 @@ async def test_printing_into_a_scrolled_pane_asks_for_no_layout_of_the_screen() 
 
         pane.refresh = spy  # type: ignore[method-assign]
         for batch in range(5):
+            if batch == 3:  # a line wider than the pane: the horizontal scrollbar appears (a layout)
+                assert pane.append("a-a1", "wide " * 40 + "\n")
+                await pilot.pause()
+                layouts.clear()
+            if batch == 4:  # a wider one still: the same scrollbar, a shorter thumb
+                assert pane.append("a-a1", "wider " * 60 + "\n")
             assert pane.append("a-a1", "".join(f"batch {batch} line {i}\n" for i in range(10)))
             await pilot.pause()
         assert layouts == []
-        assert pane.virtual_size.height == pane.line_count >= 150
+        assert pane.virtual_size.height == pane.line_count >= 151 and pane.show_horizontal_scrollbar
         assert pane.is_vertical_scroll_end and pane.lines[-2] == "batch 4 line 9"
         incremental = app.export_screenshot()
 
     fresh_pane = OutputPane(max_lines=500)
     fresh = WidgetHost(fresh_pane)
     async with fresh.run_test(size=(100, 30)) as pilot:
-        fresh_pane.show("a-a1", "".join(f"line {i}\n" for i in range(100))
-                        + "".join(f"batch {b} line {i}\n" for b in range(5) for i in range(10)))
+        batches = ["".join(f"batch {b} line {i}\n" for i in range(10)) for b in range(5)]
+        batches.insert(4, "wider " * 60 + "\n")
+        batches.insert(3, "wide " * 40 + "\n")
+        fresh_pane.show("a-a1", "".join(f"line {i}\n" for i in range(100)) + "".join(batches))
         await pilot.pause()
         assert fresh.export_screenshot() == incremental  # the scrollbar and the lines as if shown at once
 
@@ -162,3 +171,28 @@ async def test_elapsed_ticks_by_the_minute_so_a_running_row_is_not_repainted_eve
 
 def plain_cell(table: LanesTable, key: str, column: str) -> str:
     return str(table.get_cell(key, column).plain)
+
+
+class _AlwaysThumb(OutputPane):
+    """The pane with Textual's own scrollbar handling: the thumb is kept up to date at the tail too."""
+
+    watch_scroll_y = ScrollView.watch_scroll_y
+    _scroll_update = ScrollView._scroll_update
+
+
+async def test_the_thumb_left_alone_at_the_tail_is_right_when_the_lead_scrolls_up() -> None:
+    screens = []
+    for cls in (OutputPane, _AlwaysThumb):
+        pane = cls(max_lines=500)
+        app = WidgetHost(pane)
+        async with app.run_test(size=(100, 30)) as pilot:
+            pane.show("a-a1", "".join(f"line {i}\n" for i in range(60)))
+            await pilot.pause()
+            for batch in range(5):
+                pane.append("a-a1", "".join(f"batch {batch} line {i}\n" for i in range(20)))
+                await pilot.pause()
+            pane.scroll_to(y=10, animate=False, immediate=True)
+            await pilot.pause()
+            assert pane.scroll_y == 10 and pane.vertical_scrollbar.position == 10
+            screens.append(app.export_screenshot())
+    assert screens[0] == screens[1]

@@ -87,11 +87,13 @@ async def test_meters_repaint_only_when_the_reading_changes() -> None:
         await pilot.pause()
         text = pane.query_one("#meters-text", Static)
         updates = 0
+        layouts: list[bool] = []
         real_update = text.update
 
         def counting_update(*args: Any, **kwargs: Any) -> None:
             nonlocal updates
             updates += 1
+            layouts.append(kwargs.get("layout", True))
             real_update(*args, **kwargs)
 
         text.update = counting_update  # type: ignore[method-assign]
@@ -100,6 +102,10 @@ async def test_meters_repaint_only_when_the_reading_changes() -> None:
         assert updates == 1
         pane.update_machine(dict(MACHINE, cpu_percent=150.0))
         assert updates == 2 and pane.readings.cpu == 100  # clamped by the validator
+        pane.update_machine(dict(MACHINE, cpu_percent=42.0))
+        pane.update_machine(dict(MACHINE, cpu_percent=43.0))
+        # A line that got longer or shorter lays the screen out again; figures of the same length do not.
+        assert layouts == [True, True, True, False]
         for i in range(10):
             pane.update_machine(dict(MACHINE, cpu_percent=float(i)))
         spark = pane.query_one("#cpu-spark", Sparkline)

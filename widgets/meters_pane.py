@@ -110,6 +110,7 @@ class MetersPane(Vertical):
         super().__init__(name=name, id=id, classes=classes)
         self._cpu: deque[float] = deque(maxlen=history)
         self._spend: deque[float] = deque(maxlen=history)
+        self._text_shape: list[int] = []
         self.border_title = "Meters"
 
     def compose(self) -> ComposeResult:
@@ -125,7 +126,18 @@ class MetersPane(Vertical):
             yield Sparkline([], id="spend-spark")
 
     def on_mount(self) -> None:
-        self.query_one("#meters-text", Static).update(_describe(self.readings))
+        self._show_text(self.readings)
+
+    def _show_text(self, readings: Readings) -> None:
+        """Show the figures; a layout of the screen only when a line's length changed.
+
+        A layout pass re-arranges every widget on the screen; new figures of the same lengths
+        cannot move anything, and the figures change every tick.
+        """
+        text = _describe(readings)
+        shape = [len(line) for line in text.plain.split("\n")]
+        self.query_one("#meters-text", Static).update(text, layout=shape != self._text_shape)
+        self._text_shape = shape
 
     def update_machine(self, m: Mapping[str, Any]) -> None:
         """One tick of machine figures: the text repaints only if it reads differently; the
@@ -145,7 +157,7 @@ class MetersPane(Vertical):
     def watch_readings(self, old: Readings, readings: Readings) -> None:
         if not self.is_mounted:
             return
-        self.query_one("#meters-text", Static).update(_describe(readings))
+        self._show_text(readings)
         if readings.caps != old.caps:
             caps = self.query_one("#meters-caps", Static)
             caps.update(_caps_line(readings.caps) if readings.caps else "")

@@ -65,10 +65,26 @@ class OutputPane(Log):
         """Hide the scrollbar while the view follows the tail; show it once the lead scrolls up.
 
         At the tail the thumb only ever says "at the end", and repainting it on every batch cost
-        as much as the lines themselves (its gutter stays reserved, so no text moves).
+        as much as the lines themselves (its gutter stays reserved, so no text moves). A hidden
+        scrollbar is not touched either: a repaint of a widget off the screen makes Textual map the
+        whole screen again.
         """
-        super().watch_scroll_y(old_value, new_value)
-        self.set_class(self.is_vertical_scroll_end, "-tail")
+        tail = self.is_vertical_scroll_end
+        if tail and self.has_class("-tail"):
+            if round(old_value) != round(new_value):
+                self.refresh(self.size.region)
+            return
+        self.set_class(tail, "-tail")
+        super().watch_scroll_y(old_value, new_value)  # shown again, the thumb is laid out afresh
+
+    def _scroll_update(self, virtual_size: Size) -> None:
+        """ScrollView's, but a hidden thumb is left alone (see `watch_scroll_y`)."""
+        if not self.has_class("-tail"):
+            super()._scroll_update(virtual_size)
+            return
+        self._refresh_scrollbars()  # a scrollbar that must appear or go still does
+        self.scroll_x = self.validate_scroll_x(self.scroll_x)
+        self.scroll_y = self.validate_scroll_y(self.scroll_y)
 
     def show(self, lane_id: str | None, text: str) -> None:
         """Replace the pane with `lane_id`'s output (only its last `max_lines` lines are kept)."""
