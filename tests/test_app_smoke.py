@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 from lanes_tui.app.dashboard import LanesApp
@@ -16,8 +17,11 @@ async def test_dashboard_shows_existing_lanes_and_quits(repo: Path) -> None:
     wait_state(repo, lane)
     engine = Engine(repo, poll_s=0.05)
     app = LanesApp(repo, engine=engine)
+    gc.unfreeze()
     async with app.run_test(size=(120, 36)) as pilot:
         await pilot.pause()
+        # The long-lived objects of the screen are out of the collector's way once it is drawn.
+        assert gc.get_freeze_count() > 10_000
         table = app.screen.query_one(LanesTable)
         assert lane in table.rows
         assert str(table.get_cell(lane, "state")) == "ready"
@@ -25,4 +29,5 @@ async def test_dashboard_shows_existing_lanes_and_quits(repo: Path) -> None:
         await pilot.press("q")
         await pilot.pause()
     assert app.return_code == 0
+    assert gc.get_freeze_count() == 0  # given back to the collector when the app closed
     assert engine._task is None  # the engine was closed when the app unmounted
