@@ -1,17 +1,28 @@
 """Where lanes run. The `Runner` protocol hides it; `LocalRunner` uses supervisors on this machine.
 
-A cluster runner (the optional Ray extra of PRODUCT.md) would implement the same methods; the
-engine and the dashboard only ever talk to this protocol.
+A runner is everything the engine and the command line need from the place a lane runs: start it,
+find it again after the dashboard restarted (`attach`), replay its output from a sequence number,
+send the agent a message, read its meters, run its gates where its worktree is, publish its branch,
+stop it and throw it away. The Ray runner (`lanes_tui.engine.remote`, the optional `[ray]` extra)
+implements the same methods for lanes on other machines; `tests/runner_contract.py` is the suite
+every runner must pass.
+
+The output sequence number is a byte offset into the lane's output as the runner keeps it: a
+reader that saw `seq` bytes asks for what follows, and a runner that has less than that (its log
+was cut, or it is a new attempt) starts again from 0, so a replay never skips output silently.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from lanes_tui.engine.config.settings import Config
+from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.lanes.launcher import (
     LaunchRequest,
     launch_lane,
@@ -24,22 +35,67 @@ from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
 
 
+@dataclass(frozen=True)
+class Published:
+    """A lane's branch as the runner made it available to accept: the ref and the commit it names."""
+
+    ref: str
+    commit: str
+    where: str
+    """`local` for the lead's own repository, else the shared remote it was pushed to."""
+
+
 class Runner(Protocol):
-    async def start(self, request: LaunchRequest) -> LaneRecord: ...
+    """The place lanes run. Every method takes a lane id the runner gave out (`start`)."""
 
-    async def attach(self, lane_id: str) -> bool: ...
+    kind: str
+    """`local` or `ray`: shown by `doctor` and in the lane's events."""
 
-    async def output(self, lane_id: str, from_offset: int, max_bytes: int) -> tuple[bytes, int]: ...
+    async def start(self, request: LaunchRequest) -> LaneRecord:
+        """Create the lane (worktree, branch, record) and start its agent; returns the record."""
+        ...
 
-    async def sample(self, lane_id: str) -> dict[str, Any] | None: ...
+    async def attach(self, lane_id: str) -> bool:
+        """After a restart of the dashboard: is the lane still held by a live process? (True: it runs.)"""
+        ...
 
-    async def stop(self, lane_id: str) -> list[int]: ...
+    async def status(self, lane_id: str) -> LaneRecord:
+        """The lane's record as the runner knows it now."""
+        ...
 
-    async def discard(self, lane_id: str) -> list[str]: ...
+    async def output(self, lane_id: str, from_seq: int, max_bytes: int) -> tuple[bytes, int]:
+        """Output from `from_seq` (replay), at most `max_bytes`, and the sequence number after it."""
+        ...
+
+    async def send(self, lane_id: str, text: str) -> dict[str, Any]:
+        """A message for the running agent; the supervisor's reply (`ack`, how it was delivered)."""
+        ...
+
+    async def sample(self, lane_id: str) -> dict[str, Any] | None:
+        """The lane's latest meters (CPU, RSS, idle, tokens), or None before the first sample."""
+        ...
+
+    async def run_gates(self, lane_id: str) -> dict[str, object]:
+        """Run the lane's gates where its worktree is; returns the packet (state, gates, summary)."""
+        ...
+
+    async def publish(self, lane_id: str) -> Published:
+        """Make the lane's branch available to accept (pushed to the shared remote, for a cluster)."""
+        ...
+
+    async def stop(self, lane_id: str) -> list[int]:
+        """Stop the lane's processes (escalating); returns the pids that had to be killed by force."""
+        ...
+
+    async def discard(self, lane_id: str) -> list[str]:
+        """Stop the lane and remove its worktree and branch; returns what was removed."""
+        ...
 
 
 class LocalRunner:
     """Lanes as detached supervisor processes on this machine."""
+
+    kind = "local"
 
     def __init__(self, repo: Path, config: Config) -> None:
         self.repo = repo
@@ -57,12 +113,35 @@ class LocalRunner:
         """True if the lane's supervisor is alive (same pid and start time); nothing to connect."""
         return await asyncio.to_thread(supervisor_alive, self.repo, lane_id)
 
-    async def output(self, lane_id: str, from_offset: int, max_bytes: int) -> tuple[bytes, int]:
-        """Bytes of `output.log` from `from_offset` (replay), at most `max_bytes`; and the new offset."""
-        return await asyncio.to_thread(read_output, self.paths.lane(lane_id).output, from_offset, max_bytes)
+    async def status(self, lane_id: str) -> LaneRecord:
+        return await asyncio.to_thread(self.store.read, lane_id)
+
+    async def output(self, lane_id: str, from_seq: int, max_bytes: int) -> tuple[bytes, int]:
+        """Bytes of `output.log` from `from_seq` (replay), at most `max_bytes`; and the new offset."""
+        return await asyncio.to_thread(read_output, self.paths.lane(lane_id).output, from_seq, max_bytes)
+
+    async def send(self, lane_id: str, text: str) -> dict[str, Any]:
+        from lanes_tui.engine.supervisor.control_client import send_to_lane
+
+        return await asyncio.to_thread(send_to_lane, self.repo, lane_id, text)
 
     async def sample(self, lane_id: str) -> dict[str, Any] | None:
         return await asyncio.to_thread(self.store.last_sample, lane_id)
+
+    async def run_gates(self, lane_id: str) -> dict[str, object]:
+        from lanes_tui.engine.decisions.check import check_lane
+
+        return await check_lane(self.repo, self.config, lane_id)
+
+    async def publish(self, lane_id: str) -> Published:
+        """The lane's branch is already in the lead's repository: name it and the commit it is at."""
+        self.paths.lane(lane_id)  # refuses an id that is not one
+        ref = f"refs/heads/lane/{lane_id}"
+        done = await asyncio.to_thread(subprocess.run, ["git", "rev-parse", "--verify", "--quiet", ref],
+                                       cwd=self.repo, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise LanesError(f"lane {lane_id} has no branch lane/{lane_id}", "`lanes-tui status` lists the lanes")
+        return Published(ref=ref, commit=done.stdout.strip(), where="local")
 
     async def stop(self, lane_id: str) -> list[int]:
         return await stop_lane(self.repo, lane_id)
@@ -81,6 +160,7 @@ class LocalRunner:
 
 
 def read_output(path: Path, offset: int, max_bytes: int) -> tuple[bytes, int]:
+    """At most `max_bytes` of `path` from `offset`; an offset past the end (a new log) starts at 0."""
     try:
         with open(path, "rb") as handle:
             size = handle.seek(0, os.SEEK_END)
