@@ -27,6 +27,7 @@ STATE_TONE: Mapping[str, str] = {
     "rejected": "error",
     "conflict": "error",
     "lost": "error",
+    "unreachable": "warning",
     "ready": "success",
     "accepted": "dim",
     "abandoned": "dim",

@@ -25,6 +25,7 @@ from lanes_tui.engine.config.layers import Layers, parse_toml, read_layers
 from lanes_tui.engine.config.notify import NotifyConfig, parse_notify
 from lanes_tui.engine.config.providers import PRESETS, ProviderConfig
 from lanes_tui.engine.config.review import ReviewConfig, parse_review
+from lanes_tui.engine.config.runner import RunnerSettings, parse_runner
 from lanes_tui.engine.config.tiers import TierConfig, parse_tiers
 from lanes_tui.engine.config.worktree_keys import SETUP_TIMEOUT_S, parse_worktree_keys
 from lanes_tui.engine.core.errors import ConfigError, LanesError
@@ -102,6 +103,8 @@ class Config:
     review: ReviewConfig = field(default_factory=ReviewConfig)
     #: `[notify]`: a command run once per event that needs the lead (`config.notify`); off unless set.
     notify: NotifyConfig = field(default_factory=NotifyConfig)
+    #: `[runner]`: where lanes run (`config.runner`); this machine unless the lead sets a Ray cluster.
+    runner: RunnerSettings = field(default_factory=RunnerSettings)
     #: Every file read, lowest first: the lead's own (`config.layers`), then `.lanes/config.toml`. Not
     #: compared: the same values read from other files are the same config.
     files: tuple[Path, ...] = field(default=(), compare=False)
@@ -147,7 +150,7 @@ def _field_names(cls: type[Any], *, skip: tuple[str, ...] = ()) -> tuple[str, ..
     return tuple(f.name for f in dataclasses.fields(cls) if f.name not in skip)
 
 
-_TABLES = ("lanes", "chains", "providers", "gates", "keys", "tiers", "review", "notify")
+_TABLES = ("lanes", "chains", "providers", "gates", "keys", "tiers", "review", "notify", "runner")
 
 
 
@@ -190,6 +193,7 @@ class _Parser:
             tiers=parse_tiers(self, data.get("tiers", {}), providers),
             review=parse_review(self, data.get("review", {}), providers),
             notify=parse_notify(self, data.get("notify", {})),
+            runner=parse_runner(self, data.get("runner", {})),
             files=tuple(layer.path for layer in self.layers.layers) if self.layers is not None else
             tuple(p for p in (self.path,) if p is not None),
         )

@@ -14,7 +14,7 @@ from lanes_tui.engine.core.errors import LanesError
 
 STATES = (
     "queued", "launching", "running", "waiting", "stalled", "exited", "checking", "reviewing",
-    "ready", "rejected", "conflict", "accepted", "abandoned", "lost",
+    "ready", "rejected", "conflict", "accepted", "abandoned", "lost", "unreachable",
 )
 RESULTS = ("OK", "LANE-FAILED", "LANE-STALLED", "OUT-OF-BUDGET", "CONFIG-ERROR", "FAILED-RESOURCE")
 TASK_TYPES = ("backend", "hard", "ui", "tests", "docs")
@@ -108,6 +108,11 @@ class LaneRecord:
     resume_session: str | None = None
     #: `recover --relaunch --fresh`: the lead asked for a new session.
     resume_fresh: bool = False
+    #: Where the lane runs: `local` (a supervisor on this machine) or `ray` (an actor on a cluster node,
+    #: `engine.remote`); the local reconcile judges only local lanes by their supervisor's pid.
+    runner: str = "local"
+    #: The cluster node a `ray` lane runs (or last ran) on, as `hostname (node id)`; None for local lanes.
+    node: str | None = None
 
     @property
     def provider(self) -> str | None:

@@ -1,0 +1,14 @@
+"""Lanes on other machines: the optional Ray runner (`[runner] kind = "ray"`, the `[ray]` extra).
+
+Owns: `spec` (what the lead's machine sends a node to run one lane: JSON-able, no Ray), `node_lane`
+(the node's side: a clone of the shared remote with the lead's config, the ordinary lane code and
+supervisor in it, run under the reaper shim so nothing outlives the actor; output, meters, send,
+gates, publish and checkpoints answered from there; no Ray), `ray_runner` (the lead's side: one
+named, detached actor per lane, placed by the `lane_slot` resource, with the faults of a cluster
+mapped to lane states; the only module that imports ray), `mirror` (the lead's local copy of a
+remote lane's record, output and samples, so the dashboard and the command line read a Ray lane
+exactly as they read a local one).
+May import: `core`, `config`, `state`, `git`, `lanes`, `procs`, `decisions`, `supervisor`.
+Nothing outside this package imports `ray_runner` except `lanes.runner.make_runner`, and only when
+the config asks for it: without the extra, lanes-tui never imports a Ray module.
+"""
