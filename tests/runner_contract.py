@@ -59,7 +59,7 @@ async def until(what: str, probe: Callable[[], Awaitable[object]], timeout: floa
 
 
 async def read_all(runner: Runner, lane: str, seq: int = 0) -> tuple[bytes, int]:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         data, seq = await runner.output(lane, seq, 64 * 1024)
         if not data:

@@ -229,10 +229,7 @@ def spawn_supervisor(repo: Path, lane_id: str, config: Config) -> None:
     """
     paths = StatePaths(repo)
     log_path = paths.lane(lane_id).supervisor_log
-    chain = LaneStore(paths).read(lane_id).chain
-    reviewers = config.review.chain if config.review.mode != "off" else ()  # the lane's review runs in it too
-    allow = [p for name in [*chain, *reviewers] if name in config.providers for p in config.providers[name].env]
-    env = supervisor_environment(os.environ, [*allow, *config.gates.env])
+    env = supervisor_env(config, LaneStore(paths).read(lane_id).chain)
     with open(log_path, "ab", opener=private_opener) as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "lanes_tui.engine.supervisor", "--repo", str(repo), "--lane", lane_id,
@@ -250,6 +247,14 @@ def spawn_supervisor(repo: Path, lane_id: str, config: Config) -> None:
     if code != 0:
         tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
         raise LanesError(f"the supervisor of {lane_id} failed to start: {tail[0]}", f"see {log_path}")
+
+
+def supervisor_env(config: Config, chain: Sequence[str]) -> dict[str, str]:
+    """The supervisor's environment for a lane of `chain`: what its providers, its reviewers (the
+    lane's review runs in it too) and its gates may get (`lanes.env.supervisor_environment`)."""
+    reviewers = config.review.chain if config.review.mode != "off" else ()
+    allow = [p for name in [*chain, *reviewers] if name in config.providers for p in config.providers[name].env]
+    return supervisor_environment(os.environ, [*allow, *config.gates.env])
 
 
 def supervisor_key(repo: Path, lane_id: str) -> ProcKey | None:

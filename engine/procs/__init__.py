@@ -6,7 +6,9 @@ from /proc, processes found by their environment), `procfs` (one process's stat,
 cmdline read straight from /proc, so a sample needs no psutil), `cgroup` (each lane's own cgroup:
 v2, v1 or an honest "none"), `sampler` (one sample of a process tree: CPU seconds, RSS, the
 process set), `caps_cgroup` (the cpu / memory / pids controllers a lane's caps are written into,
-v2 or v1), `pause` (freezing or SIGSTOPping a lane's tree while the lead decides).
+v2 or v1), `pause` (freezing or SIGSTOPping a lane's tree while the lead decides), `reaper_shim`
+(`python -m lanes_tui.engine.procs.reaper_shim -- ARGV`: a subreaper with PDEATHSIG above a Ray
+lane's supervisor, so the actor's death takes the lane's whole tree with it; standard library only).
 May import: `core`, psutil (imported lazily: a supervisor never loads it). Never imports state,
 config or anything about lanes.
 """
