@@ -13,14 +13,13 @@ the screen to be still), so they run in a thread and never stall the dashboard.
 from __future__ import annotations
 
 import asyncio
-from functools import partial
 from typing import Any
 
 from textual import work
 from textual.app import SuspendNotSupported
 
 from lanes_tui.app.flows import DecisionFlows
-from lanes_tui.engine import LanesError, conversation, lane_hands, send_to_lane
+from lanes_tui.engine import LanesError, conversation, lane_hands
 from lanes_tui.widgets import ReasonModal
 from lanes_tui.widgets.conversation import ConversationScreen
 
@@ -85,7 +84,7 @@ class HandsFlows(DecisionFlows):
                 return []
 
         async def send(text: str) -> str:
-            reply = await asyncio.to_thread(send_to_lane, repo, lane, text)
+            reply = await self.lanes_app.engine.send(lane, text)
             return f"sent ({reply.get('via')})"
 
         self.app.push_screen(ConversationScreen(lane, load=load, send=send if live else None))
@@ -101,7 +100,7 @@ class HandsFlows(DecisionFlows):
             placeholder="a message"))
         if text is None:
             return
-        repo = self.lanes_app.engine.repo
-        reply = await self._guard(lambda: asyncio.to_thread(partial(send_to_lane, repo, lane, text)))
+        engine = self.lanes_app.engine  # its runner reaches the lane: its supervisor here, or a cluster node
+        reply = await self._guard(lambda: engine.send(lane, text))
         if reply is not None:
             self.app.notify(f"{lane}: {text}", title=f"Sent ({reply.get('via')})")

@@ -100,10 +100,10 @@ _EXPORTS: dict[str, str] = {
     "group_members": "live.queries", "lanes_needing_lead": "live.queries", "NEEDS_LEAD_STATES": "live.queries",
     "StopReport": "decisions.stop", "stop_lanes": "decisions.stop", "live_lane_ids": "decisions.stop",
     # the lead's hands on a running lane: the control socket's client (`supervisor.control`)
-    "Turn": "channels.transcript", "conversation": "supervisor.control_client",
-    "lane_hands": "supervisor.control_client", "open_attach": "supervisor.control_client",
-    "peek_output": "supervisor.control_client", "peek_screen": "supervisor.control_client",
-    "send_to_lane": "supervisor.control_client",
+    "Turn": "channels.transcript", "conversation": "lanes.control_client",
+    "lane_hands": "lanes.control_client", "open_attach": "lanes.control_client",
+    "peek_output": "lanes.control_client", "peek_screen": "lanes.control_client",
+    "send_to_lane": "lanes.control_client",
     # the demo
     "Demo": "sim.demo", "build_demo": "sim.demo", "start_demo_lanes": "sim.demo",
 }
@@ -159,6 +159,14 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.inbox.store import InboxStore, wait_for_answer
     from lanes_tui.engine.inbox.view import QuestionView
     from lanes_tui.engine.lanes.caps import check_capped, governor_summary, lane_caps
+    from lanes_tui.engine.lanes.control_client import (
+        conversation,
+        lane_hands,
+        open_attach,
+        peek_output,
+        peek_screen,
+        send_to_lane,
+    )
     from lanes_tui.engine.lanes.env import passed_env_names
     from lanes_tui.engine.lanes.heavy import describe_slots as describe_heavy_slots
     from lanes_tui.engine.lanes.heavy import run_locked
@@ -208,14 +216,6 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.state.model import LIVE_STATES, RESULTS, SETTLED_STATES, STATES, TASK_TYPES, LaneRecord
     from lanes_tui.engine.state.paths import StatePaths
     from lanes_tui.engine.state.status import LaneStatus
-    from lanes_tui.engine.supervisor.control_client import (
-        conversation,
-        lane_hands,
-        open_attach,
-        peek_output,
-        peek_screen,
-        send_to_lane,
-    )
 
 __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "LIVE_STATES",

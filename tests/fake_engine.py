@@ -22,6 +22,7 @@ from lanes_tui.engine.decisions.finish import FinishReport
 from lanes_tui.engine.decisions.queue import QueueEntry, QueuePlan, QueueReport, QueueStep
 from lanes_tui.engine.decisions.recover import Findings
 from lanes_tui.engine.inbox.store import InboxStore
+from lanes_tui.engine.lanes.control_client import send_to_lane
 from lanes_tui.engine.lanes.launcher import LaunchRequest
 from lanes_tui.engine.state.allow import AllowRule
 from lanes_tui.engine.state.events import EngineEvent, LaneChanged, QuestionsChanged
@@ -163,6 +164,11 @@ class FakeEngine:
         return LaneRecord(id=lane_id.replace("-a1", "-a2"), slug="x", attempt=2, task_type="backend", prompt="p",
                           chain=["sim"], repo=str(self.repo), worktree="/tmp/wt", branch="lane/x-a2",
                           base_sha="b" * 40, target_branch="programme")
+
+    async def send(self, lane_id: str, text: str) -> dict[str, Any]:
+        """As the Engine's: the lane's supervisor, through its control socket (a real one in tests)."""
+        self.calls.append(("send", (lane_id, text)))
+        return await asyncio.to_thread(send_to_lane, self.repo, lane_id, text)
 
     async def check(self, lane_id: str) -> dict[str, object]:
         self.calls.append(("check", lane_id))

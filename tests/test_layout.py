@@ -193,8 +193,8 @@ def test_no_circle_between_engine_subpackages() -> None:
 
 
 #: The order of docs/layout.md and the README: a subpackage imports only those before it.
-LAYERS = ["core", "state", "config", "git", "procs", "inbox", "channels", "lanes", "decisions", "supervisor", "sim",
-          "plans", "live"]
+LAYERS = ["core", "state", "config", "git", "procs", "inbox", "channels", "lanes", "decisions", "supervisor", "remote",
+          "sim", "plans", "live"]
 
 
 def test_subpackages_import_only_downwards() -> None:

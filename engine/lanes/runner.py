@@ -1,4 +1,4 @@
-"""Where lanes run. The `Runner` protocol hides it; `LocalRunner` uses supervisors on this machine.
+"""Where lanes run: the `Runner` protocol every runner keeps (`decisions.runners` has the runners).
 
 A runner is everything the engine and the command line need from the place a lane runs: start it,
 find it again after the dashboard restarted (`attach`), replay its output from a sequence number,
@@ -7,6 +7,9 @@ stop it and throw it away. The Ray runner (`lanes_tui.engine.remote`, the option
 implements the same methods for lanes on other machines; `tests/runner_contract.py` is the suite
 every runner must pass.
 
+`decisions.runners` holds the runners themselves (`LocalRunner`, and `make_runner`, which picks the
+one `[runner] kind` names): they run gates and talk to supervisors, which this layer cannot import.
+
 The output sequence number is a byte offset into the lane's output as the runner keeps it: a
 reader that saw `seq` bytes asks for what follows, and a runner that has less than that (its log
 was cut, or it is a new attempt) starts again from 0, so a replay never skips output silently.
@@ -14,25 +17,15 @@ was cut, or it is a new attempt) starts again from 0, so a replay never skips ou
 
 from __future__ import annotations
 
-import asyncio
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from lanes_tui.engine.config.settings import Config
-from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.lanes.launcher import (
     LaunchRequest,
-    launch_lane,
-    spawn_supervisor,
-    stop_lane,
-    supervisor_alive,
 )
 from lanes_tui.engine.state.model import LaneRecord
-from lanes_tui.engine.state.paths import StatePaths
-from lanes_tui.engine.state.store import LaneStore
 
 
 @dataclass(frozen=True)
@@ -92,71 +85,35 @@ class Runner(Protocol):
         ...
 
 
-class LocalRunner:
-    """Lanes as detached supervisor processes on this machine."""
+class RemoteRunner(Runner, Protocol):
+    """A runner whose lanes live elsewhere (the Ray runner): the lead's machine keeps a mirror of each
+    lane (record, output, samples, packet) that `sync` refreshes; the engine and the command line
+    read that mirror exactly as they read a local lane."""
 
-    kind = "local"
+    async def sync(self) -> list[str]:
+        """Refresh the local mirror of every remote lane of the repository; the ids whose state changed."""
+        ...
 
-    def __init__(self, repo: Path, config: Config) -> None:
-        self.repo = repo
-        self.config = config
-        self.paths = StatePaths(repo)
-        self.store = LaneStore(self.paths)
+    async def relaunch(self, lane_id: str) -> LaneRecord:
+        """The lane's next attempt on another node, from its last pushed checkpoint."""
+        ...
 
-    async def start(self, request: LaunchRequest) -> LaneRecord:
-        return await asyncio.to_thread(launch_lane, self.repo, self.config, request)
+    async def fetch_branch(self, lane_id: str) -> str:
+        """The node publishes the lane's branch and the lead fetches `refs/heads/lane/<id>`; its commit."""
+        ...
 
-    async def restart_supervisor(self, lane_id: str) -> None:
-        await asyncio.to_thread(spawn_supervisor, self.repo, lane_id, self.config)
+    def doctor(self) -> list[tuple[str, bool, str]]:
+        """(check, ok, detail) lines for `lanes-tui doctor`."""
+        ...
 
-    async def attach(self, lane_id: str) -> bool:
-        """True if the lane's supervisor is alive (same pid and start time); nothing to connect."""
-        return await asyncio.to_thread(supervisor_alive, self.repo, lane_id)
+    async def close(self) -> None:
+        """Let go of the cluster connection; the lanes keep running."""
+        ...
 
-    async def status(self, lane_id: str) -> LaneRecord:
-        return await asyncio.to_thread(self.store.read, lane_id)
 
-    async def output(self, lane_id: str, from_seq: int, max_bytes: int) -> tuple[bytes, int]:
-        """Bytes of `output.log` from `from_seq` (replay), at most `max_bytes`; and the new offset."""
-        return await asyncio.to_thread(read_output, self.paths.lane(lane_id).output, from_seq, max_bytes)
-
-    async def send(self, lane_id: str, text: str) -> dict[str, Any]:
-        from lanes_tui.engine.supervisor.control_client import send_to_lane
-
-        return await asyncio.to_thread(send_to_lane, self.repo, lane_id, text)
-
-    async def sample(self, lane_id: str) -> dict[str, Any] | None:
-        return await asyncio.to_thread(self.store.last_sample, lane_id)
-
-    async def run_gates(self, lane_id: str) -> dict[str, object]:
-        from lanes_tui.engine.decisions.check import check_lane
-
-        return await check_lane(self.repo, self.config, lane_id)
-
-    async def publish(self, lane_id: str) -> Published:
-        """The lane's branch is already in the lead's repository: name it and the commit it is at."""
-        self.paths.lane(lane_id)  # refuses an id that is not one
-        ref = f"refs/heads/lane/{lane_id}"
-        done = await asyncio.to_thread(subprocess.run, ["git", "rev-parse", "--verify", "--quiet", ref],
-                                       cwd=self.repo, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise LanesError(f"lane {lane_id} has no branch lane/{lane_id}", "`lanes-tui status` lists the lanes")
-        return Published(ref=ref, commit=done.stdout.strip(), where="local")
-
-    async def stop(self, lane_id: str) -> list[int]:
-        return await stop_lane(self.repo, lane_id)
-
-    async def discard(self, lane_id: str) -> list[str]:
-        """Stop the lane and remove its worktree and branch: derived from its id and own root and
-        witnessed by git (`git.lane_paths`), never taken from lane.json; checked before the stop."""
-        from lanes_tui.engine.git.lane_paths import git_witness, locate_lane, remove_lane_worktree
-
-        record = await asyncio.to_thread(self.store.read, lane_id)
-        location = await asyncio.to_thread(locate_lane, self.repo, lane_id, record,
-                                           default_root=self.config.lanes.worktree_root)
-        await asyncio.to_thread(git_witness, location)
-        await self.stop(lane_id)
-        return await asyncio.to_thread(remove_lane_worktree, location)
+def as_remote(runner: Runner) -> RemoteRunner | None:
+    """The runner as a `RemoteRunner` when it keeps a mirror (it has `sync`), else None."""
+    return cast(RemoteRunner, runner) if callable(getattr(runner, "sync", None)) else None
 
 
 def read_output(path: Path, offset: int, max_bytes: int) -> tuple[bytes, int]:

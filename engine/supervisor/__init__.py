@@ -7,8 +7,8 @@ rejected with no lead around), `containment` (the lane's cgroup and its caps, ma
 guard, quota parking), `detach` (the start handshake with the launcher), `resume` (a relaunched lane
 continuing its provider's own session, or starting fresh and saying why), `control` (the lane's control
 socket: the lead's attach, send and peek), `viewers` (what those do to the running agent: type a
-message, show the screen, let viewers in) and `control_client` (the lead's side of the socket, used by
-the command line and the dashboard through the door). It lives as long as its
+message, show the screen, let viewers in); the lead's side of the socket is `lanes.control_client`.
+It lives as long as its
 agent, so it loads only what a lane runs: never tomlkit (the config writer), GitPython, textual or
 rich, and only the channel its provider uses (a test checks `sys.modules` of a real supervisor).
 May import: `core`, `state`, `config` (not `config.write`), `git` (not `git.views`), `procs`,

@@ -4,7 +4,7 @@ The supervisor is the only process that holds the agent's pipes or terminal, so 
 reach the agent through it: a Unix socket, mode 0600, at `<lane dir>/control.sock`, or, when that
 path is too long for a Unix socket (about 107 bytes), at `<runtime dir>/control/<hash>.sock`. Either
 way the lane folder's `control.json` (written atomically) names it; clients read that file
-(`supervisor.control_client`). A client of another user is refused: the folders are the lead's
+(`lanes.control_client`). A client of another user is refused: the folders are the lead's
 alone (0700), the socket is 0600, and the peer's uid (SO_PEERCRED) must be ours.
 
 Protocol (version 1): the client writes one JSON request line; the supervisor answers one JSON line,
@@ -50,9 +50,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from lanes_tui.engine.core.atomic import PRIVATE_DIR, read_json, write_json_atomic
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.lanes.control_client import LOCATOR, MAX_PEEK_LINES, PROTOCOL, tail_lines
 from lanes_tui.engine.state.paths import runtime_dir
 from lanes_tui.engine.supervisor import viewers
-from lanes_tui.engine.supervisor.control_client import LOCATOR, MAX_PEEK_LINES, PROTOCOL, tail_lines
 
 if TYPE_CHECKING:
     from lanes_tui.engine.lanes.agent_run import AgentRun

@@ -261,7 +261,7 @@ class Conversation:
         self.writer.close()
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        from lanes_tui.engine.supervisor.control_client import conversation
+        from lanes_tui.engine.lanes.control_client import conversation
 
         self.writer = writer
         try:
