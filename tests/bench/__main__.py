@@ -80,7 +80,9 @@ def run(args: argparse.Namespace, *, command: str | None = None) -> dict[str, di
 
 
 #: Benchmarks with their own command line: `python -m tests.bench b10 --sizes 5,20` runs `b10.main`.
-OWN_MAIN = ("b5", "b6", "b7", "b8", "b9", "b10")
+OWN_MAIN = ("b5", "b6", "b7", "b8", "b9", "b10", "b11")
+#: Benchmarks whose script is not named after them.
+MODULES = {"b11": "b11_ray"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in OWN_MAIN:
         import importlib
 
-        return int(importlib.import_module(f"tests.bench.{argv[0]}").main(argv[1:]))
+        return int(importlib.import_module(f"tests.bench.{MODULES.get(argv[0], argv[0])}").main(argv[1:]))
     args = parse(argv)
     records = run(args)
     machine = next(iter(records.values()))["machine"]

@@ -1,0 +1,589 @@
+"""`RayRunner`: lanes in named, detached Ray actors on a cluster; the only module that imports Ray.
+
+Imported only by `decisions.runners.make_runner` when `[runner] kind = "ray"`. Each lane is one actor
+(`actor.LaneActorBody` on its node, named `spec.actor_name(repo_key, lane_id)` in `spec.NAMESPACE`,
+`lifetime="detached"` so it outlives the dashboard, `max_restarts=0` because a restart would run an
+agent again blindly), placed by one `lane_slot` of custom resource and the config's node labels.
+The lead's disk keeps a mirror of every Ray lane (`mirror.LaneMirror`); `sync` refreshes it.
+
+Lifecycle, and why:
+* `start` pushes the lane's base to the shared remote (`BASE_REF`), writes the mirror record, creates
+  the actor and calls `begin` (clone, worktree, supervisor under the reaper shim on the node).
+* `stop` calls the actor's `stop` (the shim stops the lane's whole tree) THEN `ray.kill`s it: a kill
+  alone SIGKILLs the worker first. A lane that ends by itself is let go the same way by `sync`, so a
+  finished lane holds no `lane_slot`. Its worktree stays on the node (`ray.json` says the actor is
+  `retired`); gates, publish and discard then visit the node with a short-lived actor pinned to it.
+* Faults: an actor that does not answer (`ActorUnavailableError`, or no answer within
+  `call_timeout_s`) makes the lane `unreachable`; a dead or vanished actor makes it `lost`, the node
+  named. `relaunch` runs the next attempt on another node from the last pushed checkpoint.
+* A start the cluster cannot place (every `lane_slot` taken) is refused, not queued: one clear
+  error, and no record, actor or remote ref is left (the plan scheduler retries later).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+from pathlib import Path
+from typing import Any
+
+import ray
+from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, RayTaskError
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from lanes_tui.engine.config.settings import Config
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.ids import validate_lane_id
+from lanes_tui.engine.git import worktrees
+from lanes_tui.engine.git.commands import run_git
+from lanes_tui.engine.lanes.launcher import LaunchRequest, supervisor_alive
+from lanes_tui.engine.lanes.runner import Published, read_output
+from lanes_tui.engine.remote.actor import LaneActorBody, ls_remote, node_facts, version_checks
+from lanes_tui.engine.remote.mirror import LaneMirror, SharedRemote, node_label, plan_launch, relaunch_request
+from lanes_tui.engine.remote.spec import NAMESPACE, NodeLaneSpec, actor_name
+from lanes_tui.engine.state.model import FINAL_STATES, LIVE_STATES, LaneRecord
+from lanes_tui.engine.state.paths import repo_key
+
+__all__ = ["LaneActor", "RayRunner"]
+
+log = logging.getLogger(__name__)
+
+CLUSTER_FIX = ("start one (`ray start --head --resources '{\"lane_slot\": 2}'`, docs/ray.md) or set "
+               "[runner] address in .lanes/config.toml")
+#: How long the cluster's address may take to accept a connection before it counts as down.
+CONNECT_TIMEOUT_S = 5.0
+#: What follows the lead's environment into a lane's actor (and so to its supervisor): the git
+#: identity of its commits, the load wait of its gates (`LANES_HEAVY_LOAD`, as the supervisor gets it
+#: locally) and lanes-tui's diagnostics (`lanes.env.DIAGNOSTIC_ENV`: the test suite's leak marker, so
+#: a lane process left behind on a node fails the test that left it). Never a secret.
+ACTOR_ENV = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
+             "LANES_HEAVY_LOAD", "LANESTUI_DEBUG_MODULES", "LANESTEST_MARKER")
+
+
+class _RayLaneActor(LaneActorBody):
+    """The body, answering its node's id from Ray's runtime context."""
+
+    def node_id(self) -> str:
+        return str(ray.get_runtime_context().get_node_id())
+
+
+LaneActor = ray.remote(_RayLaneActor)
+
+
+class _Unreachable(Exception):
+    """The actor did not answer (its node is cut off or overloaded): the lane may come back."""
+
+
+class _Gone(Exception):
+    """The actor is dead or no longer exists: the lane's processes went with it."""
+
+
+class RayRunner:
+    """Lanes as detached actors on the Ray cluster at `config.runner.address` (module docstring)."""
+
+    kind = "ray"
+
+    def __init__(self, repo: Path, config: Config, *, work_root: str | None = None,
+                 call_timeout_s: float = 5.0, placement_timeout_s: float = 120.0) -> None:
+        self.repo = repo
+        self.config = config
+        self.key = repo_key(repo)
+        self.mirror = LaneMirror(repo)
+        self.remote = SharedRemote(repo, config.runner.remote)
+        #: The nodes' folder for clones and worktrees (None: each node's `~/.cache/lanes-tui/ray`).
+        self.work_root = work_root
+        #: How long a status, output or send may take before the lane counts as unreachable.
+        self.call_timeout_s = call_timeout_s
+        #: How long a start waits for a node with a free `lane_slot` before it is refused.
+        self.placement_timeout_s = placement_timeout_s
+        self._connected_here = False
+        self._actors: dict[str, Any] = {}
+        self._alive: dict[str, bool] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    # --- The cluster ------------------------------------------------------------------------------
+    def connect(self) -> None:
+        """Join the cluster once per process (`ray.init` takes seconds); one LanesError if it cannot."""
+        if ray.is_initialized():
+            return
+        address = self.config.runner.address
+        # Off the main thread (the async methods connect through `to_thread`) Ray leaves the process's
+        # SIGTERM handler alone and says so; the dashboard keeps its own handler, and the notice is noise.
+        _check_reachable(address)  # Ray itself retries an address that does not answer for minutes
+        worker_log = logging.getLogger("ray._private.worker")
+        level = worker_log.level
+        worker_log.setLevel(logging.ERROR)
+        try:
+            ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING)
+        except Exception as exc:  # ConnectionError, RuntimeError, TimeoutError…: all mean "no cluster there"
+            raise LanesError(f"no Ray cluster answers at {address!r}: {_line(exc)}", CLUSTER_FIX) from None
+        finally:
+            worker_log.setLevel(level)
+        self._connected_here = True
+
+    async def close(self) -> None:
+        """Let go of the cluster (only a connection this runner made); the lanes' actors keep running."""
+        self._actors.clear()
+        if self._connected_here and ray.is_initialized():
+            await asyncio.to_thread(ray.shutdown)
+        self._connected_here = False
+
+    def _actor(self, lane_id: str) -> Any:
+        """The lane's actor handle, found by name (after a restart too); _Gone when there is none."""
+        handle = self._actors.get(lane_id)
+        if handle is None:
+            try:
+                handle = ray.get_actor(actor_name(self.key, lane_id), namespace=NAMESPACE)
+            except ValueError:
+                raise _Gone("its actor no longer exists on the cluster") from None
+            self._actors[lane_id] = handle
+        return handle
+
+    async def _await(self, ref: Any, timeout: float) -> Any:
+        """An actor call's answer, with the cluster's faults turned into _Unreachable / _Gone and a
+        lane's own refusal (a LanesError on the node) into a LanesError here."""
+        try:
+            return await asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout)
+        except TimeoutError:
+            raise _Unreachable(f"no answer within {timeout:g}s") from None
+        except ActorUnavailableError:
+            raise _Unreachable("the actor is unavailable") from None
+        except (ActorDiedError, RayActorError) as exc:
+            raise _Gone(f"its actor died ({_line(exc)})") from None
+        except RayTaskError as exc:
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, LanesError):
+                raise LanesError(cause.what, cause.fix) from None
+            raise LanesError(f"the lane's node failed: {_line(cause or exc)}",
+                             "see the actor's log on the node (`ray logs`)") from None
+
+    async def _call(self, lane_id: str, method: str, *args: Any, timeout: float | None = None) -> Any:
+        handle = await asyncio.to_thread(self._actor, lane_id)
+        try:
+            return await self._await(getattr(handle, method).remote(*args), timeout or self.call_timeout_s)
+        except _Gone:
+            self._actors.pop(lane_id, None)
+            raise
+
+    def _lock(self, lane_id: str) -> asyncio.Lock:
+        return self._locks.setdefault(lane_id, asyncio.Lock())
+
+    # --- Starting ---------------------------------------------------------------------------------
+    async def start(self, request: LaunchRequest) -> LaneRecord:
+        """Validate like `launch_lane`, push the base, write the mirror, place the actor, begin."""
+        return await self._launch(request)
+
+    async def _launch(self, request: LaunchRequest, *, start_commit: str | None = None,
+                      base_sha: str | None = None, avoid_node: str | None = None) -> LaneRecord:
+        record, spec = plan_launch(self.repo, self.config, request, start_commit=start_commit, base_sha=base_sha,
+                                   work_root=self.work_root)
+        lane_id = record.id
+        await asyncio.to_thread(self.connect)  # no cluster: refused before anything exists
+        strategy = await asyncio.to_thread(self._placement, avoid_node)
+        await asyncio.to_thread(self.remote.push_base, lane_id, spec.start_commit)
+        self.mirror.create(record)
+        self.mirror.set_runner_info(lane_id, spec=spec.to_json(), actor="live")
+        try:
+            begun = await self._place_and_begin(lane_id, spec, strategy)
+        except BaseException:
+            await self._undo_start(lane_id)
+            raise
+        where = begun["node"]
+        self.mirror.set_runner_info(lane_id, node_id=where["node_id"], hostname=where["hostname"],
+                                    clone=begun["prepared"].get("clone"))
+        self.mirror.from_node(lane_id, begun["record"], node=node_label(where["hostname"], where["node_id"]))
+        self._alive[lane_id] = True
+        return self.mirror.read(lane_id)
+
+    def _placement(self, avoid_node: str | None) -> Any:
+        """Refuse a start no node can take now; for a relaunch, a soft pull towards another node."""
+        total = ray.cluster_resources().get("lane_slot", 0)
+        if total < 1:
+            raise LanesError("no node of the cluster offers a lane_slot",
+                             "start the nodes with `ray start --resources '{\"lane_slot\": 2}'`")
+        if ray.available_resources().get("lane_slot", 0) < 1:
+            raise LanesError(f"every lane slot of the cluster is taken ({total:g} of {total:g})",
+                             "wait for a lane to end, stop one, or add a node")
+        if avoid_node is None:
+            return None
+        try:  # Ray's own per-node view (no public API gives it without the dashboard)
+            from ray._private.state import available_resources_per_node
+
+            free = available_resources_per_node()
+        except (ImportError, AttributeError, RuntimeError):
+            return None
+        others = sorted(((res.get("lane_slot", 0), node) for node, res in free.items()
+                         if node != avoid_node and res.get("lane_slot", 0) >= 1), reverse=True)
+        if not others:
+            return None
+        return NodeAffinitySchedulingStrategy(node_id=others[0][1], soft=True, _spill_on_unavailable=True)
+
+    async def _place_and_begin(self, lane_id: str, spec: NodeLaneSpec, strategy: Any) -> dict[str, Any]:
+        options: dict[str, Any] = dict(
+            name=actor_name(self.key, lane_id), namespace=NAMESPACE, lifetime="detached", max_restarts=0,
+            max_task_retries=0, resources={"lane_slot": 1}, num_cpus=0, max_concurrency=4)
+        if self.config.runner.labels:
+            options["label_selector"] = dict(self.config.runner.labels)
+        if strategy is not None:
+            options["scheduling_strategy"] = strategy
+        try:
+            handle = await asyncio.to_thread(lambda: LaneActor.options(**options, **_env()).remote(spec.to_json()))
+        except ValueError as exc:  # the name is taken: an actor of an earlier lane with this id
+            raise LanesError(f"an actor for lane {lane_id} already runs on the cluster ({_line(exc)})",
+                             f"`ray kill` it or pick another --id: {actor_name(self.key, lane_id)}") from None
+        self._actors[lane_id] = handle
+        try:
+            await self._await(handle.node.remote(), self.placement_timeout_s)
+        except _Unreachable:
+            raise LanesError(f"no node took lane {lane_id} within {self.placement_timeout_s:g}s: every lane "
+                             "slot (or every node with the labels asked for) is taken", "wait for a lane to end, "
+                             "stop one, or add a node") from None
+        except _Gone as exc:
+            raise LanesError(f"lane {lane_id}'s actor died before it started: {exc}",
+                             "see `ray status` and the node's logs") from None
+        try:
+            begun: dict[str, Any] = await self._await(handle.begin.remote(), 900.0)
+        except BaseException as exc:  # placed: the node cleans up what the start made there, then it goes
+            with contextlib.suppress(Exception):
+                await self._await(handle.discard.remote(), 60.0)
+            if isinstance(exc, _Unreachable | _Gone):
+                raise LanesError(f"lane {lane_id} did not start on its node: {exc}", "see the node's logs") from None
+            raise
+        return begun
+
+    async def _undo_start(self, lane_id: str) -> None:
+        """A start that failed leaves no actor, remote ref or mirror (as `launch_lane` undoes its own)."""
+        handle = self._actors.pop(lane_id, None)
+        if handle is not None:  # never placed, or its node already cleaned up (`_place_and_begin`)
+            with contextlib.suppress(Exception):
+                ray.kill(handle)
+        with contextlib.suppress(LanesError):
+            await asyncio.to_thread(self.remote.drop_lane, lane_id)
+        self.mirror.remove(lane_id)
+
+    # --- Reading ----------------------------------------------------------------------------------
+    def _pollable(self, record: LaneRecord) -> bool:
+        """A lane whose actor is ours to ask: placed (its start wrote the node; a start still waiting
+        for a node is not unreachable) and neither let go, lost nor decided."""
+        info = self.mirror.runner_info(record.id)
+        return (record.runner == "ray" and record.state not in FINAL_STATES and record.state != "lost"
+                and info.get("actor", "live") == "live" and bool(info.get("node_id")))
+
+    async def _refresh(self, lane_id: str) -> bool:
+        """One poll of the lane's actor into the mirror; True if its state changed."""
+        async with self._lock(lane_id):
+            record = self.mirror.read(lane_id)
+            if not self._pollable(record):
+                return False
+            await asyncio.to_thread(self.connect)
+            changed = False
+            for _ in range(8):  # a lane that printed a lot catches up in batches
+                seq = self.mirror.seq(lane_id)
+                try:
+                    answer = await self._call(lane_id, "poll", seq, 1 << 20)
+                except (_Unreachable, _Gone) as exc:
+                    return self._fault(lane_id, exc) or changed
+                changed = self._absorb(lane_id, seq, answer) or changed
+                if answer["status"] is None or len(answer["output"][0]) < 1 << 20:
+                    break
+            status = answer["status"]
+            if status is not None and not status.get("supervisor_alive") and not status.get("shim_alive"):
+                await self._retire(lane_id)  # it ended: let the actor (and its lane_slot) go
+                if self.mirror.read(lane_id).state in LIVE_STATES:  # its supervisor died without a word
+                    self.mirror.mark(lane_id, "lost", f"its supervisor on {record.node} is gone")
+                changed = changed or self.mirror.read(lane_id).state != record.state
+            return changed
+
+    def _absorb(self, lane_id: str, seq: int, answer: dict[str, Any]) -> bool:
+        status = answer["status"]
+        if status is None:  # still beginning
+            return False
+        data, next_seq = answer["output"]
+        self.mirror.append_output(lane_id, seq, data, next_seq)
+        self.mirror.add_sample(lane_id, answer["sample"])
+        self._alive[lane_id] = bool(status.get("supervisor_alive"))
+        return self.mirror.from_node(lane_id, status)
+
+    def _fault(self, lane_id: str, exc: Exception) -> bool:
+        """The lead-side states of a cluster fault (see the module docstring); True if state changed."""
+        self._alive[lane_id] = False
+        node = self.mirror.read(lane_id).node or "its node"
+        if isinstance(exc, _Gone):
+            self.mirror.set_runner_info(lane_id, actor="gone")
+            return self.mirror.mark(lane_id, "lost", f"lost with node {node}: {exc}")
+        return self.mirror.mark(lane_id, "unreachable", f"node {node} does not answer")
+
+    async def sync(self) -> list[str]:
+        """Refresh every Ray lane's mirror (status, new output, latest sample); the ids whose state changed."""
+        lanes = [record.id for record in self.mirror.ray_lanes() if self._pollable(record)]
+        if not lanes:
+            return []
+        results = await asyncio.gather(*(self._refresh(lane_id) for lane_id in lanes), return_exceptions=True)
+        for lane_id, result in zip(lanes, results, strict=True):
+            if isinstance(result, BaseException) and not isinstance(result, LanesError):
+                raise result
+            if isinstance(result, LanesError):
+                log.warning("sync of %s: %s", lane_id, result)
+        return [lane_id for lane_id, result in zip(lanes, results, strict=True) if result is True]
+
+    async def attach(self, lane_id: str) -> bool:
+        """After a restart: is the lane's actor alive with its supervisor running? (Then `sync` goes on
+        with its output from the mirror's sequence.)"""
+        validate_lane_id(lane_id)
+        if not self.mirror.store.exists(lane_id):
+            return False
+        record = self.mirror.read(lane_id)
+        if record.runner != "ray":
+            return await asyncio.to_thread(supervisor_alive, self.repo, lane_id)
+        await self._refresh(lane_id)
+        return self._pollable(self.mirror.read(lane_id)) and self._alive.get(lane_id, False)
+
+    async def status(self, lane_id: str) -> LaneRecord:
+        record = self.mirror.read(lane_id)
+        if self._pollable(record):
+            await self._refresh(lane_id)
+            record = self.mirror.read(lane_id)
+        return record
+
+    async def output(self, lane_id: str, from_seq: int, max_bytes: int) -> tuple[bytes, int]:
+        """From the mirror; a reader at its end first pulls what the node has beyond it."""
+        record = self.mirror.read(lane_id)
+        if from_seq >= self.mirror.seq(lane_id) and self._pollable(record):
+            await self._refresh(lane_id)
+        return await asyncio.to_thread(read_output, self.mirror.paths.lane(lane_id).output, from_seq, max_bytes)
+
+    async def sample(self, lane_id: str) -> dict[str, Any] | None:
+        await self.status(lane_id)
+        return self.mirror.last_sample(lane_id)
+
+    async def send(self, lane_id: str, text: str) -> dict[str, Any]:
+        record = self.mirror.read(lane_id)
+        try:
+            reply: dict[str, Any] = await self._call(lane_id, "send", text, timeout=max(30.0, self.call_timeout_s))
+        except (_Unreachable, _Gone) as exc:
+            self._fault(lane_id, exc)
+            raise LanesError(f"lane {lane_id} on {record.node} did not take the message: {exc}",
+                             "see its state with `lanes-tui status`") from None
+        return reply
+
+    # --- Work on the node's worktree --------------------------------------------------------------
+    async def _visit(self, lane_id: str, method: str, *args: Any, timeout: float = 3600.0) -> Any:
+        """`method` on the lane's node: through its live actor, else (its actor retired) through a
+        short-lived one pinned to that node; the node's status afterwards goes into the mirror."""
+        record = self.mirror.read(lane_id)
+        info = self.mirror.runner_info(lane_id)
+        await asyncio.to_thread(self.connect)
+        gone_fix = f"`lanes-tui recover --relaunch {lane_id}` runs it again from its last checkpoint"
+        if record.state == "unreachable":  # a call could hang for as long as the work may take
+            raise LanesError(f"lane {lane_id}'s node {record.node} does not answer",
+                             "try again once it answers (`lanes-tui status` shows it)")
+        if info.get("actor", "live") == "live":
+            try:
+                answer = await self._call(lane_id, "visit", method, *args, timeout=timeout)
+            except (_Unreachable, _Gone) as exc:
+                self._fault(lane_id, exc)
+                raise LanesError(f"lane {lane_id}'s node {record.node} does not answer: {exc}", gone_fix) from None
+        else:
+            node_id, spec = info.get("node_id"), info.get("spec")
+            alive = {n["NodeID"] for n in await asyncio.to_thread(ray.nodes) if n.get("Alive")}
+            if not node_id or not spec or node_id not in alive:
+                raise LanesError(f"lane {lane_id}'s node {record.node} is gone, and its worktree with it", gone_fix)
+            strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+            visitor = LaneActor.options(num_cpus=0, max_restarts=0, max_task_retries=0, scheduling_strategy=strategy,
+                                        **_env()).remote(spec)
+            try:
+                answer = await self._await(visitor.visit.remote(method, *args), timeout)
+            except (_Unreachable, _Gone) as exc:
+                raise LanesError(f"lane {lane_id}'s node {record.node} does not answer: {exc}", gone_fix) from None
+            finally:
+                ray.kill(visitor)
+        if answer.get("status") is not None:
+            self.mirror.from_node(lane_id, answer["status"])
+        return answer["value"]
+
+    async def run_gates(self, lane_id: str) -> dict[str, object]:
+        """The gates where the worktree is; the packet, kept in the mirror for `check` and `accept`."""
+        packet: dict[str, object] = await self._visit(lane_id, "run_gates")
+        self.mirror.write_packet(lane_id, dict(packet))
+        return packet
+
+    async def publish(self, lane_id: str) -> Published:
+        """The node commits what is pending on `lane/<id>` and pushes it to the shared remote."""
+        done: dict[str, str] = await self._visit(lane_id, "publish")
+        return Published(ref=done["ref"], commit=done["commit"], where=self.config.runner.remote)
+
+    async def fetch_branch(self, lane_id: str) -> str:
+        """Publish, then fetch `lane/<id>` into the lead's repository; the commit accept fast-forwards to."""
+        published = await self.publish(lane_id)
+        await asyncio.to_thread(self.remote.fetch_branch, lane_id)
+        return published.commit
+
+    # --- Ending -----------------------------------------------------------------------------------
+    async def _retire(self, lane_id: str) -> list[int]:
+        """Checkpoint, stop through the shim, drain output and status, THEN kill the actor."""
+        forced: list[int] = []
+        with contextlib.suppress(_Unreachable, _Gone, LanesError):
+            await self._call(lane_id, "checkpoint", timeout=120.0)
+        try:
+            forced = await self._call(lane_id, "stop", None, timeout=120.0)
+            for _ in range(64):
+                seq = self.mirror.seq(lane_id)
+                answer = await self._call(lane_id, "poll", seq, 4 << 20)
+                self._absorb(lane_id, seq, answer)
+                if len(answer["output"][0]) == 0:
+                    break
+        except (_Unreachable, _Gone) as exc:
+            self._fault(lane_id, exc)
+            return forced
+        handle = self._actors.pop(lane_id, None)
+        if handle is not None:
+            await asyncio.to_thread(ray.kill, handle)
+        self.mirror.set_runner_info(lane_id, actor="retired")
+        self._alive[lane_id] = False
+        return forced
+
+    async def stop(self, lane_id: str) -> list[int]:
+        """Stop the lane (the shim takes its tree down) and let its actor go; the pids killed by force."""
+        validate_lane_id(lane_id)
+        if not self.mirror.store.exists(lane_id):  # nothing of ours: at most a stray actor by that name
+            await asyncio.to_thread(self._kill_by_name, lane_id)
+            return []
+        record = self.mirror.read(lane_id)
+        if record.runner != "ray" or self.mirror.runner_info(lane_id).get("actor", "live") != "live":
+            return []
+        await asyncio.to_thread(self.connect)
+        if record.state == "unreachable":  # one quick try, not minutes of timeouts on a silent node
+            await self._refresh(lane_id)
+            record = self.mirror.read(lane_id)
+            if record.state == "unreachable":
+                raise LanesError(f"lane {lane_id}'s node {record.node} does not answer: it cannot be stopped now",
+                                 "try again once it answers; a node that is gone takes the lane's processes "
+                                 "with it (the lane then shows lost)")
+            if not self._pollable(record):
+                return []
+        async with self._lock(lane_id):
+            forced = await self._retire(lane_id)
+        record = self.mirror.read(lane_id)
+        if record.state in LIVE_STATES:  # stopped before its supervisor could say how it ended
+            self.mirror.mark(lane_id, "exited", f"stopped by the lead on {record.node}")
+        return forced
+
+    async def discard(self, lane_id: str) -> list[str]:
+        """Stop the lane, remove its worktree and clone on the node, its refs on the remote and the
+        lead's copy of its branch, then its mirror; what was removed."""
+        record = self.mirror.read(lane_id)
+        removed: list[str] = []
+        try:
+            removed += await self._visit(lane_id, "discard")
+        except LanesError as exc:  # a lost node took its worktree with it: the rest is still ours to clean
+            self.mirror.note(lane_id, f"discard: {exc}")
+        await asyncio.to_thread(self._kill_by_name, lane_id)
+        removed += await asyncio.to_thread(self.remote.drop_lane, lane_id)
+        branch = f"lane/{lane_id}"
+        if worktrees.current_branch(self.repo) != branch and run_git(
+                self.repo, "branch", "-D", "--", branch, check=False).returncode == 0:
+            removed.append(f"{branch} (fetched)")
+        if self.mirror.remove(lane_id):
+            removed.append(str(self.mirror.paths.lane(lane_id).dir))
+        self._alive.pop(lane_id, None)
+        log.info("discarded %s (%s)", lane_id, record.node)
+        return removed
+
+    def _kill_by_name(self, lane_id: str) -> None:
+        """Kill the lane's actor if one is left (never connecting just for that)."""
+        self._actors.pop(lane_id, None)
+        if not ray.is_initialized():
+            return
+        with contextlib.suppress(ValueError):
+            ray.kill(ray.get_actor(actor_name(self.key, lane_id), namespace=NAMESPACE))
+
+    # --- Relaunch ---------------------------------------------------------------------------------
+    async def relaunch(self, lane_id: str) -> LaneRecord:
+        """The next attempt of a lost (or ended) lane, on another node, from its last pushed checkpoint
+        (`refs/lanes-wip/<id>`, else its published branch, else its base)."""
+        record = self.mirror.read(lane_id)
+        if record.runner != "ray":
+            raise LanesError(f"lane {lane_id} runs on this machine", "use `lanes-tui recover --relaunch` for it")
+        if record.state in LIVE_STATES or record.state == "unreachable":
+            raise LanesError(f"lane {lane_id} is {record.state} on {record.node}",
+                             "stop it first, or wait until it is lost (its node gone)")
+        found = await asyncio.to_thread(self.remote.last_work, lane_id)
+        source, start = found if found is not None else ("its base", record.base_sha)
+        request = relaunch_request(record, self.mirror.paths.lane_ids())
+        avoid = self.mirror.runner_info(lane_id).get("node_id")
+        new = await self._launch(request, start_commit=start, base_sha=record.base_sha, avoid_node=avoid)
+        record = self.mirror.read(lane_id)
+        record.superseded_by = new.id
+        self.mirror.write(record)
+        self.mirror.note(new.id, f"relaunched from {lane_id} ({record.state} on {record.node}) "
+                                 f"at {source} {start[:12]}")
+        return new
+
+    # --- doctor -----------------------------------------------------------------------------------
+    def doctor(self) -> list[tuple[str, bool, str]]:
+        """(check, ok, detail): the cluster, versions on every node, lane slots, the remote from a node."""
+        settings = self.config.runner
+        try:
+            self.connect()
+        except LanesError as exc:
+            return [("cluster", False, str(exc))]
+        nodes = [n for n in ray.nodes() if n.get("Alive")]
+        checks: list[tuple[str, bool, str]] = [("cluster", True, f"{len(nodes)} node(s) alive at {settings.address}")]
+        facts: list[dict[str, str]] = []
+        failed: list[str] = []
+        for node in nodes:
+            try:
+                pinned = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
+                facts.append(ray.get(_facts_task.options(scheduling_strategy=pinned).remote(), timeout=60))
+            except Exception as exc:  # a node that cannot run a task is itself the finding
+                failed.append(f"{node.get('NodeManagerHostname')}: {_line(exc)}")
+        checks += version_checks(node_facts(), facts, failed)
+        slots = [(n.get("NodeManagerHostname", "?"), n.get("Resources", {}).get("lane_slot", 0)) for n in nodes]
+        with_slots = [f"{host} ({count:g})" for host, count in slots if count >= 1]
+        checks.append(("lane slots", bool(with_slots), ", ".join(with_slots) or
+                       "no node has a lane_slot resource: `ray start --resources '{\"lane_slot\": 2}'`"))
+        slot_nodes = [n["NodeID"] for n in nodes if n.get("Resources", {}).get("lane_slot", 0) >= 1]
+        try:  # on a node lanes run on (it needs no free slot: a full cluster is still checked)
+            strategy = NodeAffinitySchedulingStrategy(slot_nodes[0], soft=True) if slot_nodes else None
+            ok, detail = ray.get(_ls_remote_task.options(scheduling_strategy=strategy).remote(settings.remote),
+                                 timeout=120)
+        except Exception as exc:  # the task could not run, or did not answer
+            ok, detail = False, _line(exc)
+        checks.append(("remote from a node", bool(ok), str(detail)))
+        return checks
+
+
+_facts_task = ray.remote(num_cpus=0)(node_facts)
+_ls_remote_task = ray.remote(num_cpus=0)(ls_remote)
+
+
+def _check_reachable(address: str) -> None:
+    """A `host:port` (or `ray://host:port`) nobody listens on is refused in seconds, not minutes."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():  # `auto`, `local`: Ray finds (or fails to find) it at once
+        return
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise LanesError(f"no Ray cluster answers at {address!r}: {exc.strerror or exc}", CLUSTER_FIX) from None
+
+
+#: Ray's core worker SIGKILLs its direct children when it exits (its raylet gone, say): that is the
+#: reaper shim, which then cannot take the lane's tree down, and the supervisor and agent (in a
+#: session of their own) run on unseen. The shim is the lane's reaper, so Ray's is turned off for
+#: the lane's actor: the worker's death reaches the shim as PDEATHSIG, and the shim stops the lane.
+RAY_WORKER_ENV = {"RAY_kill_child_processes_on_worker_exit": "0"}
+
+
+def _env() -> dict[str, Any]:
+    """The `runtime_env` option for a lane's actor: `RAY_WORKER_ENV` and the lead's `ACTOR_ENV`."""
+    env = {**RAY_WORKER_ENV, **{name: os.environ[name] for name in ACTOR_ENV if name in os.environ}}
+    return {"runtime_env": {"env_vars": env}}
+
+
+def _line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
