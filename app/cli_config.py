@@ -10,10 +10,12 @@ documented in docs/cli.md; the text forms are for reading and may change.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -170,13 +172,23 @@ def doctor_report(repo: Path) -> dict[str, Any]:
     report["env"] = {"base": base, "extra": extra, "allows": allows}
     report["inotify"] = describe_watch_limit()  # the lanes' file watcher shares this per-user limit
     report["gates"] = describe_gates(repo, config.gates)  # the venv and each step, detected or configured
-    for name in sorted({p for chain in config.chains.values() for p in chain}):
+    report["runner"] = runner_report(repo, config)
+    if report["runner"]["problem"] is not None:
+        problems.append(f"runner: {report['runner']['problem']}")
+    problems.extend(f"runner: {check['check']}: {check['detail']}" for check in report["runner"]["checks"]
+                    if not check["ok"])
+    # On a cluster the agents run on the nodes: a CLI missing here is no problem for them (the provider
+    # lines still show this machine, for `review` and for lanes run locally again).
+    chained = sorted({p for chain in config.chains.values() for p in chain}) if config.runner.kind == "local" else []
+    for name in chained:
         exe = config.providers[name].executable()
         if _found(exe) is None:
             problems.append(f"chain provider {name!r} is not installed ({exe} not on PATH)")
+    remote_lanes: set[str] = set()  # their worktree is on a node, never on this machine
     for lane_id in StatePaths(repo).lane_ids():
         try:
-            read_lane(repo, lane_id, reconciled=False)
+            if read_lane(repo, lane_id, reconciled=False).runner != "local":
+                remote_lanes.add(lane_id)
         except LanesError as exc:
             problems.append(str(exc))
     report["stale"] = [{"lane": c.lane_id, "before": c.before, "after": c.after, "reason": c.reason}
@@ -188,10 +200,75 @@ def doctor_report(repo: Path) -> dict[str, Any]:
             continue
         if row["state"] == "lost":
             report["lost"].append(row["id"])
-        if row["state"] not in ("accepted", "abandoned") and not Path(row["worktree"]).exists():
+        if (row["id"] not in remote_lanes and row["state"] not in ("accepted", "abandoned")
+                and not Path(row["worktree"]).exists()):
             problems.append(f"worktree of {row['id']} is missing: {row['worktree']}")
     report["problems"] = problems
     return report
+
+
+#: The fix for a Ray runner that cannot load: the extra pins the Ray every node must run too.
+RAY_FIX = "pip install 'lanes-tui[ray]'"
+
+
+def runner_report(repo: Path, config: Config) -> dict[str, Any]:
+    """`doctor --json`'s `runner`: where lanes run and, for a Ray cluster, each of the runner's own checks.
+
+    The runner comes from the engine's `make_runner`, the one place that imports the Ray runner and
+    only when `[runner] kind = "ray"` asks for it: a lead on one machine never pays Ray's import (seconds,
+    hundreds of MB), a lead without the extra gets its one-line refusal (with `pip install
+    'lanes-tui[ray]'`) as a problem, and a cluster that misbehaves is a problem to read, never a
+    crash of the command meant to diagnose it.
+    """
+    settings = config.runner
+    report: dict[str, Any] = {"kind": settings.kind, "address": settings.address, "remote": settings.remote,
+                              "lane_slots": settings.lane_slots, "labels": dict(settings.labels),
+                              "checkpoint_s": settings.checkpoint_s, "checks": [], "problem": None}
+    if settings.kind == "local":
+        return report
+    # The runner the engine would use (`make_runner`, kept for the process: `status` and the lanes'
+    # sync below share its one cluster connection), looked up only now: the local path never loads it.
+    from lanes_tui.engine import Engine
+
+    try:
+        # Ray's own chatter while it connects goes to stderr: stdout stays the one JSON value of --json.
+        with contextlib.redirect_stdout(sys.stderr):
+            runner = Engine(repo, config=config).runner
+            doctor = getattr(runner, "doctor", None)
+            if not callable(doctor):
+                report["problem"] = f"the {settings.kind} runner has no checks of its own — update lanes-tui"
+                return report
+            checks: list[tuple[str, bool, str]] = doctor()
+    except LanesError as exc:  # Ray not installed: the fix is in the message
+        report["problem"] = str(exc)
+        return report
+    except ImportError as exc:  # Ray imported later than the runner's module: the same answer
+        missing = exc.name or ""
+        if not (missing == "ray" or missing.startswith("ray.")):
+            raise
+        report["problem"] = f"[runner] kind = \"ray\" needs Ray, which is not installed here — {RAY_FIX}"
+        return report
+    except Exception as exc:  # a cluster's failure is the diagnosis here, whatever Ray raises for it
+        report["problem"] = f"the cluster checks stopped: {type(exc).__name__}: {exc}"
+        return report
+    report["checks"] = [{"check": name, "ok": bool(ok), "detail": detail} for name, ok, detail in checks]
+    return report
+
+
+def runner_lines(runner: dict[str, Any]) -> list[str]:
+    """The text form of `runner_report`: one line for where lanes run, then one per check."""
+    if runner["kind"] != "ray":
+        return ["runner: local — lanes run on this machine, each under its own supervisor "
+                "(a Ray cluster: [runner] kind = \"ray\", docs/ray.md)"]
+    labels = ", ".join(f"{key}={value}" for key, value in runner["labels"].items())
+    lines = [f"runner: ray at {runner['address']}, shared remote {runner['remote']}, "
+             f"{runner['lane_slots']} lane slot(s) a node, checkpoint every {runner['checkpoint_s']:g}s"
+             + (f", nodes labelled {labels}" if labels else "")]
+    lines += [f"runner {check['check']:<28} {'ok' if check['ok'] else 'FAILED':<7} {check['detail']}"
+              for check in runner["checks"]]
+    lines.append("runner: the agents run on the nodes, with their CLIs and credentials there: the provider "
+                 "lines above are this machine's")
+    return lines
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
@@ -222,6 +299,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
               + (f"  (allows {', '.join(allow)})" if allow else ""))
     for line in report["gates"]:
         print(f"gates: {line}")
+    for line in runner_lines(report["runner"]):
+        print(line)
     for change in report["stale"]:
         print(f"stale: {change['lane']} was {change['before']}, now {change['after']} ({change['reason']})")
     for lane_id in report["lost"]:

@@ -94,7 +94,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     repo = repo_of(args)
     if args.log:
         return _print_gate_log(repo, args.lane_id)
-    packet = asyncio.run(check_lane(repo, load_config(repo), args.lane_id))
+    config = load_config(repo)
+    if config.runner.kind != "local":  # a lane on a cluster node: its gates run there, through the runner
+        from lanes_tui.app.cli_remote import check_remote, is_remote
+
+        packet = check_remote(repo, config, args.lane_id) if is_remote(repo, args.lane_id) else \
+            asyncio.run(check_lane(repo, config, args.lane_id))
+    else:
+        packet = asyncio.run(check_lane(repo, config, args.lane_id))
     code = 0 if packet.get("gates_status") in ("passed", "none") else 1
     if args.json:
         warnings: Any = packet.get("warnings") or []

@@ -11,11 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from lanes_tui.app import cli_args
 from lanes_tui.app.cli_lanes import repo_of
-from lanes_tui.engine import LanesError, load_config, peek_output, peek_screen, send_to_lane
+from lanes_tui.engine import Config, LanesError, load_config, peek_output, peek_screen, send_to_lane
 
 #: The supervisor refused (it is running, but cannot take this now): exit 1, not 2.
 REFUSED = 1
@@ -66,6 +67,9 @@ def cmd_attach(args: argparse.Namespace) -> int:
     from lanes_tui.app.attach_client import DEFAULT_DETACH, attach
 
     repo = repo_of(args)
+    if _remote_config(repo, args.lane_id) is not None:
+        raise LanesError(f"lane {args.lane_id} runs on a cluster node: attach reaches a supervisor on this "
+                         "machine only", f"`lanes-tui peek {args.lane_id}` or `lanes-tui send {args.lane_id} TEXT`")
     key = args.detach_key or load_config(repo).keys.get("attach.detach") or DEFAULT_DETACH
     print(f"lanes-tui: {attach(repo, args.lane_id, detach=key)}", file=sys.stderr)
     return 0
@@ -74,7 +78,7 @@ def cmd_attach(args: argparse.Namespace) -> int:
 def cmd_send(args: argparse.Namespace) -> int:
     repo = repo_of(args)
     try:
-        reply = send_to_lane(repo, args.lane_id, args.text)
+        reply = _send(repo, args.lane_id, args.text)
     except LanesError as exc:
         code = REFUSED if getattr(exc, "refused", False) else 2
         if args.json:
@@ -89,10 +93,43 @@ def cmd_send(args: argparse.Namespace) -> int:
     return 0
 
 
+def _send(repo: Path, lane_id: str, text: str) -> dict[str, Any]:
+    """To the lane's supervisor here, or through the runner to a lane on a cluster node."""
+    remote = _remote_config(repo, lane_id)
+    if remote is not None:
+        from lanes_tui.app.cli_remote import send_remote
+
+        return send_remote(repo, remote, lane_id, text)
+    return send_to_lane(repo, lane_id, text)
+
+
+def _remote_config(repo: Path, lane_id: str) -> Config | None:
+    """The config when the lane runs on a cluster node (reached through the runner), else None. A
+    config that cannot be read is no cluster: a local lane is still reached (as before the runner)."""
+    try:
+        config = load_config(repo)
+    except LanesError:
+        return None
+    if config.runner.kind == "local":
+        return None
+    from lanes_tui.app.cli_remote import is_remote
+
+    return config if is_remote(repo, lane_id) else None
+
+
 def cmd_peek(args: argparse.Namespace) -> int:
     repo = repo_of(args)
     result: dict[str, Any]
-    if args.screen:
+    remote = _remote_config(repo, args.lane_id)
+    if remote is not None:
+        if args.screen:
+            raise LanesError(f"the screen of {args.lane_id} is on its cluster node, not mirrored here",
+                             f"peek its output instead: `lanes-tui peek {args.lane_id}`")
+        from lanes_tui.app.cli_remote import peek_remote
+
+        result = {"lane": args.lane_id, "source": "output",
+                  "lines": peek_remote(repo, remote, args.lane_id, args.lines)}
+    elif args.screen:
         reply = peek_screen(repo, args.lane_id)
         lines = [str(line) for line in reply.get("lines", [])]
         while lines and not lines[-1].strip():

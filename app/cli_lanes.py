@@ -146,13 +146,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     _check_state_writable(StatePaths(repo))
     if args.best_of is not None or args.providers is not None:
         return _run_best_of(args, repo, config, prompt)
-    record = launch_lane(repo, config, LaunchRequest(prompt=prompt, task_type=args.task_type,
-                                                     lane=args.lane, slug=args.slug,
-                                                     allow_load=args.allow_load, raw=args.raw,
-                                                     caps=_run_caps(args), scope=_run_scope(args.scope)))
+    request = LaunchRequest(prompt=prompt, task_type=args.task_type, lane=args.lane, slug=args.slug,
+                            allow_load=args.allow_load, raw=args.raw, caps=_run_caps(args),
+                            scope=_run_scope(args.scope))
+    if config.runner.kind == "local":
+        record = launch_lane(repo, config, request)
+    else:  # on a cluster node, through the runner (Ray is imported only here, only for kind = "ray")
+        from lanes_tui.app.cli_remote import start_remote
+
+        record = start_remote(repo, config, request)
     if args.json:
         return _print_started([record], None)
-    print(f"started lane {record.id} in {record.worktree} (chain: {' → '.join(record.chain)})")
+    where = f"{record.node}:{record.worktree}" if record.node else record.worktree
+    print(f"started lane {record.id} in {where} (chain: {' → '.join(record.chain)})")
     print(record.id)
     return 0
 
@@ -170,6 +176,9 @@ def _run_best_of(args: argparse.Namespace, repo: Path, config: Config, prompt: s
         raise LanesError("--providers goes with --best-of N", "add --best-of N, or use --lane PROVIDER for one lane")
     if args.lane is not None:
         raise LanesError("--best-of and --lane do not go together", "name the lanes' providers with --providers a,b,c")
+    if config.runner.kind != "local":
+        raise LanesError(f"run --best-of runs on this machine only, and [runner] kind is {config.runner.kind!r}",
+                         "start the lanes one by one (`lanes-tui run --prompt …` each), or set kind = \"local\"")
     providers = [name.strip() for name in (args.providers or "").split(",")] if args.providers is not None else []
     if "" in providers:
         raise LanesError(f"--providers {args.providers!r} has an empty name", "list providers as a,b,c")
@@ -269,7 +278,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         # A lane whose record cannot be read shows as `corrupt` here (its JSON state stays a contract one).
         state = "corrupt" if row.get("problem") else row["state"]
         print(f"{row['id']:<28} {state:<10} {row['result'] or '':<15} {row['provider'] or '':<10} "
-              f"{idle:>6} {row['cpu_percent'] or 0:>6.1f} {rss:>8}" + _group_tag(row))
+              f"{idle:>6} {row['cpu_percent'] or 0:>6.1f} {rss:>8}" + _group_tag(row) + _node_tag(row))
         if row.get("problem"):
             print(f"  problem: {row['problem']}")
     for line in stuck:
@@ -284,6 +293,14 @@ def _group_tag(row: dict[str, Any]) -> str:
         return ""
     short = group if len(group) <= 24 else group[:23] + "…"
     return f"  g:{short} #{row.get('rank') or '-'}"
+
+
+def _node_tag(row: dict[str, Any]) -> str:
+    """`  @host` for a lane on a cluster node (its hostname; `--json` has the node id too); "" for a local one."""
+    node = row.get("node")
+    if row.get("runner", "local") == "local" or not isinstance(node, str) or not node:
+        return ""
+    return f"  @{node.split(' (', 1)[0]}"
 
 
 def cmd_wait(args: argparse.Namespace) -> int:

@@ -7,7 +7,7 @@ import asyncio
 import json
 
 from lanes_tui.app.cli_lanes import repo_of
-from lanes_tui.engine import live_lane_ids, stop_lanes
+from lanes_tui.engine import Config, LanesError, lane_statuses, live_lane_ids, load_config, stop_lanes
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -25,10 +25,26 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 def cmd_stop(args: argparse.Namespace) -> int:
     repo = repo_of(args)
-    ids = live_lane_ids(repo) if args.all else [args.lane_id]
-    if not ids and not args.json:
+    try:
+        config: Config | None = load_config(repo)
+    except LanesError:  # a config that cannot be read names no cluster: local lanes still stop
+        config = None
+    remote: list[str] = []
+    if config is not None and config.runner.kind != "local":  # lanes on cluster nodes are stopped through their runner
+        from lanes_tui.app.cli_remote import is_remote, live_remote_ids
+
+        if args.all:
+            remote = live_remote_ids(repo, [s.id for s in lane_statuses(repo) if not s.problem])
+        elif is_remote(repo, args.lane_id):
+            remote = [args.lane_id]
+    ids = live_lane_ids(repo) if args.all else [] if remote else [args.lane_id]
+    if not ids and not remote and not args.json:
         print("no lane is running; nothing to stop")
     reports = asyncio.run(stop_lanes(repo, ids)) if ids else []
+    if remote and config is not None:
+        from lanes_tui.app.cli_remote import stop_remote
+
+        reports += stop_remote(repo, config, remote)
     if args.json:
         print(json.dumps([r.to_json() for r in reports], indent=2))
     else:

@@ -186,3 +186,32 @@ def test_lock_stays_as_lean_as_ask(repo: Path, tmp_path: Path) -> None:
     assert parts <= {"lanes_tui.engine.core", "lanes_tui.engine.state", "lanes_tui.engine.config",
                      "lanes_tui.engine.lanes"}, parts
     assert sorted(m for m in modules if m.startswith("lanes_tui.engine.lanes.")) == ["lanes_tui.engine.lanes.heavy"]
+
+
+def test_the_default_runner_never_imports_ray(repo: Path) -> None:
+    """Without `[runner] kind = "ray"`, nothing loads Ray (seconds and hundreds of MB, an optional extra):
+    not the app, not the engine's door, not `lanes-tui status`, not an Engine started and closed — and
+    not the Ray runner's own module either (`decisions.runners.make_runner` is its only importer)."""
+    write_config(repo)
+    program = (
+        "import asyncio, sys\n"
+        "from pathlib import Path\n"
+        "import lanes_tui.app, lanes_tui.engine, lanes_tui.app.dashboard\n"
+        "from lanes_tui.app.cli import main\n"
+        "assert main(['status']) == 0\n"
+        "from lanes_tui.engine import Engine\n"
+        "async def engine_round() -> None:\n"
+        "    engine = Engine(Path.cwd(), poll_s=0.01)\n"
+        "    await engine.start()\n"
+        "    await asyncio.sleep(0.1)\n"
+        "    await engine.aclose()\n"
+        "asyncio.run(engine_round())\n"
+        "print('LOADED', ' '.join(sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", program], cwd=repo, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(proc.stdout.split("LOADED", 1)[1].split())
+    assert "lanes_tui.engine.live.engine" in loaded  # the engine did run in that process
+    assert sorted(m for m in loaded if m == "ray" or m.startswith("ray.")) == []
+    assert "lanes_tui.engine.remote.ray_runner" not in loaded

@@ -303,7 +303,7 @@ def test_finish_leaves_a_misplaced_lane_alone(programme: Path, tmp_path: Path) -
 
 async def test_runner_discard_refuses_before_stopping(programme: Path) -> None:
     from lanes_tui.engine.config.settings import load_config
-    from lanes_tui.engine.lanes.runner import LocalRunner
+    from lanes_tui.engine.decisions.runners import LocalRunner
 
     repo = programme
     write_config(repo)

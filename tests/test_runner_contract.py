@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lanes_tui.engine.config.settings import load_config
-from lanes_tui.engine.lanes.runner import LocalRunner
+from lanes_tui.engine.decisions.runners import LocalRunner
 from tests.runner_contract import (
     RunnerWorld,
     contract_lifecycle,

@@ -14,6 +14,9 @@ The "rev" column is the lane's review verdict (`LaneStatus.review`) as one mark 
 The lanes of a best-of-N group (`LaneStatus.group`) are shown together, best rank first, where the
 group's first lane would be, tied by a bracket in the id cell (`┬ ├ └`) and suffixed `#rank` once the
 group is ranked; the tooltip names the group. That reordering is display only: the lanes keep their keys.
+A lane on a cluster node (`runner` "ray") has the node's host before its why (`@host: …`) and the
+full node (`host (node id)`) in the tooltip: the lead sees where an `unreachable` or `lost` lane ran
+(the state is coloured as a warning, as `_format.STATE_TONE` says).
 
 For many lanes (`widgets._lane_order`): `cycle_sort` orders them oldest first (the default), by
 attention (waiting and stalled first, then rejected / conflict / lost, then ready, then running, then
@@ -116,8 +119,8 @@ class LanesTable(KeyedTable):
         rows: list[Row] = []
         self._states = {}
         for lane, mark, size in _grouped(lanes):
-            self._states[lane.id] = (_shown_state(lane),
-                                     _why(lane) + _radar_note(lane) + _review_note(lane) + _group_note(lane, size))
+            self._states[lane.id] = (_shown_state(lane), _why(lane) + _radar_note(lane) + _review_note(lane)
+                                     + _group_note(lane, size) + _node_note(lane))
             cells = self._row(lane, self._now, mark)
             if marked:
                 cells = (Cell(("• " if self._is_unseen(lane) else "  ") + cells[0].text, cells[0].tone,
@@ -177,7 +180,8 @@ class LanesTable(KeyedTable):
             Cell(fmt.tokens(lane.tokens), right=True),
             Cell(fmt.cost(lane.cost_usd, lane.cost_estimated), right=True),
             _radar(lane),
-            Cell(fmt.truncate(_why(lane), 48), "warning" if _lock_waiting(lane) else ""),
+            Cell(fmt.truncate(_where(lane) + _why(lane), 48),
+                 "warning" if _lock_waiting(lane) or lane.state == "unreachable" else ""),
         )
 
     def _selection_changed(self, key: str | None) -> None:
@@ -239,6 +243,27 @@ def _why(lane: LaneStatus) -> str:
     if _lock_waiting(lane) and lane.lock_wait:
         return lane.lock_wait
     return lane.state_reason
+
+
+def _node(lane: LaneStatus) -> str | None:
+    """The cluster node of a lane that runs elsewhere (`hostname (node id)`), None for a local lane.
+    Read by name: a status without the runner fields (an older engine) is a local lane."""
+    node = getattr(lane, "node", None)
+    if getattr(lane, "runner", "local") == "local" or not isinstance(node, str) or not node:
+        return None
+    return node
+
+
+def _where(lane: LaneStatus) -> str:
+    """`@host: ` before the why of a lane on a cluster node (its hostname: the node id is in the tooltip)."""
+    node = _node(lane)
+    return f"@{node.split(' (', 1)[0]}: " if node else ""
+
+
+def _node_note(lane: LaneStatus) -> str:
+    """The lane's cluster node for the tooltip, in full."""
+    node = _node(lane)
+    return f"; on node {node}" if node else ""
 
 
 def _radar(lane: LaneStatus) -> Cell:

@@ -9,6 +9,10 @@ A lane whose `lane.json` is corrupt (not JSON, a wrong type, another lane's id) 
 with `--force`, and then from its id and `origin.json` alone (`lane_paths.locate_by_id`), git
 confirming the folder; the corrupt file is kept aside as `lane.json.corrupt-<time>` and a minimal
 valid record takes its place, so the lane is `abandoned` and nothing of it is lost.
+
+A lane that runs on a cluster node (`record.runner != "local"`) has no worktree here: its runner
+stops it and removes its worktree and branch where they are (`Runner.discard`); the mirror's packet
+and logs stay, as for a local lane.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.atomic import private_opener
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import split_lane_id
+from lanes_tui.engine.decisions.runners import remote_runner
 from lanes_tui.engine.git import worktrees
 from lanes_tui.engine.git.commands import branch_exists
 from lanes_tui.engine.git.lane_paths import LaneLocation, git_witness, locate_by_id, locate_lane, remove_lane_worktree
@@ -57,6 +62,8 @@ class AbandonPlan:
 
 def plan_abandon(repo: Path, config: Config, lane_id: str, *, force: bool = False) -> AbandonPlan:
     record = LaneStore(StatePaths(repo)).read(lane_id)
+    if record.runner != "local":
+        return _plan_remote(record)
     worktree, branch = Path(record.worktree), record.branch
     refusals = []
     if record.state in ("accepted", "abandoned"):
@@ -95,7 +102,34 @@ async def abandon_lane(repo: Path, config: Config, lane_id: str, *, force: bool 
         return await _abandon(repo, config, lane_id, force)
 
 
+def _plan_remote(record: LaneRecord) -> AbandonPlan:
+    """A remote lane's abandon: its runner discards it on its node; nothing local is located."""
+    refusals = [f"the lane is already {record.state}"] if record.state in ("accepted", "abandoned") else []
+    where = Path(f"{record.node or 'its node'}:{record.worktree}")
+    return AbandonPlan(record.id, record.state, where, record.branch, 0, [], refusals, None)
+
+
+async def _abandon_remote(repo: Path, config: Config, lane_id: str, force: bool) -> list[str]:
+    """Discard the lane through its runner (stop, worktree and branch removed on the node), then record it."""
+    store = LaneStore(StatePaths(repo))
+    record = store.read(lane_id)
+    plan = _plan_remote(record)
+    if plan.refusals:
+        raise LanesError(f"abandon {lane_id} refused: {plan.refusals[0]}")
+    from lanes_tui.engine.decisions.accept_remote import discard_remote
+
+    removed = await discard_remote(remote_runner(repo, config, record), store, lane_id)
+    record = store.read(lane_id)  # the runner may have written the mirror meanwhile
+    if record.result is None:
+        record.result = "LANE-FAILED"
+    store.transition(record, "abandoned", "abandoned by the lead", removed=removed, force=force, node=record.node)
+    InboxStore(StatePaths(repo).inbox).orphan_lane(lane_id, "the lane was abandoned")
+    return removed
+
+
 async def _abandon(repo: Path, config: Config, lane_id: str, force: bool) -> list[str]:
+    if LaneStore(StatePaths(repo)).read(lane_id).runner != "local":
+        return await _abandon_remote(repo, config, lane_id, force)
     plan = plan_abandon(repo, config, lane_id, force=force)
     if plan.refusals or plan.location is None:
         raise LanesError(f"abandon {lane_id} refused: {plan.refusals[0] if plan.refusals else 'no location'}")

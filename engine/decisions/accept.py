@@ -4,6 +4,8 @@ Accepts are serialised by a lock. Each step is written to `accept.json` in the l
 runs, so a process killed anywhere leaves enough behind for `finish_interrupted_accepts` (run on
 every engine start and by `status`) to finish the accept or roll it back: the target branch only
 ever moves by one fast-forward, and nothing is deleted before the target holds the lane's commit.
+A lane that ran on a cluster node (`record.runner != "local"`) takes `accept_remote`'s way: its
+branch is fetched from the shared remote and fast-forwarded, never rebased here.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from lanes_tui.engine.core.debug import crash_point  # `LANES_TUI_CRASH_AT=merge
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept_journal import mark_stuck, read_journal
 from lanes_tui.engine.decisions.accept_plan import AcceptPlan, checkout_of, is_ancestor, plan_accept
+from lanes_tui.engine.decisions.accept_remote import discard_after_accept, fetch_lane, finish_remote, resolve_remote
 from lanes_tui.engine.decisions.check import gate_lane
 from lanes_tui.engine.decisions.packet import read_packet, write_packet
+from lanes_tui.engine.decisions.runners import remote_runner
 from lanes_tui.engine.git.commands import git_out, nul_list, run_git
 from lanes_tui.engine.git.lane_paths import LaneLocation, git_witness, locate_lane, remove_lane_worktree
 from lanes_tui.engine.git.upstream import fetch_base
@@ -89,8 +93,13 @@ class Accept:
                 plan = plan_accept(self.repo, self.config, self.lane_id, override=override,
                                    override_review=override_review)
                 plan.raise_if_refused()
-                outcome = await self._run(plan, message, override, override_review if plan.review_refusals else None)
-                return replace(outcome, warnings=tuple(dict.fromkeys([*fetched.notices, *plan.warnings])))
+                lifted = override_review if plan.review_refusals else None
+                if self.store.read(self.lane_id).runner != "local":  # ran on a cluster node: fetch, then ff
+                    outcome = await self._run_remote(plan, override, lifted)
+                else:
+                    outcome = await self._run(plan, message, override, lifted)
+                return replace(outcome, warnings=tuple(dict.fromkeys([*fetched.notices, *plan.warnings,
+                                                                       *outcome.warnings])))
 
     async def _run(self, plan: AcceptPlan, message: str | None, override: str | None,
                    override_review: str | None) -> AcceptOutcome:
@@ -125,6 +134,20 @@ class Accept:
         self._cleanup(lane_head, override, override_review)
         text = f"accepted {self.lane_id} into {plan.target} at {lane_head[:10]}"
         return AcceptOutcome(self.lane_id, "accepted", text, merged_sha=lane_head)
+
+    async def _run_remote(self, plan: AcceptPlan, override: str | None, override_review: str | None) -> AcceptOutcome:
+        """A lane that ran on a cluster node (`accept_remote`): fetch its published branch, verify it, one
+        fast-forward, then its actor is discarded. No commit or rebase here: its worktree is on the node."""
+        runner = remote_runner(self.repo, self.config, self.store.read(self.lane_id))
+        lane_head = await fetch_lane(self, runner, plan, override, override_review)
+        self.journal("merge", lane_head=lane_head)
+        fast_forward(self.repo, plan.target, plan.target_sha, lane_head)
+        crash_point("merge:after")
+        self.journal("cleanup", merged_sha=lane_head)
+        finish_remote(self, lane_head, override, override_review)
+        warnings = await discard_after_accept(self, runner)
+        text = f"accepted {self.lane_id} into {plan.target} at {lane_head[:10]} (fetched from the shared remote)"
+        return AcceptOutcome(self.lane_id, "accepted", text, merged_sha=lane_head, warnings=tuple(warnings))
 
     def _conflict(self, files: list[str]) -> AcceptOutcome:
         record = self.store.read(self.lane_id)
@@ -233,6 +256,8 @@ def finish_interrupted_accepts(repo: Path, config: Config) -> list[str]:
 def _resolve(accept: Accept, journal: dict[str, Any]) -> str:
     store, lane_id = accept.store, accept.lane_id
     record = store.read(lane_id)
+    if record.runner != "local":  # no worktree here: finished or rolled back from git alone
+        return resolve_remote(accept, journal)
     location = accept.location()  # refuses (the journal stays, marked stuck) when lane.json disagrees
     target = str(journal.get("target", record.target_branch))
     proc = run_git(accept.repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{target}", check=False)

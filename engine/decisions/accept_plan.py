@@ -2,10 +2,13 @@
 
 The dashboard's confirm modal shows this plan (gates, review, files, target, commits); the accept
 itself re-derives it under the accept lock so nothing can change between the check and the merge.
+A lane that ran on a cluster node is planned from its record and the node's packet as mirrored
+(`plan_remote_accept`): no worktree here to look at, no rebase, a target that moved is refused.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,6 +120,8 @@ def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | Non
                 override_review: str | None = None) -> AcceptPlan:
     store = LaneStore(StatePaths(repo))
     record = store.read(lane_id)
+    if record.runner != "local":  # ran on a cluster node: no worktree here, the node's packet is the evidence
+        return plan_remote_accept(repo, config, record, override=override, override_review=override_review)
     packet = read_packet(store.lane_paths(lane_id)) or {}
     worktree = Path(record.worktree)  # shown only: every step uses the derived, verified location below
     target = record.target_branch
@@ -180,6 +185,81 @@ def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | Non
                 refusals.append(f"your checkout {plan.target_checkout} has uncommitted changes the merge would touch: "
                                 + ", ".join(dirty[:8]) + "; commit or stash them first")
     return plan
+
+
+# --- a lane that ran on a cluster node (`record.runner != "local"`) ---------------------------------
+
+def plan_remote_accept(repo: Path, config: Config, record: LaneRecord, *, override: str | None = None,
+                       override_review: str | None = None) -> AcceptPlan:
+    """The plan of a remote lane's accept, from its record and the node's packet as mirrored."""
+    packet = read_packet(StatePaths(repo).lane(record.id)) or {}
+    target = record.target_branch
+    refusals: list[str] = []
+    target_sha = target_commit(repo, target)
+    if not target_sha:
+        refusals.append(f"the target branch {target!r} does not exist any more")
+    files = [str(f) for f in packet.get("changed_files", [])]
+    plan = AcceptPlan(
+        lane_id=record.id, state=record.state, target=target, target_sha=target_sha, base_sha=record.base_sha,
+        worktree=Path(record.worktree), branch=record.branch, files=files,
+        gates_status=str(packet.get("gates_status", "none")), gates=list(packet.get("gates", [])),
+        review=str(packet.get("review", "MISSING")), needs_rebase=False, target_checkout=None,
+        override=override, refusals=refusals, scope=list(record.scope),
+        review_detail=review_detail(packet) or {}, verification=verification(packet), override_review=override_review,
+    )
+    if record.state == "unreachable":  # its node may still be working on it: nothing is final yet
+        refusals.append(f"the lane is unreachable ({record.state_reason}); wait until its node answers again, "
+                        f"or it is lost and can be relaunched: `lanes-tui wait {record.id}`")
+    else:
+        _check_state(plan, record, packet, override)
+    _check_journal(plan, StatePaths(repo).lane(record.id))
+    if target in config.lanes.protected_branches:
+        refusals.append(f"the target branch {target!r} is protected (lanes.protected_branches); "
+                        "accept into a programme branch, or change the config")
+    if target_sha and record.base_sha and target_sha != record.base_sha:
+        refusals.append(target_moved(record, target_sha))
+    if packet and not files and not refusals:
+        refusals.append(f"nothing to merge: abandon it (`lanes-tui abandon {record.id}`)")
+    plan.outside_scope = outside_scope(files, plan.scope)
+    _check_scope(plan, override)
+    _check_remote_review(plan)
+    if target_sha and not refusals:
+        plan.target_checkout = checkout_of(repo, target)
+        if plan.target_checkout is not None:
+            dirty = sorted(set(files) & set(dirty_files(plan.target_checkout)))
+            if dirty:
+                refusals.append(f"your checkout {plan.target_checkout} has uncommitted changes the merge would touch: "
+                                + ", ".join(dirty[:8]) + "; commit or stash them first")
+    return plan
+
+
+def target_moved(record: LaneRecord, target_sha: str) -> str:
+    """The refusal when the target is no longer where the lane started: no rebase on a remote lane."""
+    return (f"target moved: {record.target_branch} is at {target_sha[:10]}, the lane started from "
+            f"{record.base_sha[:10]}; relaunch the lane (`lanes-tui recover {record.id} --relaunch`, once it is "
+            f"settled) or merge its branch by hand (`git fetch REMOTE lane/{record.id}`, then rebase it)")
+
+
+def _check_remote_review(plan: AcceptPlan) -> None:
+    """A BLOCKING review refuses unless `--override-review REASON`; staleness is the node's to judge
+    (its worktree is not here), so the packet's verdict is taken as the mirror has it."""
+    detail = plan.review_detail
+    if detail.get("verdict") != "BLOCKING":
+        return
+    count = len(detail.get("findings") or [])
+    plan.review_refusals.append(
+        f"the review is BLOCKING ({detail.get('reviewer')}: {count} finding{'' if count == 1 else 's'}); relaunch "
+        f"the lane (`lanes-tui recover {plan.lane_id} --relaunch`) or accept with --override-review REASON")
+    if plan.override_review is None:
+        plan.refusals.extend(plan.review_refusals)
+    elif not plan.override_review.strip():
+        plan.refusals.append("--override-review needs a reason")
+
+
+def target_commit(repo: Path, target: str) -> str:
+    """The commit `refs/heads/<target>` names, or "" when there is no such branch."""
+    proc = run_git(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{target}^{{commit}}", check=False)
+    return os.fsdecode(proc.stdout).strip() if proc.returncode == 0 else ""
 
 
 def _check_state(plan: AcceptPlan, record: LaneRecord, packet: dict[str, Any], override: str | None) -> None:

@@ -4,7 +4,9 @@ Run on every engine start and by `status`: a lane whose supervisor is gone is ei
 receipt says how) or `lost`; a `checking` lane whose checker is gone had its check interrupted (its
 gates are stopped and it goes back to `exited`). A corrupt record is skipped, never fatal for all.
 A pid alone proves nothing, since pids are recycled; the supervisor's recorded create time must
-match too.
+match too. Only a local lane (`record.runner == "local"`) is judged here: a Ray lane has no supervisor
+on this machine by design, and its runner (`RemoteRunner.sync`) says whether it is alive, unreachable
+or lost.
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ def reconcile_lane(repo: Path, store: LaneStore, record: LaneRecord, *,
     its gates outside the supervisor) is left alone. `lock_held`: the caller (recover) holds it —
     it used to be taken for a busy lane, so recover never settled the lane it was inspecting.
     """
-    if record.state not in SUPERVISED_STATES or supervisor_alive(repo, record.id):
+    if not judged_locally(record) or record.state not in SUPERVISED_STATES or supervisor_alive(repo, record.id):
         return None
     if lock_held:
         return _settle(repo, store, record)
@@ -91,7 +93,7 @@ def reconcile_lane(repo: Path, store: LaneStore, record: LaneRecord, *,
 def _settle(repo: Path, store: LaneStore, record: LaneRecord) -> Reconciled | None:
     # The supervisor may still be writing its last lines: re-read before judging.
     record = store.read(record.id)
-    if record.state not in SUPERVISED_STATES or supervisor_alive(repo, record.id):
+    if not judged_locally(record) or record.state not in SUPERVISED_STATES or supervisor_alive(repo, record.id):
         return None
     before = record.state
     lane = store.lane_paths(record.id)
@@ -115,6 +117,11 @@ def _settle(repo: Path, store: LaneStore, record: LaneRecord) -> Reconciled | No
     _orphan_questions(store.paths, record.id, reason)
     log.info("reconciled %s: %s -> %s (%s)", record.id, before, after, reason)
     return Reconciled(record.id, before, after, reason)
+
+
+def judged_locally(record: LaneRecord) -> bool:
+    """Does a local supervisor own this lane? Only then can its absence make the lane `lost`."""
+    return record.runner == "local"
 
 
 def _interrupted_check(repo: Path, store: LaneStore, record: LaneRecord) -> Reconciled:

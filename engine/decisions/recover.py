@@ -3,6 +3,12 @@
 First no process of the lane may be left (leftovers are stopped and reported); then the lead picks:
 `recheck` runs the gates on the worktree as it is, `relaunch` starts the next attempt from the
 current target with the findings (gate tails, stall report, conflict files) in its prompt.
+
+A lane that ran on a cluster node (`record.runner != "local"`) has no process and no worktree here:
+nothing local is stopped or located; `recheck` runs its gates on the node (`Runner.run_gates`) and
+`relaunch` asks its runner for the next attempt on another node, from the last checkpoint the lost
+node pushed (`RemoteRunner.relaunch`). An `unreachable` lane is not recovered: its node may answer
+again, and a relaunch then would run two agents on one task.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from lanes_tui.engine.decisions.check import check_lane
 from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.decisions.reconcile import reconcile_lane
 from lanes_tui.engine.decisions.review_prompt import describe_review, review_detail, review_prompt_block
+from lanes_tui.engine.decisions.runners import remote_runner
 from lanes_tui.engine.git.lane_paths import git_witness, locate_lane
 from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, leftover_processes, stop_lane, supervisor_alive
 from lanes_tui.engine.lanes.parking import PARKED_PREFIX, RESUME_NOW
@@ -115,13 +122,18 @@ async def _inspect(repo: Path, config: Config, lane_id: str, clock: Clock | None
                          f"stop it first (`k` in the dashboard), or wait: `lanes-tui wait {lane_id}`")
     reconcile_lane(repo, store, record, lock_held=True)  # we hold the lane: settle it, do not skip it
     record = store.read(lane_id)
+    local = record.runner == "local"
+    if record.state == "unreachable":
+        raise LanesError(f"lane {lane_id} is unreachable: {record.state_reason}",
+                         f"wait: it is lost once its node is confirmed gone (then `lanes-tui recover {lane_id} "
+                         "--relaunch`), or it comes back by itself; `lanes-tui wait " + lane_id + "` waits")
     if record.state not in RECOVERABLE:
         raise LanesError(f"lane {lane_id} is {record.state}; there is nothing to recover")
-    if stop_leftovers:
+    if stop_leftovers and local:  # a remote lane has no process on this machine
         stopped = await stop_lane(repo, lane_id)
     else:
         stopped = []
-    left = [] if stop_leftovers else [k.pid for k in leftover_processes(repo, lane_id)]
+    left = [] if stop_leftovers or not local else [k.pid for k in leftover_processes(repo, lane_id)]
     packet = read_packet(store.lane_paths(lane_id)) or {}
     return Findings(
         lane_id=lane_id, state=record.state, reason=record.state_reason, result=record.result,
@@ -129,7 +141,7 @@ async def _inspect(repo: Path, config: Config, lane_id: str, clock: Clock | None
         failed_gates=[g for g in packet.get("gates", []) if g.get("status") in ("failed", "timeout")],
         conflict_files=list(packet.get("conflict_files", [])),
         answers=_orphan_answers(repo, lane_id),
-        problems=_location_problems(repo, config, lane_id, record),
+        problems=_location_problems(repo, config, lane_id, record) if local else [],
         fired=_fired(record),
         review=review_detail(packet),
     )
@@ -182,6 +194,12 @@ def _location_problems(repo: Path, config: Config, lane_id: str, record: LaneRec
 
 async def recheck(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None) -> dict[str, Any]:
     await inspect_lane(repo, config, lane_id, clock=clock)
+    record = LaneStore(StatePaths(repo), clock).read(lane_id)
+    if record.runner != "local":  # the worktree is on the node: the gates run there
+        runner = remote_runner(repo, config, record)
+        packet = await runner.run_gates(lane_id)
+        await runner.sync()  # the node's packet and state reach the mirror before the lead reads them
+        return dict(packet)
     return dict(await check_lane(repo, config, lane_id, clock=clock))
 
 
@@ -191,6 +209,8 @@ async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | N
     findings = await inspect_lane(repo, config, lane_id, clock=clock)
     store = LaneStore(StatePaths(repo), clock)
     old = store.read(lane_id)
+    if old.runner != "local":
+        return await _relaunch_remote(repo, config, store, old, fresh=fresh)
     attempt = next_attempt(StatePaths(repo), old.slug)
     prompt = _original_prompt(old.prompt) + findings.prompt_block(old.attempt)
     request = LaunchRequest(prompt=prompt, task_type=old.task_type, slug=old.slug, attempt=attempt,
@@ -204,6 +224,20 @@ async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | N
     old.superseded_by = new.id
     store.write(old)
     store.event(lane_id, "relaunched", next=new.id, fresh=fresh)
+    return new
+
+
+async def _relaunch_remote(repo: Path, config: Config, store: LaneStore, old: LaneRecord, *,
+                           fresh: bool) -> LaneRecord:
+    """A remote lane's next attempt, on another node, from the last checkpoint its node pushed: the
+    runner makes it (it knows the checkpoint); the old record names it, as a local relaunch does."""
+    runner = remote_runner(repo, config, old)
+    new = await runner.relaunch(old.id)
+    old = store.read(old.id)
+    if old.superseded_by != new.id:
+        old.superseded_by = new.id
+        store.write(old)
+    store.event(old.id, "relaunched", next=new.id, fresh=fresh, runner=old.runner)
     return new
 
 

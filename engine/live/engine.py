@@ -7,6 +7,8 @@ those are scanned (`watch`), and only the followed lane's output is read. Reconc
 every record, runs when a supervisor can have died: its pidfd fired (`liveness`), a lane in a
 supervised state has no live supervisor, or a slow timer. Without inotify every tick scans every
 lane and reconcile runs every `reconcile_every_s`, as before; a slow full scan backs inotify up.
+The runner is the one `[runner] kind` names (`decisions.runners.make_runner`); a remote one (Ray) keeps a
+mirror of its lanes that the tick refreshes in the background (`remote_tick`).
 """
 
 from __future__ import annotations
@@ -26,14 +28,16 @@ from lanes_tui.engine.decisions.commands import DecisionCommands
 from lanes_tui.engine.decisions.queue import QueueCommands
 from lanes_tui.engine.decisions.ranking import GroupRanks
 from lanes_tui.engine.decisions.reconcile import SUPERVISED_STATES, reconcile
+from lanes_tui.engine.decisions.runners import shared_runner
 from lanes_tui.engine.git.views import lane_commits, lane_diff, worktree_row
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.lanes.inotify import TreeWatcher
 from lanes_tui.engine.lanes.launcher import LaunchRequest
-from lanes_tui.engine.lanes.runner import LocalRunner, Runner
+from lanes_tui.engine.lanes.runner import Runner
 from lanes_tui.engine.live.lane_inotify import LaneWatch
 from lanes_tui.engine.live.liveness import SupervisorLiveness
 from lanes_tui.engine.live.machine import machine_meters
+from lanes_tui.engine.live.remote_tick import RemoteTick
 from lanes_tui.engine.live.watch import LaneScanner, Watched
 from lanes_tui.engine.plans.ticker import PlanTicker
 from lanes_tui.engine.state.events import (
@@ -61,7 +65,7 @@ LIVENESS_POLL_S = 1.0
 _LIVENESS_FILES = frozenset({"lane.json", "supervisor.json", "receipt.json"})
 
 
-class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker):
+class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTick):
     """`poll_s`: the tick; `reconcile_every_s`: reconcile's timer when polling; `idle_reconcile_s`:
     its timer when inotify and pidfds say when it is needed; `full_scan_s`: how often every lane is
     scanned anyway with inotify on (a writer that keeps a file open and rewrites it is seen then);
@@ -82,7 +86,9 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker):
         self._inbox_watcher: TreeWatcher | None = None
         self._inbox_wake = asyncio.Event()
         self._inbox_task: asyncio.Task[None] | None = None
-        self.runner: Runner = runner or LocalRunner(repo, self.config)
+        # One per process for a remote runner (it holds the cluster connection); Ray is imported only
+        # when the config names it.
+        self.runner: Runner = runner or shared_runner(repo, self.config)
         self.poll_s = poll_s
         self.reconcile_every_s = reconcile_every_s
         self.idle_reconcile_s = idle_reconcile_s
@@ -121,6 +127,7 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker):
         """Stop watching. Lanes keep running: they belong to their supervisors, not to us."""
         self._closed = True
         await self.stop_plan_ticks()
+        await self.stop_remote()
         if self._inbox_watcher is not None:
             with contextlib.suppress(ValueError, OSError):
                 asyncio.get_running_loop().remove_reader(self._inbox_watcher.fileno())
@@ -185,7 +192,8 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker):
         """The last `max_bytes` of a lane's output and the byte offset where they end."""
         path = self.paths.lane(lane_id).output
         size = await asyncio.to_thread(lambda: path.stat().st_size if path.exists() else 0)
-        data, end = await self.runner.output(lane_id, max(0, size - max_bytes), max_bytes)
+        runner = await self.runner_of(lane_id)
+        data, end = await runner.output(lane_id, max(0, size - max_bytes), max_bytes)
         text, _head, tail = decode_span(data)  # `end` stops before a character still being written
         return text, end - tail
 
@@ -200,10 +208,20 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker):
         record = await asyncio.to_thread(self.store.read, lane_id)
         if record.state in ("accepted", "abandoned"):
             raise LanesError(f"lane {lane_id} is {record.state}; nothing runs there")
-        stopped = await self.runner.stop(lane_id)
+        stopped = await (await self.runner_of(lane_id)).stop(lane_id)
+        if record.runner != "local":
+            await self.sync_now()  # the node's end of the lane reaches the mirror now, not at the next tick
         await asyncio.to_thread(reconcile, self.repo, self.clock)
         await self._scan_and_emit()
         return stopped
+
+    async def check(self, lane_id: str) -> dict[str, object]:
+        """Run the lane's gates where its worktree is: here, or on its cluster node (`runner_of`)."""
+        remote = await self.gates_remote(lane_id)
+        if remote is None:
+            return await super().check(lane_id)
+        await self._after_command()
+        return remote
 
     async def _after_command(self) -> None:
         await asyncio.to_thread(reconcile, self.repo, self.clock)
@@ -294,6 +312,7 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker):
             self._last_reconcile, self._reconcile_wanted = now, False
             await asyncio.to_thread(reconcile, self.repo, self.clock)
         self.tick_plans_soon(now)  # open plans advance while the dashboard is open (`plans.ticker`)
+        self.sync_soon(now)  # a remote runner's mirror, refreshed in the background (`remote_tick`)
         if only is None or only or self._radar_due(now):
             await self._scan_and_emit(only=only, recheck=recheck)
         if self._inbox_watcher is None:
@@ -305,8 +324,9 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker):
             self._last_liveness_poll = now
             if self._liveness.poll_dead():  # only where pidfds are unavailable
                 self._reconcile_wanted = True
+        synced = self.synced_lanes()  # the mirror's files changed too: inotify may not have said so yet
         if self._lane_watch is None:
-            return None, set()
+            return None, synced
         changes = self._lane_watch.drain()
         followed = self._followed()
         only: set[str] = set()
@@ -317,6 +337,8 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker):
             if names - {"output.log"} or lane_id in followed:
                 only.add(lane_id)
         only |= self._output_grew()
+        only |= synced
+        recheck |= synced
         if changes.rescan or now - self._last_full_scan >= self.full_scan_s:
             self._last_full_scan = now
             return None, recheck
@@ -352,8 +374,16 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker):
             status = watched.status if watched is not None else None
             if status is None or status.state not in SUPERVISED_STATES:
                 self._liveness.untrack(lane_id)
-            elif not self._liveness.track(lane_id):
+            elif not self._liveness.track(lane_id) and self._supervised_here(lane_id):
                 self._reconcile_wanted = True
+
+    def _supervised_here(self, lane_id: str) -> bool:
+        """Is the lane's supervisor on this machine? A remote lane has none here: reconcile leaves it
+        alone, so asking for one would only cost a reconcile every time its mirror changes."""
+        try:
+            return self.store.read(lane_id).runner == "local"
+        except LanesError:
+            return True  # a record that cannot be read: reconcile looks (and skips it)
 
     def _supervisor_ended(self, lane_id: str) -> None:
         log.info("the supervisor of %s ended: reconcile", lane_id)

@@ -11,6 +11,6 @@ mapped to lane states; the only module that imports ray), `mirror` (the lead's l
 remote lane's record, output and samples, so the dashboard and the command line read a Ray lane
 exactly as they read a local one).
 May import: `core`, `config`, `state`, `git`, `lanes`, `procs`, `decisions`, `supervisor`.
-Nothing outside this package imports `ray_runner` except `lanes.runner.make_runner`, and only when
+Nothing outside this package imports `ray_runner` except `decisions.runners.make_runner`, and only when
 the config asks for it: without the extra, lanes-tui never imports a Ray module.
 """

@@ -198,7 +198,7 @@ class NodeLane:
         return self.store.last_sample(self.lane_id)
 
     def send(self, text: str) -> dict[str, Any]:
-        from lanes_tui.engine.supervisor.control_client import send_to_lane
+        from lanes_tui.engine.lanes.control_client import send_to_lane
 
         return send_to_lane(self.clone, self.lane_id, text)
 

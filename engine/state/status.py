@@ -90,6 +90,9 @@ class LaneStatus:
     #: of the group has ended; None otherwise (`decisions.ranking`).
     group: str | None = None
     rank: int | None = None
+    #: Where the lane runs: `local`, or `ray` (a cluster node, named in `node` as `hostname (node id)`).
+    runner: str = "local"
+    node: str | None = None
     #: The live process tree from the newest sample (dashboard only; not part of `status --json`).
     tree: tuple[Mapping[str, Any], ...] | None = field(default=None, compare=False)
 
@@ -198,7 +201,7 @@ def lane_status(store: LaneStore, record: LaneRecord) -> LaneStatus:
         locks=locks.locks,
         fired=fired_finding(record.governor),
         plan=record.plan, ticket=record.ticket, scope=tuple(record.scope),
-        review=record.review, group=record.group,
+        review=record.review, group=record.group, runner=record.runner, node=record.node,
     )
 
 
