@@ -21,11 +21,14 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy  # noq
 
 from lanes_tui.engine.config.settings import load_config  # noqa: E402
 from lanes_tui.engine.core.errors import LanesError  # noqa: E402
+from lanes_tui.engine.inbox.store import InboxStore  # noqa: E402
+from lanes_tui.engine.inbox.view import QuestionView  # noqa: E402
 from lanes_tui.engine.lanes.launcher import LaunchRequest  # noqa: E402
 from lanes_tui.engine.remote.mirror import LaneMirror  # noqa: E402
 from lanes_tui.engine.remote.ray_runner import RayRunner  # noqa: E402
 from lanes_tui.engine.remote.spec import NAMESPACE, actor_name  # noqa: E402
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord  # noqa: E402
+from lanes_tui.engine.state.paths import StatePaths  # noqa: E402
 from tests.ray_cluster import (  # noqa: E402
     LocalCluster,
     bare_remote,
@@ -296,4 +299,38 @@ async def test_node_loss_unreachable_lost_then_relaunched_elsewhere(repo: Path, 
     finally:
         if relaunched is not None:
             await runner.discard(relaunched)
+        await runner.discard(lane)
+
+
+async def test_a_question_asked_on_a_node_is_answered_from_the_leads_inbox(repo: Path, cluster: LocalCluster) -> None:
+    """The lane asks on its node (`lanes-tui ask`, there); `sync` brings the question to the lead's
+    Inbox, the lead answers it there as for any lane, the next `sync` takes the answer to the node,
+    the agent goes on with it, and the node's `delivered` mark comes back."""
+    world, _ = make_world(repo, cluster)
+    runner = world.make()
+    script = "ask --yes-no Ship the cache?\nif yes say the lead said yes\necho-input 60"
+    lane = (await runner.start(LaunchRequest(prompt=script, slug="asker", raw=True))).id
+    inbox = InboxStore(StatePaths(repo).inbox)
+    try:
+        async def asked() -> list[QuestionView]:
+            await runner.sync()
+            return [view for view in inbox.list(lane) if view.state == "open"]
+
+        views = await until("the node's question in the lead's inbox", asked, 45)
+        assert isinstance(views, list) and views[0].question.title == "Ship the cache?"
+        qid = views[0].question.id
+        inbox.answer(qid, "y")
+
+        async def heard() -> bool:
+            await runner.sync()
+            return b"the lead said yes" in runner.mirror.paths.lane(lane).output.read_bytes()
+
+        await until("the answer on the node, and the agent going on with it", heard, 45)
+
+        async def delivered() -> bool:
+            await runner.sync()
+            return inbox.get(qid).state == "delivered"
+
+        await until("the node's delivered mark in the lead's inbox", delivered, 30)
+    finally:
         await runner.discard(lane)

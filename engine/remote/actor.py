@@ -124,11 +124,15 @@ class LaneActorBody:
     def sample(self) -> dict[str, Any] | None:
         return self.lane.sample()
 
-    def poll(self, seq: int, max_bytes: int) -> dict[str, Any]:
-        """{"status", "output": (bytes, next seq), "sample"}; status None while `begin` still runs."""
+    def poll(self, seq: int, max_bytes: int, answers: dict[str, bytes] | None = None) -> dict[str, Any]:
+        """{"status", "output": (bytes, next seq), "sample", "inbox"}; status None while `begin` still
+        runs. `answers` are the lead's answers to the lane's questions, `inbox` its questions and marks
+        (`remote.inbox_relay`): the lead's one call a tick does all of it."""
         if not self._begun:
-            return {"status": None, "output": (b"", seq), "sample": None}
-        return {"status": self.status(), "output": self.lane.output(seq, max_bytes), "sample": self.lane.sample()}
+            return {"status": None, "output": (b"", seq), "sample": None, "inbox": {}}
+        inbox = self.lane.inbox_exchange(answers or {})
+        return {"status": self.status(), "output": self.lane.output(seq, max_bytes), "sample": self.lane.sample(),
+                "inbox": inbox}
 
     def send(self, text: str) -> dict[str, Any]:
         return self.lane.send(text)

@@ -160,6 +160,10 @@ class LaneMirror:
         return existed
 
     # Output -------------------------------------------------------------------------------------
+    def inbox(self, lane_id: str) -> Path:
+        """The lane's folder in the lead's inbox: where its questions asked on the node are shown."""
+        return self.paths.lane_inbox(lane_id)
+
     def seq(self, lane_id: str) -> int:
         """How many bytes of the node's output the mirror holds: where the next read starts."""
         try:

@@ -49,7 +49,7 @@ from lanes_tui.engine.lanes.launcher import (
     supervisor_env,
 )
 from lanes_tui.engine.lanes.runner import read_output
-from lanes_tui.engine.remote import node_git
+from lanes_tui.engine.remote import inbox_relay, node_git
 from lanes_tui.engine.remote.spec import WIP_REF, NodeLaneSpec
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
@@ -196,6 +196,13 @@ class NodeLane:
 
     def sample(self) -> dict[str, Any] | None:
         return self.store.last_sample(self.lane_id)
+
+    def inbox_exchange(self, answers: dict[str, bytes]) -> dict[str, bytes]:
+        """Take the lead's answers to questions asked here; return the lane's questions and marks
+        (`remote.inbox_relay`: each file keeps its one writer)."""
+        folder = StatePaths(self.clone).lane_inbox(self.lane_id)
+        inbox_relay.take_answers(folder, answers)
+        return inbox_relay.node_files(folder)
 
     def send(self, text: str) -> dict[str, Any]:
         from lanes_tui.engine.lanes.control_client import send_to_lane

@@ -42,6 +42,7 @@ from lanes_tui.engine.git.commands import run_git
 from lanes_tui.engine.lanes.launcher import LaunchRequest, supervisor_alive
 from lanes_tui.engine.lanes.runner import Published, read_output
 from lanes_tui.engine.remote.actor import LaneActorBody, ls_remote, node_facts, version_checks
+from lanes_tui.engine.remote.inbox_relay import lead_answers, take_node_files
 from lanes_tui.engine.remote.mirror import LaneMirror, SharedRemote, node_label, plan_launch, relaunch_request
 from lanes_tui.engine.remote.spec import NAMESPACE, NodeLaneSpec, actor_name
 from lanes_tui.engine.state.model import FINAL_STATES, LIVE_STATES, LaneRecord
@@ -282,8 +283,9 @@ class RayRunner:
             changed = False
             for _ in range(8):  # a lane that printed a lot catches up in batches
                 seq = self.mirror.seq(lane_id)
+                answers = lead_answers(self.mirror.inbox(lane_id))  # the lead's, to questions asked there
                 try:
-                    answer = await self._call(lane_id, "poll", seq, 1 << 20)
+                    answer = await self._call(lane_id, "poll", seq, 1 << 20, answers)
                 except (_Unreachable, _Gone) as exc:
                     return self._fault(lane_id, exc) or changed
                 changed = self._absorb(lane_id, seq, answer) or changed
@@ -303,6 +305,7 @@ class RayRunner:
             return False
         data, next_seq = answer["output"]
         self.mirror.append_output(lane_id, seq, data, next_seq)
+        take_node_files(self.mirror.inbox(lane_id), answer.get("inbox") or {})  # questions reach the Inbox
         self.mirror.add_sample(lane_id, answer["sample"])
         self._alive[lane_id] = bool(status.get("supervisor_alive"))
         return self.mirror.from_node(lane_id, status)
