@@ -259,3 +259,21 @@ async def test_the_dashboards_commands_reach_a_ray_lane_through_its_runner(repo:
     LaneStore(StatePaths(repo)).write(record)
     assert isinstance(await engine.runner_of("old-a1"), Local)
     assert await engine.runner_of("dash-a1") is runner
+
+
+async def test_a_plan_ticket_under_a_ray_config_starts_through_the_runner(repo: Path,
+                                                                          fake_ray: type[FakeRemote]) -> None:
+    """The plan scheduler launches a ticket's lane where the lead's lanes run: through the cluster's
+    runner for `kind = "ray"`, nothing started on this machine."""
+    from lanes_tui.engine.plans.decide import Launch
+    from lanes_tui.engine.plans.model import Plan, Ticket
+    from lanes_tui.engine.plans.scheduler import launch_ticket
+    from lanes_tui.engine.plans.state import FrozenPlan
+
+    ray_config(repo)
+    ticket = Ticket(id="cache", title="a cache", prompt="add a cache", scope=("cache.py",), blockers=(), attempts=2)
+    plan = FrozenPlan(Plan(name="p", tickets=(ticket,)), repo, 1000.0)
+    record = await launch_ticket(plan, Launch(ticket="cache", repo=repo, why="ready"), config=load_config(repo))
+    assert record is not None and record.runner == "ray" and record.node == NODE
+    assert fake_ray.instances[-1].calls == [("start", "cache")]
+    assert not (repo.parent / "worktrees").exists(), "no worktree, no supervisor on the lead's machine"

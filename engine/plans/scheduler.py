@@ -29,6 +29,7 @@ from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.reconcile import reconcile
 from lanes_tui.engine.decisions.recover import RECOVERABLE, inspect_lane, next_attempt, resume_fields
+from lanes_tui.engine.decisions.runners import shared_runner
 from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, supervisor_alive
 from lanes_tui.engine.plans.decide import ACTIVE_STATES, Decision, LaneFact, Launch, decide, ticket_lanes
 from lanes_tui.engine.plans.model import Ticket, TicketStatus
@@ -219,7 +220,10 @@ async def launch_ticket(frozen: FrozenPlan, launch: Launch, *, config: Config,
         slug=ticket.id, attempt=next_attempt(paths, ticket.id), scope=ticket.scope, plan=frozen.name,
         ticket=ticket.id, target=frozen.plan.target if repo == frozen.repo else None,
         model=tier_model(config, ticket), tier=ticket.tier, **resume)
-    record = await asyncio.to_thread(launch_lane, repo, config, request, clock=clock)
+    if config.runner.kind == "local":
+        record = await asyncio.to_thread(launch_lane, repo, config, request, clock=clock)
+    else:  # a cluster config: the ticket's lane runs where the lead's other lanes run
+        record = await shared_runner(repo, config).start(request)
     if launch.after is not None:
         with contextlib.suppress(LanesError, OSError):
             store = LaneStore(paths, clock)
