@@ -22,6 +22,7 @@ import psutil
 import pytest
 
 from lanes_tui.engine.sim.agent import Sim, parse_script
+from tests.helpers import wait_for
 
 SIM = [sys.executable, "-m", "lanes_tui.engine.sim"]
 MIB = 1024 * 1024
@@ -104,7 +105,9 @@ def test_fork_bomb_forks_sleepers_in_the_sims_group(tmp_path: Path) -> None:
         assert len(children) == 4
         for child in children:
             assert os.getpgid(child.pid) == proc.pid
-            assert os.readlink(f"/proc/{child.pid}/fd/1") == os.devnull
+            # The parent says "forked" once fork returns; each child moves its stdio to /dev/null
+            # first thing, so that may still be under way: wait for it, bounded.
+            wait_for(lambda pid=child.pid: os.readlink(f"/proc/{pid}/fd/1") == os.devnull, timeout=10)
         assert len(group(proc.pid)) == 5
     assert group(proc.pid) == []
 
