@@ -1,4 +1,4 @@
-"""`RayRunner`: lanes in named, detached Ray actors on a cluster; the only module that imports Ray.
+"""`RayRunner`: lanes in named, detached Ray actors on a cluster; with `ray_doctor`, the only modules that import Ray.
 
 Imported only by `decisions.runners.make_runner` when `[runner] kind = "ray"`. Each lane is one actor
 (`actor.LaneActorBody` on its node, named `spec.actor_name(repo_key, lane_id)` in `spec.NAMESPACE`,
@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +40,10 @@ from lanes_tui.engine.git import worktrees
 from lanes_tui.engine.git.commands import run_git
 from lanes_tui.engine.lanes.launcher import LaunchRequest, supervisor_alive
 from lanes_tui.engine.lanes.runner import Published, read_output
-from lanes_tui.engine.remote.actor import LaneActorBody, ls_remote, node_facts, version_checks
+from lanes_tui.engine.remote.actor import LaneActorBody
 from lanes_tui.engine.remote.inbox_relay import lead_answers, take_node_files
 from lanes_tui.engine.remote.mirror import LaneMirror, SharedRemote, node_label, plan_launch, relaunch_request
+from lanes_tui.engine.remote.ray_doctor import CLUSTER_FIX, check_reachable, cluster_checks, first_line
 from lanes_tui.engine.remote.spec import NAMESPACE, NodeLaneSpec, actor_name
 from lanes_tui.engine.state.model import FINAL_STATES, LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.paths import repo_key
@@ -52,10 +52,6 @@ __all__ = ["LaneActor", "RayRunner"]
 
 log = logging.getLogger(__name__)
 
-CLUSTER_FIX = ("start one (`ray start --head --resources '{\"lane_slot\": 2}'`, docs/ray.md) or set "
-               "[runner] address in .lanes/config.toml")
-#: How long the cluster's address may take to accept a connection before it counts as down.
-CONNECT_TIMEOUT_S = 5.0
 #: What follows the lead's environment into a lane's actor (and so to its supervisor): the git
 #: identity of its commits, the load wait of its gates (`LANES_HEAVY_LOAD`, as the supervisor gets it
 #: locally) and lanes-tui's diagnostics (`lanes.env.DIAGNOSTIC_ENV`: the test suite's leak marker, so
@@ -113,14 +109,14 @@ class RayRunner:
         address = self.config.runner.address
         # Off the main thread (the async methods connect through `to_thread`) Ray leaves the process's
         # SIGTERM handler alone and says so; the dashboard keeps its own handler, and the notice is noise.
-        _check_reachable(address)  # Ray itself retries an address that does not answer for minutes
+        check_reachable(address)  # Ray itself retries an address that does not answer for minutes
         worker_log = logging.getLogger("ray._private.worker")
         level = worker_log.level
         worker_log.setLevel(logging.ERROR)
         try:
             ray.init(address=address, namespace=NAMESPACE, log_to_driver=False, logging_level=logging.WARNING)
         except Exception as exc:  # ConnectionError, RuntimeError, TimeoutError…: all mean "no cluster there"
-            raise LanesError(f"no Ray cluster answers at {address!r}: {_line(exc)}", CLUSTER_FIX) from None
+            raise LanesError(f"no Ray cluster answers at {address!r}: {first_line(exc)}", CLUSTER_FIX) from None
         finally:
             worker_log.setLevel(level)
         self._connected_here = True
@@ -153,12 +149,12 @@ class RayRunner:
         except ActorUnavailableError:
             raise _Unreachable("the actor is unavailable") from None
         except (ActorDiedError, RayActorError) as exc:
-            raise _Gone(f"its actor died ({_line(exc)})") from None
+            raise _Gone(f"its actor died ({first_line(exc)})") from None
         except RayTaskError as exc:
             cause = getattr(exc, "cause", None)
             if isinstance(cause, LanesError):
                 raise LanesError(cause.what, cause.fix) from None
-            raise LanesError(f"the lane's node failed: {_line(cause or exc)}",
+            raise LanesError(f"the lane's node failed: {first_line(cause or exc)}",
                              "see the actor's log on the node (`ray logs`)") from None
 
     async def _call(self, lane_id: str, method: str, *args: Any, timeout: float | None = None) -> Any:
@@ -233,7 +229,7 @@ class RayRunner:
         try:
             handle = await asyncio.to_thread(lambda: LaneActor.options(**options, **_env()).remote(spec.to_json()))
         except ValueError as exc:  # the name is taken: an actor of an earlier lane with this id
-            raise LanesError(f"an actor for lane {lane_id} already runs on the cluster ({_line(exc)})",
+            raise LanesError(f"an actor for lane {lane_id} already runs on the cluster ({first_line(exc)})",
                              f"`ray kill` it or pick another --id: {actor_name(self.key, lane_id)}") from None
         self._actors[lane_id] = handle
         try:
@@ -525,53 +521,14 @@ class RayRunner:
                                  f"at {source} {start[:12]}")
         return new
 
-    # --- doctor -----------------------------------------------------------------------------------
+    # --- doctor ---------------------------------------------------------------------------------
     def doctor(self) -> list[tuple[str, bool, str]]:
         """(check, ok, detail): the cluster, versions on every node, lane slots, the remote from a node."""
-        settings = self.config.runner
         try:
             self.connect()
         except LanesError as exc:
             return [("cluster", False, str(exc))]
-        nodes = [n for n in ray.nodes() if n.get("Alive")]
-        checks: list[tuple[str, bool, str]] = [("cluster", True, f"{len(nodes)} node(s) alive at {settings.address}")]
-        facts: list[dict[str, str]] = []
-        failed: list[str] = []
-        for node in nodes:
-            try:
-                pinned = NodeAffinitySchedulingStrategy(node["NodeID"], soft=False)
-                facts.append(ray.get(_facts_task.options(scheduling_strategy=pinned).remote(), timeout=60))
-            except Exception as exc:  # a node that cannot run a task is itself the finding
-                failed.append(f"{node.get('NodeManagerHostname')}: {_line(exc)}")
-        checks += version_checks(node_facts(), facts, failed)
-        slots = [(n.get("NodeManagerHostname", "?"), n.get("Resources", {}).get("lane_slot", 0)) for n in nodes]
-        with_slots = [f"{host} ({count:g})" for host, count in slots if count >= 1]
-        checks.append(("lane slots", bool(with_slots), ", ".join(with_slots) or
-                       "no node has a lane_slot resource: `ray start --resources '{\"lane_slot\": 2}'`"))
-        slot_nodes = [n["NodeID"] for n in nodes if n.get("Resources", {}).get("lane_slot", 0) >= 1]
-        try:  # on a node lanes run on (it needs no free slot: a full cluster is still checked)
-            strategy = NodeAffinitySchedulingStrategy(slot_nodes[0], soft=True) if slot_nodes else None
-            ok, detail = ray.get(_ls_remote_task.options(scheduling_strategy=strategy).remote(settings.remote),
-                                 timeout=120)
-        except Exception as exc:  # the task could not run, or did not answer
-            ok, detail = False, _line(exc)
-        checks.append(("remote from a node", bool(ok), str(detail)))
-        return checks
-
-
-_facts_task = ray.remote(num_cpus=0)(node_facts)
-_ls_remote_task = ray.remote(num_cpus=0)(ls_remote)
-
-
-def _check_reachable(address: str) -> None:
-    """A `host:port` (or `ray://host:port`) nobody listens on is refused in seconds, not minutes."""
-    host, _, port = address.removeprefix("ray://").rpartition(":")
-    if not host or not port.isdigit():  # `auto`, `local`: Ray finds (or fails to find) it at once
-        return
-    try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=CONNECT_TIMEOUT_S).close()
-    except OSError as exc:
-        raise LanesError(f"no Ray cluster answers at {address!r}: {exc.strerror or exc}", CLUSTER_FIX) from None
+        return cluster_checks(self.config.runner)
 
 
 #: Ray's core worker SIGKILLs its direct children when it exits (its raylet gone, say): that is the
@@ -585,8 +542,3 @@ def _env() -> dict[str, Any]:
     """The `runtime_env` option for a lane's actor: `RAY_WORKER_ENV` and the lead's `ACTOR_ENV`."""
     env = {**RAY_WORKER_ENV, **{name: os.environ[name] for name in ACTOR_ENV if name in os.environ}}
     return {"runtime_env": {"env_vars": env}}
-
-
-def _line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
