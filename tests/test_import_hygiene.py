@@ -215,3 +215,12 @@ def test_the_default_runner_never_imports_ray(repo: Path) -> None:
     assert "lanes_tui.engine.live.engine" in loaded  # the engine did run in that process
     assert sorted(m for m in loaded if m == "ray" or m.startswith("ray.")) == []
     assert "lanes_tui.engine.remote.ray_runner" not in loaded
+
+
+def test_the_supervisor_entry_loads_no_openssl_tempfile_or_zoneinfo() -> None:
+    """What a lane's supervisor imports to run an agent (B3's memory, issue 15): names are hashed with
+    CPython's own sha256 (`core.digest`), temp files made by `core.atomic.temp_beside`, and a named
+    time zone loaded only for a parking window that names one. Files are hashed (gates) with OpenSSL."""
+    modules = _loaded("import sys\nsys.modules.setdefault('ssl', None)\nimport lanes_tui.engine.supervisor.main")
+    assert "lanes_tui.engine.supervisor.main" in modules
+    assert _top(modules, "hashlib", "_hashlib", "tempfile", "zoneinfo", "secrets", "hmac", "_ssl") == []

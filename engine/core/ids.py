@@ -14,10 +14,10 @@ component (64 characters of a four-byte script would not be). ASCII ids are exac
 
 from __future__ import annotations
 
-import hashlib
 import re
 import unicodedata
 
+from lanes_tui.engine.core.digest import sha256_hex
 from lanes_tui.engine.core.errors import LanesError
 
 #: Combining marks kept inside a word (`\\w` is `str.isalnum()` and `_`, which leaves marks out).
@@ -66,7 +66,7 @@ def slugify(text: str, *, limit: int = 32) -> str:
         slug = slug[:-1].rstrip("-")
     if not SLUG_RE.match(slug) or not _short_and_normal(slug):  # a leading mark, a lowercasing quirk
         slug = ""
-    return slug or "task-" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return slug or "task-" + sha256_hex(text.encode("utf-8", "surrogatepass"))[:8]
 
 
 def _short_and_normal(name: str) -> bool:

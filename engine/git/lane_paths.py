@@ -26,7 +26,6 @@ lane) and git must still list that folder as this lane's worktree before anythin
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.core.atomic import read_json, write_json_atomic
+from lanes_tui.engine.core.digest import sha256_hex
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import branch_for, validate_lane_id
 from lanes_tui.engine.git.commands import WorktreeEntry, list_worktrees, run_git
@@ -62,7 +62,7 @@ class LaneOrigin:
 
     def digest(self) -> str:
         text = json.dumps(self.body(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()
+        return sha256_hex(text.encode())
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ root, and only `lane/` branches), because abandon and finish delete things on th
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 import stat
@@ -21,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lanes_tui.engine.core.digest import content_hasher, sha256_hex
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import BRANCH_PREFIX, branch_for, validate_lane_branch
 from lanes_tui.engine.core.repo import find_repo_root  # the one repository-root function
@@ -164,14 +164,14 @@ def worktree_digest(worktree: Path, files: Iterable[str]) -> str:
     the worktree is refused, so a hostile file list cannot read outside it.
     """
     root = worktree.resolve()
-    outer = hashlib.sha256()
+    outer = content_hasher()
     for name in sorted(set(files)):
         rel = Path(name)
         if not name or rel.is_absolute() or ".." in rel.parts:
             raise LanesError(f"path {name!r} is not inside the worktree", "list repository-relative paths")
         kind, content = _describe(root, root / rel)
         outer.update(os.fsencode(name) + b"\0" + kind.encode() + b"\0" + content + b"\n")
-    return outer.hexdigest()
+    return str(outer.hexdigest())
 
 
 def describe_path(root: Path, path: Path) -> tuple[str, bytes]:
@@ -188,12 +188,12 @@ def _describe(root: Path, path: Path) -> tuple[str, bytes]:
     except (FileNotFoundError, NotADirectoryError):
         return "missing", b""
     if stat.S_ISLNK(st.st_mode):
-        return "symlink", hashlib.sha256(os.fsencode(os.readlink(path))).hexdigest().encode()
+        return "symlink", sha256_hex(os.fsencode(os.readlink(path))).encode()
     if stat.S_ISDIR(st.st_mode):
         return "dir", b""
     if not stat.S_ISREG(st.st_mode):
         return "other", b""
-    inner = hashlib.sha256()
+    inner = content_hasher()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
             inner.update(chunk)

@@ -16,14 +16,13 @@ import math
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from lanes_tui.engine.core.atomic import MAX_JSON_DEPTH, fsync_dir, nested_deeper
+from lanes_tui.engine.core.atomic import MAX_JSON_DEPTH, fsync_dir, nested_deeper, temp_beside
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import LANE_ID_RE
 
@@ -303,7 +302,7 @@ def create_json_exclusive(path: Path, value: Any) -> bool:
     """
     data = (json.dumps(value, indent=2, sort_keys=True) + "\n").encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)  # a lane's questions are the lead's alone
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -31,7 +31,6 @@ import builtins
 import logging
 import math
 import os
-import secrets
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
@@ -123,7 +122,7 @@ class InboxStore:
             deadline = created + timeout_s
         for _ in range(5):
             question = Question(
-                id="q_" + secrets.token_hex(8), lane=lane, attempt=attempt, kind=kind, source=source,
+                id="q_" + os.urandom(8).hex(), lane=lane, attempt=attempt, kind=kind, source=source,
                 title=title, body=body, options=built, default=default, deadline=deadline,
                 correlation=MappingProxyType(dict(correlation or {})), created=created,
             )

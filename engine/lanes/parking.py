@@ -27,7 +27,6 @@ import re
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from lanes_tui.engine.core.clock import Clock
 
@@ -172,6 +171,8 @@ def _zone(name: str | None, utc: str | None) -> tzinfo | None:
         return UTC
     if not name:
         return None
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError  # a named zone is rare: 0.5 MB a supervisor otherwise
+
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):

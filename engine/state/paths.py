@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from lanes_tui.engine.core.atomic import PRIVATE_DIR
+from lanes_tui.engine.core.digest import sha256_hex
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import validate_lane_id
 
@@ -34,7 +34,7 @@ def heavy_slot_dir() -> Path:
 
 def repo_key(repo: Path) -> str:
     """`<repo-name>-<hash8>`: one folder per repository under the worktree root."""
-    digest = hashlib.sha256(str(repo.resolve()).encode()).hexdigest()[:8]
+    digest = sha256_hex(str(repo.resolve()).encode())[:8]
     return f"{repo.resolve().name}-{digest}"
 
 

@@ -36,19 +36,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import socket
 import stat
 import struct
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from lanes_tui.engine.core.atomic import PRIVATE_DIR, read_json, write_json_atomic
+from lanes_tui.engine.core.digest import sha256_hex
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.lanes.control_client import LOCATOR, MAX_PEEK_LINES, PROTOCOL, tail_lines
 from lanes_tui.engine.state.paths import runtime_dir
@@ -87,11 +86,15 @@ def socket_path(lane_dir: Path) -> Path:
     direct = lane_dir / SOCKET_NAME
     if len(os.fsencode(direct)) <= MAX_SOCKET_PATH:
         return direct
-    digest = hashlib.sha256(os.fsencode(lane_dir.resolve())).hexdigest()[:24]
-    for base in (runtime_dir() / "control", Path(tempfile.gettempdir()) / f"lanes-tui-{os.getuid()}"):
-        candidate = base / f"{digest}.sock"
-        if len(os.fsencode(candidate)) <= MAX_SOCKET_PATH:
-            return candidate
+    digest = sha256_hex(os.fsencode(lane_dir.resolve()))[:24]
+    candidate = runtime_dir() / "control" / f"{digest}.sock"
+    if len(os.fsencode(candidate)) <= MAX_SOCKET_PATH:
+        return candidate
+    import tempfile  # only for a runtime folder too long as well (tempfile costs a supervisor 1.3 MB)
+
+    candidate = Path(tempfile.gettempdir()) / f"lanes-tui-{os.getuid()}" / f"{digest}.sock"
+    if len(os.fsencode(candidate)) <= MAX_SOCKET_PATH:
+        return candidate
     raise LanesError(f"no short enough path for the control socket of {lane_dir}",
                      "set XDG_RUNTIME_DIR to a short folder")
 
