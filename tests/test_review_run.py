@@ -76,7 +76,12 @@ def test_a_clean_review_leaves_the_lane_ready_with_the_verdict_in_the_packet(pro
     assert data["review"] == "CLEAN" and detail["reviewer"] == "rev" and detail["family"] == "openai"
     assert detail["diff_digest"] == lane_diff(repo, load_config(repo), lane_id).digest
     states = [e["state"] for e in events(repo, lane_id) if e.get("type") == "state"]
-    assert states[-3:] == ["ready", "reviewing", "ready"], states  # gates passed, reviewed, ready
+    # Gates passed, reviewed, ready: never `ready` before the verdict (a lead would press accept and be
+    # refused a moment later, as the reviewer took over).
+    assert states[-4:] == ["checking", "reviewing", "reviewing", "ready"], states
+    assert "ready" not in states[:-1], states
+    reasons = [e.get("reason", "") for e in events(repo, lane_id) if e.get("type") == "state"]
+    assert reasons[-3] == "no gates configured; the review runs next", reasons
     # the reviewer's tokens count to the lane (codex --json usage through the codex channel)
     assert row["tokens"] and row["tokens"]["total"] >= 1280, row
     # the review worktree is gone: only the lead's checkout and the lane's are listed

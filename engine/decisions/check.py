@@ -32,8 +32,12 @@ CHECKABLE = frozenset({"exited", "stalled", "ready", "rejected", "conflict", "lo
 
 
 async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRecord, *, by_lead: bool,
-                    clock: Clock | None = None) -> dict[str, object]:
-    """Gates → packet → ready / rejected (or exited when no slot was free). Returns the packet."""
+                    clock: Clock | None = None, review_next: bool = False) -> dict[str, object]:
+    """Gates → packet → ready / rejected (or exited when no slot was free). Returns the packet.
+
+    `review_next`: the supervisor reviews the lane right after, so passed gates leave it `reviewing`,
+    not `ready`: a lead who saw `ready` would press accept and be refused a moment later.
+    """
     paths = StatePaths(repo)
     lane = paths.lane(record.id)
     try:  # gates run only in the folder derived from the lane's id and root, and listed by git as its own
@@ -77,6 +81,8 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
               if g.status == "failed" or g.status == "timeout"]
     if failed:
         reason = f"gate failed: {', '.join(failed)}"
+    if review_next and state == "ready":
+        state, reason = "reviewing", f"{reason}; the review runs next"
     store.transition(record, state, reason, gates=status)
     return packet
 

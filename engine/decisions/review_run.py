@@ -74,6 +74,14 @@ def writer_families(config: Config, record: LaneRecord) -> set[str]:
     return families
 
 
+def review_follows(config: Config, record: LaneRecord) -> bool:
+    """Will the supervisor's `review_lane` review this lane (a verdict, MISSING included), not skip it?"""
+    review = config.review
+    name, _why = choose_reviewer(review, config.providers, writer_families(config, record), record.task_type,
+                                 record.tier)
+    return name is not None or review.applies(record.task_type, record.tier)
+
+
 async def review_lane(repo: Path, config: Config, store: LaneStore, record: LaneRecord, *, by_lead: bool,
                       clock: Clock | None = None, stop: asyncio.Event | None = None) -> dict[str, Any] | None:
     """Review the lane and record the verdict; returns the packet's new `review_detail`.

@@ -34,7 +34,7 @@ async def decide(repo: Path, config: Config, store: LaneStore, record: LaneRecor
     # Imported here, not at the top: a supervisor loads the decisions only once its agent is done.
     from lanes_tui.engine.decisions.check import gate_lane
     from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
-    from lanes_tui.engine.decisions.review_run import review_lane
+    from lanes_tui.engine.decisions.review_run import review_follows, review_lane
     from lanes_tui.engine.decisions.shared_envs import changes as shared_env_changes
 
     lane = store.lane_paths(record.id)
@@ -47,7 +47,8 @@ async def decide(repo: Path, config: Config, store: LaneStore, record: LaneRecor
         if changed:
             store.transition(record, "rejected", "; ".join(changed))
         return
-    gates = asyncio.create_task(gate_lane(repo, config, store, record, by_lead=False, clock=clock))
+    gates = asyncio.create_task(gate_lane(repo, config, store, record, by_lead=False, clock=clock,
+                                          review_next=review_follows(config, record)))
     halt = asyncio.create_task(stop.wait())
     await asyncio.wait({gates, halt}, return_when=asyncio.FIRST_COMPLETED)
     halt.cancel()
@@ -59,11 +60,23 @@ async def decide(repo: Path, config: Config, store: LaneStore, record: LaneRecor
                          f"`lanes-tui check {record.id}` runs them again")
         return
     gates.result()
-    if record.state != "ready" or stop.is_set():
+    if record.state not in ("ready", "reviewing"):
+        return
+    if stop.is_set():
+        _unreviewed(store, record, "the lead stopped the lane")
         return
     try:
         await review_lane(repo, config, store, record, by_lead=False, clock=clock, stop=stop)
     except LanesError as exc:  # the worktree went away, git refused the snapshot: ready, review MISSING
         store.event(record.id, "review-failed", reason=str(exc))
-        store.transition(record, "ready", f"gates passed; review not run: {exc}; `lanes-tui review {record.id}` "
+        _unreviewed(store, record, str(exc), always=True)
+        return
+    _unreviewed(store, record, "the lead stopped the lane")  # the review stopped while it waited for a slot
+
+
+def _unreviewed(store: LaneStore, record: LaneRecord, why: str, *, always: bool = False) -> None:
+    """A lane whose gates passed and whose review did not run is `ready` (the review MISSING, the command
+    that runs it named), never left `reviewing` with no reviewer."""
+    if always or record.state == "reviewing":
+        store.transition(record, "ready", f"gates passed; review not run: {why}; `lanes-tui review {record.id}` "
                          "tries again")
