@@ -14,6 +14,7 @@ from textual.scroll_view import ScrollView
 from textual.widgets import Log
 
 from lanes_tui.widgets import LanesTable, OutputPane
+from lanes_tui.widgets._keyed_table import RowScopedCache
 from tests.snapshot_apps.widget_apps import LANES, NOW, WidgetHost
 
 SAMPLE = {"idle_s": 75, "cpu_percent": 99.4, "rss_bytes": 2 * 1024**3}
@@ -196,3 +197,44 @@ async def test_the_thumb_left_alone_at_the_tail_is_right_when_the_lead_scrolls_u
             assert pane.scroll_y == 10 and pane.vertical_scrollbar.position == 10
             screens.append(app.export_screenshot())
     assert screens[0] == screens[1]
+
+
+async def test_a_meter_sample_re_renders_its_own_row_only_when_the_table_is_drawn_again() -> None:
+    """DataTable keys its render caches by one update counter for the whole table: bumping it for a
+    sample made every visible row render again, cell by cell, at the next scroll (B1 at 100 lanes).
+    A value change now drops only its row's entries; every other row's cells are served from cache."""
+    table = LanesTable()
+    app = WidgetHost(table)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table.sync(LANES, NOW)
+        table.update_meters("fix-login-a1", SAMPLE)  # columns grow here, once
+        await pilot.pause()
+        assert isinstance(table._cell_render_cache, RowScopedCache)
+        rendered: list[str] = []
+
+        class Counting(RowScopedCache):
+            def set(self, key: Any, value: Any) -> None:
+                rendered.append(key[0].value)
+                super().set(key, value)
+
+            __setitem__ = set
+
+        table._cell_render_cache.__class__ = Counting
+        table.refresh()  # nothing changed: the whole table drawn again from cache
+        await pilot.pause()
+        assert rendered == []
+        table.update_meters("fix-login-a1", NEXT)
+        table.refresh()  # the whole table drawn again, as a scroll does
+        await pilot.pause()
+        assert rendered and set(rendered) == {"fix-login-a1"}, rendered
+        assert len(rendered) <= len(LanesTable.COLUMNS)
+        incremental = app.export_screenshot()
+
+    fresh_table = LanesTable()  # and what is drawn is the new sample: the same screen as built in one go
+    fresh = WidgetHost(fresh_table)
+    async with fresh.run_test(size=(120, 36)) as pilot:
+        fresh_table.sync(LANES, NOW)
+        fresh_table.update_meters("fix-login-a1", SAMPLE)
+        fresh_table.update_meters("fix-login-a1", NEXT)
+        await pilot.pause()
+        assert fresh.export_screenshot() == incremental

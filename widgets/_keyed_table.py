@@ -13,11 +13,12 @@ running theme (Rich text cannot resolve `$warning` itself), and remade when the 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 from rich.cells import cell_len
 from rich.text import Text
+from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
@@ -64,6 +65,10 @@ class KeyedTable(DataTable[Text]):
         self._selected: str | None = None
         self.cell_updates = 0
         """How many cells `update_cell` rewrote; the tests use it to prove nothing was rebuilt."""
+        # Row-scoped render caches (see `update_cell`): same sizes as DataTable's own.
+        self._cell_render_cache = RowScopedCache(10000, lambda key: key[0])
+        self._row_render_cache = RowScopedCache(1000, lambda key: key[0])
+        self._line_cache = RowScopedCache(1000, self._row_of_line)
         if self.TITLE:
             self.border_title = self.TITLE
 
@@ -164,8 +169,33 @@ class KeyedTable(DataTable[Text]):
             super().update_cell(row, column, value, update_width=update_width)  # (raises for a missing cell)
             return
         self._data[row][column] = value
-        self._update_count += 1
-        self.refresh_row(self.get_row_index(row))
+        index = self.get_row_index(row)
+        self._forget_row(row, index)
+        self.refresh_row(index)
+
+    def _forget_row(self, row: RowKey, index: int) -> None:
+        """Drop what DataTable cached for one row, and only that row.
+
+        DataTable keys every render cache by `_update_count`, so bumping it for one changed cell made
+        every other row render again, cell by cell, at the next frame that showed it: with a hundred
+        lanes a meter sample a second meant a cursor move that scrolled re-rendered every visible row
+        (B1). A value change moves no row and changes no height, so the row's own entries are all that
+        can be stale; the caches are `RowScopedCache`s, which can drop one row's entries.
+        """
+        for cache in (self._cell_render_cache, self._row_render_cache, self._line_cache):
+            if isinstance(cache, RowScopedCache):
+                cache.drop_row(row)
+            else:  # not ours (a DataTable that replaced its caches): the old, global way
+                self._update_count += 1
+                return
+        self._row_renderable_cache.discard((self._update_count, index))
+
+    def _row_of_line(self, key: Any) -> Hashable:
+        """The row a cached line (keyed by its y) belongs to, as the table's offsets say now."""
+        try:
+            return self._get_offsets(key[0])[0]
+        except LookupError:
+            return None
 
     def _cell_text(self, cell: Cell) -> Text:
         """The Rich text of a cell (never a str: DataTable parses str as markup, and agents name tasks)."""
@@ -204,6 +234,40 @@ class KeyedTable(DataTable[Text]):
 
     def _selection_changed(self, key: str | None) -> None:
         """Subclasses post their message here."""
+
+
+class RowScopedCache(LRUCache[Any, Any]):
+    """DataTable's LRU cache, plus an index from each entry to its row, so one row's entries can go.
+
+    `row_of(key)` names the row of a key when it is stored. Entries the LRU evicts stay in the index
+    until their row is dropped (discarding a missing key is a no-op); a row's index is pruned to the
+    live keys once it grows past `MAX_STALE`, so it stays small for a table that lives for hours.
+    """
+
+    MAX_STALE = 64
+
+    def __init__(self, maxsize: int, row_of: Callable[[Any], Hashable]) -> None:
+        super().__init__(maxsize)
+        self._row_of = row_of
+        self._by_row: dict[Hashable, set[Any]] = {}
+
+    def set(self, key: Any, value: Any) -> None:
+        super().set(key, value)
+        keys = self._by_row.setdefault(self._row_of(key), set())
+        keys.add(key)
+        if len(keys) > self.MAX_STALE:
+            keys.intersection_update(self._cache)
+
+    __setitem__ = set
+
+    def drop_row(self, row: Hashable) -> None:
+        """Forget every entry stored for `row`."""
+        for key in self._by_row.pop(row, ()):
+            self.discard(key)
+
+    def clear(self) -> None:
+        super().clear()
+        self._by_row.clear()
 
 
 def _fingerprint(values: Sequence[Any]) -> tuple[str, ...]:
