@@ -46,7 +46,7 @@ from tests.runner_contract import (  # noqa: E402
     write_contract_config,
 )
 
-pytestmark = pytest.mark.ray
+pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray-cluster")]  # one cluster, one worker
 
 #: A lane that stays up until stopped (the sim listens for the lead's messages meanwhile).
 LONG = "say up\necho-input 90"
