@@ -238,3 +238,40 @@ async def test_a_meter_sample_re_renders_its_own_row_only_when_the_table_is_draw
         fresh_table.update_meters("fix-login-a1", NEXT)
         await pilot.pause()
         assert fresh.export_screenshot() == incremental
+
+
+async def test_switching_lanes_in_the_output_pane_asks_for_no_layout_of_the_screen() -> None:
+    """`Log.clear` sets `virtual_size`, a layout reactive: every lane switch laid out the whole screen
+    (B1). The pane swaps its lines without one, and the scroll range is the new lane's, empty included."""
+    pane = OutputPane(max_lines=500)
+    app = WidgetHost(pane)
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane.show("a-a1", "".join(f"a {i}\n" for i in range(100)))
+        await pilot.pause()
+        layouts: list[str | None] = []
+        real = pane.refresh
+
+        def spy(*regions: Region, layout: bool = False, **kwargs: Any) -> Any:
+            if layout:
+                layouts.append(pane.lane_id)
+            return real(*regions, layout=layout, **kwargs)
+
+        pane.refresh = spy  # type: ignore[method-assign]
+        pane.show("b-a1", "".join(f"b {i}\n" for i in range(50)))
+        await pilot.pause()
+        assert pane.lines[0] == "b 0" and pane.is_vertical_scroll_end
+        pane.show("c-a1", "")  # a lane that printed nothing yet: nothing left to scroll to
+        await pilot.pause()
+        assert pane.line_count == 0 and pane.virtual_size.height == 0 and pane.scroll_y == 0
+        pane.show("d-a1", "".join(f"d {i}\n" for i in range(100)))
+        await pilot.pause()
+        assert layouts == []
+        assert pane.virtual_size.height == pane.line_count >= 100 and pane.is_vertical_scroll_end
+        incremental = app.export_screenshot()
+
+    fresh_pane = OutputPane(max_lines=500)
+    fresh = WidgetHost(fresh_pane)
+    async with fresh.run_test(size=(100, 30)) as pilot:
+        fresh_pane.show("d-a1", "".join(f"d {i}\n" for i in range(100)))
+        await pilot.pause()
+        assert fresh.export_screenshot() == incremental

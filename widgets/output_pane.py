@@ -90,7 +90,7 @@ class OutputPane(Log):
         """Replace the pane with `lane_id`'s output (only its last `max_lines` lines are kept)."""
         self.lane_id = lane_id
         self.border_title = f"Output · {lane_id}" if lane_id else "Output"
-        self.clear()
+        self._forget_lines()
         self._partial = 0
         limit = self.max_lines or MAX_LINES
         tail = text[-limit * 200:] if len(text) > limit * 200 else text  # cheap cut before splitting
@@ -98,6 +98,17 @@ class OutputPane(Log):
         if len(lines) > limit + 1:
             tail = "\n".join(lines[-(limit + 1):])
         self._write_batch(self._guard(clean_text(tail)), scroll_end=True)
+        self._grow_virtual_size(Size(self._width, self.line_count))  # an empty tail: the old lane's range goes
+
+    def _forget_lines(self) -> None:
+        """`Log.clear` without its `virtual_size = Size(0, 0)`: that is a layout reactive, so every lane
+        switch laid out the whole screen (12 ms at 100 lanes, B1); `_write_batch` sets the new size."""
+        self._lines.clear()
+        self._width = 0
+        self._render_line_cache.clear()
+        self._updates += 1
+        self._clear_y = 0
+        self.refresh()
 
     def append(self, lane_id: str, text: str) -> bool:
         """Add output of `lane_id` if it is the lane shown; returns whether it was shown."""
