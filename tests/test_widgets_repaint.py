@@ -275,3 +275,89 @@ async def test_switching_lanes_in_the_output_pane_asks_for_no_layout_of_the_scre
         fresh_pane.show("d-a1", "".join(f"d {i}\n" for i in range(100)))
         await pilot.pause()
         assert fresh.export_screenshot() == incremental
+
+
+async def test_a_cursor_move_that_scrolls_renders_only_the_two_rows_it_changes() -> None:
+    """DataTable keys its line cache by the cursor's coordinate: a move that scrolled the table drew
+    every visible row again from its cells. Lines are now cached by whether the cursor is on their
+    row, so at most two rows are drawn: the one the cursor reached and the one scrolled into view (B1)."""
+    from textual.widgets import DataTable
+
+    from tests.snapshot_apps.widget_apps import lane
+
+    many = [lane(f"lane-{i:03d}-a1", "running", idle_s=3.0) for i in range(60)]
+    table = LanesTable()
+    app = WidgetHost(table)
+    async with app.run_test(size=(120, 20)) as pilot:
+        table.sync(many, NOW)
+        await pilot.pause()
+        table.focus()
+        for _ in range(25):  # down past the bottom of the window: the table scrolls
+            await pilot.press("down")
+        await pilot.pause()
+        assert table.scroll_y > 0
+        drawn: list[int] = []
+        real = DataTable._render_line_in_row
+
+        def spy(self: Any, row_key: Any, *args: Any, **kwargs: Any) -> Any:
+            if self is table:
+                drawn.append(self._row_locations.get(row_key))
+            return real(self, row_key, *args, **kwargs)
+
+        DataTable._render_line_in_row = spy  # type: ignore[method-assign]
+        try:
+            before, start = table.scroll_y, table.cursor_row
+            await pilot.press("down")
+            await pilot.pause()
+        finally:
+            DataTable._render_line_in_row = real  # type: ignore[method-assign]
+        assert table.scroll_y == before + 1  # it scrolled
+        # The row the cursor reached, and the row scrolled into view; every other line is served from cache
+        # (the row it left was drawn without the cursor before, and that line is found again).
+        assert start + 1 in drawn and len(set(drawn)) <= 2, drawn
+        incremental = app.export_screenshot()
+
+    fresh_table = LanesTable()  # the same screen as a table that was never scrolled row by row
+    fresh = WidgetHost(fresh_table)
+    async with fresh.run_test(size=(120, 20)) as pilot:
+        fresh_table.sync(many, NOW)
+        await pilot.pause()
+        fresh_table.focus()
+        fresh_table.move_cursor(row=start + 1, animate=False)
+        await pilot.pause()
+        fresh_table.scroll_to(y=before + 1, animate=False)
+        await pilot.pause()
+        assert fresh.export_screenshot() == incremental
+
+
+async def test_a_sync_formats_only_the_lanes_whose_status_changed() -> None:
+    """The screen syncs the table on every engine batch and every 2 s: a status object seen before is
+    not formatted again (only its elapsed cell is worked out), a new one is."""
+    table = LanesTable()
+    app = WidgetHost(table)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table.sync(LANES, NOW)
+        await pilot.pause()
+        formatted: list[str] = []
+        real = table._row
+
+        def spy(lane: Any, *args: Any, **kwargs: Any) -> Any:
+            formatted.append(lane.id)
+            return real(lane, *args, **kwargs)
+
+        table._row = spy  # type: ignore[method-assign]
+        table.sync(LANES, NOW + 600)  # ten minutes on: elapsed moves, nothing else does
+        assert formatted == []
+        changed = [*LANES]
+        changed[1] = changed[1].with_sample({"idle_s": 5.0, "cpu_percent": 3.0, "rss_bytes": 1024**2})
+        table.sync(changed, NOW + 600)
+        assert formatted == [changed[1].id]
+        await pilot.pause()
+        incremental = app.export_screenshot()
+
+    fresh_table = LanesTable()
+    fresh = WidgetHost(fresh_table)
+    async with fresh.run_test(size=(120, 36)) as pilot:
+        fresh_table.sync(changed, NOW + 600)
+        await pilot.pause()
+        assert fresh.export_screenshot() == incremental  # elapsed and the new figures, as if built at once
