@@ -33,6 +33,20 @@ def _spy_refresh(widget: Any) -> list[tuple[Region, ...]]:
     return calls
 
 
+def _spy_layouts(pane: OutputPane) -> list[int]:
+    """The pane's line count at each refresh that asks for a layout of the screen."""
+    layouts: list[int] = []
+    real = pane.refresh
+
+    def spy(*regions: Region, layout: bool = False, **kwargs: Any) -> Any:
+        if layout:
+            layouts.append(pane.line_count)
+        return real(*regions, layout=layout, **kwargs)
+
+    pane.refresh = spy  # type: ignore[method-assign]
+    return layouts
+
+
 async def test_an_unchanged_sync_repaints_nothing_and_a_meter_repaints_its_row_only() -> None:
     table = LanesTable()
     app = WidgetHost(table)
@@ -120,15 +134,7 @@ async def test_printing_into_a_scrolled_pane_asks_for_no_layout_of_the_screen() 
     async with app.run_test(size=(100, 30)) as pilot:
         pane.show("a-a1", "".join(f"line {i}\n" for i in range(100)))  # already taller than the view
         await pilot.pause()
-        layouts: list[int] = []
-        real = pane.refresh
-
-        def spy(*regions: Region, layout: bool = False, **kwargs: Any) -> Any:
-            if layout:
-                layouts.append(pane.line_count)
-            return real(*regions, layout=layout, **kwargs)
-
-        pane.refresh = spy  # type: ignore[method-assign]
+        layouts = _spy_layouts(pane)
         for batch in range(5):
             if batch == 3:  # a line wider than the pane: the horizontal scrollbar appears (a layout)
                 assert pane.append("a-a1", "wide " * 40 + "\n")
@@ -248,15 +254,7 @@ async def test_switching_lanes_in_the_output_pane_asks_for_no_layout_of_the_scre
     async with app.run_test(size=(100, 30)) as pilot:
         pane.show("a-a1", "".join(f"a {i}\n" for i in range(100)))
         await pilot.pause()
-        layouts: list[str | None] = []
-        real = pane.refresh
-
-        def spy(*regions: Region, layout: bool = False, **kwargs: Any) -> Any:
-            if layout:
-                layouts.append(pane.lane_id)
-            return real(*regions, layout=layout, **kwargs)
-
-        pane.refresh = spy  # type: ignore[method-assign]
+        layouts = _spy_layouts(pane)
         pane.show("b-a1", "".join(f"b {i}\n" for i in range(50)))
         await pilot.pause()
         assert pane.lines[0] == "b 0" and pane.is_vertical_scroll_end
