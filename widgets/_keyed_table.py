@@ -68,7 +68,7 @@ class KeyedTable(DataTable[Text]):
         self.cell_updates = 0
         """How many cells `update_cell` rewrote; the tests use it to prove nothing was rebuilt."""
         # Row-scoped render caches (see `update_cell`): same sizes as DataTable's own.
-        self._cell_render_cache = RowScopedCache(10000, lambda key: key[0])
+        self._cell_render_cache = RowScopedCache(10000, lambda key: (key[0], key[1]))  # by (row, column)
         self._row_render_cache = RowScopedCache(1000, lambda key: key[0])
         self._line_cache = RowScopedCache(1000, self._row_of_line)
         if self.TITLE:
@@ -172,24 +172,26 @@ class KeyedTable(DataTable[Text]):
             return
         self._data[row][column] = value
         index = self.get_row_index(row)
-        self._forget_row(row, index)
+        self._forget_cell(row, column, index)
         self.refresh_row(index)
 
-    def _forget_row(self, row: RowKey, index: int) -> None:
-        """Drop what DataTable cached for one row, and only that row.
+    def _forget_cell(self, row: RowKey, column: ColumnKey, index: int) -> None:
+        """Drop what DataTable cached for one changed cell: the cell itself and its row's lines.
 
         DataTable keys every render cache by `_update_count`, so bumping it for one changed cell made
         every other row render again, cell by cell, at the next frame that showed it: with a hundred
         lanes a meter sample a second meant a cursor move that scrolled re-rendered every visible row
-        (B1). A value change moves no row and changes no height, so the row's own entries are all that
-        can be stale; the caches are `RowScopedCache`s, which can drop one row's entries.
+        (B1). A value change moves no row and changes no height, so only the cell and the lines of its
+        row can be stale; the caches are `RowScopedCache`s, which can drop exactly those entries (the
+        row's other cells are kept: a meter sample changes three cells of fourteen).
         """
-        for cache in (self._cell_render_cache, self._row_render_cache, self._line_cache):
-            if isinstance(cache, RowScopedCache):
-                cache.drop_row(row)
-            else:  # not ours (a DataTable that replaced its caches): the old, global way
-                self._update_count += 1
-                return
+        caches = (self._cell_render_cache, self._row_render_cache, self._line_cache)
+        if not all(isinstance(cache, RowScopedCache) for cache in caches):
+            self._update_count += 1  # not ours (a DataTable that replaced its caches): the old, global way
+            return
+        for cache, scope in zip(caches, ((row, column), row, row), strict=True):
+            assert isinstance(cache, RowScopedCache)
+            cache.drop(scope)
         self._row_renderable_cache.discard((self._update_count, index))
 
     def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
@@ -265,37 +267,38 @@ class KeyedTable(DataTable[Text]):
 
 
 class RowScopedCache(LRUCache[Any, Any]):
-    """DataTable's LRU cache, plus an index from each entry to its row, so one row's entries can go.
+    """DataTable's LRU cache, plus an index from each entry to its scope, so one scope's entries can go.
 
-    `row_of(key)` names the row of a key when it is stored. Entries the LRU evicts stay in the index
-    until their row is dropped (discarding a missing key is a no-op); a row's index is pruned to the
-    live keys once it grows past `MAX_STALE`, so it stays small for a table that lives for hours.
+    `scope_of(key)` names what a key belongs to when it is stored: its row (lines, rows) or its row and
+    column (cells). Entries the LRU evicts stay in the index until their scope is dropped (discarding a
+    missing key is a no-op); a scope's index is pruned to the live keys once it grows past `MAX_STALE`,
+    so it stays small for a table that lives for hours.
     """
 
     MAX_STALE = 64
 
-    def __init__(self, maxsize: int, row_of: Callable[[Any], Hashable]) -> None:
+    def __init__(self, maxsize: int, scope_of: Callable[[Any], Hashable]) -> None:
         super().__init__(maxsize)
-        self._row_of = row_of
-        self._by_row: dict[Hashable, set[Any]] = {}
+        self._scope_of = scope_of
+        self._by_scope: dict[Hashable, set[Any]] = {}
 
     def set(self, key: Any, value: Any) -> None:
         super().set(key, value)
-        keys = self._by_row.setdefault(self._row_of(key), set())
+        keys = self._by_scope.setdefault(self._scope_of(key), set())
         keys.add(key)
         if len(keys) > self.MAX_STALE:
             keys.intersection_update(self._cache)
 
     __setitem__ = set
 
-    def drop_row(self, row: Hashable) -> None:
-        """Forget every entry stored for `row`."""
-        for key in self._by_row.pop(row, ()):
+    def drop(self, scope: Hashable) -> None:
+        """Forget every entry stored under `scope` (what `scope_of` gave for its key)."""
+        for key in self._by_scope.pop(scope, ()):
             self.discard(key)
 
     def clear(self) -> None:
         super().clear()
-        self._by_row.clear()
+        self._by_scope.clear()
 
 
 def _fingerprint(values: Sequence[Any]) -> tuple[str, ...]:
