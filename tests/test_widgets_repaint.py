@@ -33,6 +33,18 @@ def _spy_refresh(widget: Any) -> list[tuple[Region, ...]]:
     return calls
 
 
+async def _built_at_once_with_samples() -> str:
+    """The screen of a table given LANES and both samples before its first frame."""
+    table = LanesTable()
+    app = WidgetHost(table)
+    async with app.run_test(size=(120, 36)) as pilot:
+        table.sync(LANES, NOW)
+        table.update_meters("fix-login-a1", SAMPLE)
+        table.update_meters("fix-login-a1", NEXT)
+        await pilot.pause()
+        return app.export_screenshot()
+
+
 def _spy_layouts(pane: OutputPane) -> list[int]:
     """The pane's line count at each refresh that asks for a layout of the screen."""
     layouts: list[int] = []
@@ -73,14 +85,7 @@ async def test_an_unchanged_sync_repaints_nothing_and_a_meter_repaints_its_row_o
         incremental = app.export_screenshot()
 
     # The same lanes shown in one go, the sample already in: the very same screen.
-    fresh_table = LanesTable()
-    fresh = WidgetHost(fresh_table)
-    async with fresh.run_test(size=(120, 36)) as pilot:
-        fresh_table.sync(LANES, NOW)
-        fresh_table.update_meters("fix-login-a1", SAMPLE)
-        fresh_table.update_meters("fix-login-a1", NEXT)
-        await pilot.pause()
-        assert fresh.export_screenshot() == incremental
+    assert await _built_at_once_with_samples() == incremental
 
 
 class _LineByLine(OutputPane):
@@ -235,14 +240,7 @@ async def test_a_meter_sample_re_renders_its_own_row_only_when_the_table_is_draw
         assert set(rendered) == {"fix-login-a1"} and len(rendered) == 3, rendered  # idle, CPU %, RSS: no more
         incremental = app.export_screenshot()
 
-    fresh_table = LanesTable()  # and what is drawn is the new sample: the same screen as built in one go
-    fresh = WidgetHost(fresh_table)
-    async with fresh.run_test(size=(120, 36)) as pilot:
-        fresh_table.sync(LANES, NOW)
-        fresh_table.update_meters("fix-login-a1", SAMPLE)
-        fresh_table.update_meters("fix-login-a1", NEXT)
-        await pilot.pause()
-        assert fresh.export_screenshot() == incremental
+    assert await _built_at_once_with_samples() == incremental  # what is drawn is the new sample
 
 
 async def test_switching_lanes_in_the_output_pane_asks_for_no_layout_of_the_screen() -> None:
