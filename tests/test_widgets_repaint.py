@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.cells import cell_len
 from textual.geometry import Region
 from textual.scroll_view import ScrollView
 from textual.widgets import Log
@@ -356,3 +359,32 @@ async def test_a_sync_formats_only_the_lanes_whose_status_changed() -> None:
         fresh_table.sync(changed, NOW + 600)
         await pilot.pause()
         assert fresh.export_screenshot() == incremental  # elapsed and the new figures, as if built at once
+
+
+_PIECES = st.lists(st.sampled_from(["a", "line 7: ok", "\n", "\t", "€", "漢字", "\x1b", "\x7f", "x" * 1500]),
+                   max_size=12).map("".join)
+
+
+@given(chunks=st.lists(_PIECES, min_size=1, max_size=6))
+def test_the_fast_paths_of_a_batch_measure_and_break_lines_as_the_slow_ones(chunks: list[str]) -> None:
+    """Showing a lane's 64 KiB tail cost 27 ms (B1's output latency): lines were broken and measured one
+    by one in Python. The C-speed paths (nothing to break; ASCII without control characters) must give
+    what the line-by-line code gives, for any text, across chunks (a line may span them)."""
+    from lanes_tui.widgets.output_pane import MAX_LINE_CHARS, _widest
+
+    pane = OutputPane()
+    partial = 0
+    for chunk in chunks:
+        expected: list[str] = []  # the line-by-line breaking, as it always was
+        for i, part in enumerate(chunk.split("\n")):
+            if i:
+                expected.append("\n")
+                partial = 0
+            while partial + len(part) > MAX_LINE_CHARS:
+                expected += [part[:MAX_LINE_CHARS - partial], "\n"]
+                part, partial = part[MAX_LINE_CHARS - partial:], 0
+            expected.append(part)
+            partial += len(part)
+        assert pane._guard(chunk) == "".join(expected) and pane._partial == partial
+    lines = "".join(chunks).split("\n")
+    assert _widest(lines, "".join(chunks)) == max(cell_len(Log._process_line(line)) for line in lines)

@@ -11,6 +11,8 @@ dashboard.
 
 from __future__ import annotations
 
+import re
+
 from rich.cells import cell_len
 from rich.style import Style
 from textual.geometry import Region, Size
@@ -25,6 +27,9 @@ MAX_LINES = 2000
 PRUNE_SLACK = 8
 #: A line longer than this is broken: an agent printing without newlines must not grow one line forever.
 MAX_LINE_CHARS = 4000
+#: What makes a line's width differ from its length in ASCII: control characters (a tab expands, the
+#: rest show as one cell or none). Text without them (and ASCII) is measured by `len`, in C.
+_NOT_ONE_CELL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
 
 
 class OutputPane(Log):
@@ -134,13 +139,12 @@ class OutputPane(Log):
         parts = text.split("\n")
         lines[-1] += parts[0]
         lines.extend(parts[1:])
-        process = self._process_line
-        self._width = max(self._width, max(cell_len(process(line)) for line in lines[first:]))
+        self._width = max(self._width, _widest(lines[first:], text))
         pruned = self.max_lines is not None and len(lines) > self.max_lines + self.max_lines // PRUNE_SLACK
         if pruned:
             self._prune_max_lines()
         self._grow_virtual_size(Size(self._width, self.line_count))
-        if pruned:  # every line moved up: the whole view is new (the line cache was shifted with them)
+        if pruned or first == 0:  # every line moved up, or all are new: the whole view is new
             self.refresh()
         else:
             self.refresh_lines(first, len(lines) - first)
@@ -201,6 +205,11 @@ class OutputPane(Log):
 
     def _guard(self, text: str) -> str:
         """Break lines longer than MAX_LINE_CHARS, counting the unterminated line across calls."""
+        parts = text.split("\n")
+        if self._partial + len(parts[0]) <= MAX_LINE_CHARS and max(map(len, parts[1:]), default=0) <= MAX_LINE_CHARS:
+            # Nothing to break (the usual case): a lane's whole 64 KiB tail in one C-speed pass.
+            self._partial = self._partial + len(parts[0]) if len(parts) == 1 else len(parts[-1])
+            return text
         out: list[str] = []
         for i, part in enumerate(text.split("\n")):
             if i:
@@ -215,3 +224,16 @@ class OutputPane(Log):
             out.append(part)
             self._partial += len(part)
         return "".join(out)
+
+
+def _widest(lines: list[str], text: str) -> int:
+    """The widest of `lines` in cells, as `Log` measures a line (`_process_line`, then `cell_len`).
+
+    `text` is what was just added to them: when it and the first line (which may have begun before)
+    are ASCII without control characters, every line's width is its length, measured in C; else each
+    line is processed and measured (2,000 lines of a tail cost ~20 ms that way, on the key-press path).
+    """
+    if text.isascii() and lines[0].isascii() and not _NOT_ONE_CELL.search(text) and not _NOT_ONE_CELL.search(lines[0]):
+        return max(map(len, lines))
+    process = Log._process_line
+    return max(cell_len(process(line)) for line in lines)
