@@ -8,7 +8,7 @@ Ray 2.60) is off for the cluster and the driver (`RAY_AUTH_MODE=disabled`).
 The leak check of `tests/conftest.py` goes by `LANESTEST_MARKER` in a process's environment, and a
 node's processes inherit the environment of whoever started them: the cluster is therefore started
 without any test's marker (it outlives each test on purpose), while every lane's actor gets the
-running test's marker from the runner (`ray_runner.ACTOR_ENV`), so a lane process left behind on a
+running test's marker from the runner (`ray_actors.ACTOR_ENV`), so a lane process left behind on a
 node still fails the test that left it. `local_cluster` tears every node down explicitly.
 """
 

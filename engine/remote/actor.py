@@ -1,7 +1,7 @@
 """The body of a lane's Ray actor: a `NodeLane` with a keeper thread and one-call polls. No Ray here.
 
-`ray_runner` makes this class an actor (`ray.remote(...)(subclass)`) and is the only module that
-imports Ray; importing this one never does, so it is tested as a plain object and read without a
+`ray_actors` makes this class an actor (`ray.remote(...)(subclass)`); only it, `ray_runner` and
+`ray_doctor` import Ray; importing this one never does, so it is tested as a plain object and read without a
 cluster. What it adds to `NodeLane`:
 
 * `begin()`: prepare and start in one call, on a *keeper thread* that lives as long as the actor.

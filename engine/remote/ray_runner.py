@@ -1,6 +1,8 @@
-"""`RayRunner`: lanes in named, detached Ray actors on a cluster; with `ray_doctor`, the only modules that import Ray.
+"""`RayRunner`: lanes in named, detached Ray actors on a cluster (with `ray_actors` and `ray_doctor`,
+the only modules that import Ray).
 
-Imported only by `decisions.runners.make_runner` when `[runner] kind = "ray"`. Each lane is one actor
+Imported only by `decisions.runners.make_runner` when `[runner] kind = "ray"`; the actors' handles,
+calls and environment are in `ray_actors`. Each lane is one actor
 (`actor.LaneActorBody` on its node, named `spec.actor_name(repo_key, lane_id)` in `spec.NAMESPACE`,
 `lifetime="detached"` so it outlives the dashboard, `max_restarts=0` because a restart would run an
 agent again blindly), placed by one `lane_slot` of custom resource and the config's node labels.
@@ -25,12 +27,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
 import ray
-from ray.exceptions import ActorDiedError, ActorUnavailableError, RayActorError, RayTaskError
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from lanes_tui.engine.config.settings import Config
@@ -40,42 +40,18 @@ from lanes_tui.engine.git import worktrees
 from lanes_tui.engine.git.commands import run_git
 from lanes_tui.engine.lanes.launcher import LaunchRequest, supervisor_alive
 from lanes_tui.engine.lanes.runner import Published, read_output
-from lanes_tui.engine.remote.actor import LaneActorBody
 from lanes_tui.engine.remote.inbox_relay import lead_answers, take_node_files
 from lanes_tui.engine.remote.mirror import LaneMirror, SharedRemote, node_label, plan_launch, relaunch_request
+from lanes_tui.engine.remote.ray_actors import Gone, LaneActor, LaneActors, Unreachable, actor_env
 from lanes_tui.engine.remote.ray_doctor import CLUSTER_FIX, check_reachable, cluster_checks, first_line
 from lanes_tui.engine.remote.spec import NAMESPACE, NodeLaneSpec, actor_name
 from lanes_tui.engine.state.model import FINAL_STATES, LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.paths import repo_key
 
-__all__ = ["LaneActor", "RayRunner"]
+__all__ = ["RayRunner"]
 
 log = logging.getLogger(__name__)
 
-#: What follows the lead's environment into a lane's actor (and so to its supervisor): the git
-#: identity of its commits, the load wait of its gates (`LANES_HEAVY_LOAD`, as the supervisor gets it
-#: locally) and lanes-tui's diagnostics (`lanes.env.DIAGNOSTIC_ENV`: the test suite's leak marker, so
-#: a lane process left behind on a node fails the test that left it). Never a secret.
-ACTOR_ENV = ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL",
-             "LANES_HEAVY_LOAD", "LANESTUI_DEBUG_MODULES", "LANESTEST_MARKER")
-
-
-class _RayLaneActor(LaneActorBody):
-    """The body, answering its node's id from Ray's runtime context."""
-
-    def node_id(self) -> str:
-        return str(ray.get_runtime_context().get_node_id())
-
-
-LaneActor = ray.remote(_RayLaneActor)
-
-
-class _Unreachable(Exception):
-    """The actor did not answer (its node is cut off or overloaded): the lane may come back."""
-
-
-class _Gone(Exception):
-    """The actor is dead or no longer exists: the lane's processes went with it."""
 
 
 class RayRunner:
@@ -92,12 +68,11 @@ class RayRunner:
         self.remote = SharedRemote(repo, config.runner.remote)
         #: The nodes' folder for clones and worktrees (None: each node's `~/.cache/lanes-tui/ray`).
         self.work_root = work_root
-        #: How long a status, output or send may take before the lane counts as unreachable.
-        self.call_timeout_s = call_timeout_s
         #: How long a start waits for a node with a free `lane_slot` before it is refused.
         self.placement_timeout_s = placement_timeout_s
         self._connected_here = False
-        self._actors: dict[str, Any] = {}
+        #: The lanes' actors; a status, output or send answers within `call_timeout_s` or the lane is unreachable.
+        self.actors = LaneActors(self.key, call_timeout_s)
         self._alive: dict[str, bool] = {}
         self._locks: dict[str, asyncio.Lock] = {}
 
@@ -123,47 +98,10 @@ class RayRunner:
 
     async def close(self) -> None:
         """Let go of the cluster (only a connection this runner made); the lanes' actors keep running."""
-        self._actors.clear()
+        self.actors.clear()
         if self._connected_here and ray.is_initialized():
             await asyncio.to_thread(ray.shutdown)
         self._connected_here = False
-
-    def _actor(self, lane_id: str) -> Any:
-        """The lane's actor handle, found by name (after a restart too); _Gone when there is none."""
-        handle = self._actors.get(lane_id)
-        if handle is None:
-            try:
-                handle = ray.get_actor(actor_name(self.key, lane_id), namespace=NAMESPACE)
-            except ValueError:
-                raise _Gone("its actor no longer exists on the cluster") from None
-            self._actors[lane_id] = handle
-        return handle
-
-    async def _await(self, ref: Any, timeout: float) -> Any:
-        """An actor call's answer, with the cluster's faults turned into _Unreachable / _Gone and a
-        lane's own refusal (a LanesError on the node) into a LanesError here."""
-        try:
-            return await asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout)
-        except TimeoutError:
-            raise _Unreachable(f"no answer within {timeout:g}s") from None
-        except ActorUnavailableError:
-            raise _Unreachable("the actor is unavailable") from None
-        except (ActorDiedError, RayActorError) as exc:
-            raise _Gone(f"its actor died ({first_line(exc)})") from None
-        except RayTaskError as exc:
-            cause = getattr(exc, "cause", None)
-            if isinstance(cause, LanesError):
-                raise LanesError(cause.what, cause.fix) from None
-            raise LanesError(f"the lane's node failed: {first_line(cause or exc)}",
-                             "see the actor's log on the node (`ray logs`)") from None
-
-    async def _call(self, lane_id: str, method: str, *args: Any, timeout: float | None = None) -> Any:
-        handle = await asyncio.to_thread(self._actor, lane_id)
-        try:
-            return await self._await(getattr(handle, method).remote(*args), timeout or self.call_timeout_s)
-        except _Gone:
-            self._actors.pop(lane_id, None)
-            raise
 
     def _lock(self, lane_id: str) -> asyncio.Lock:
         return self._locks.setdefault(lane_id, asyncio.Lock())
@@ -227,33 +165,33 @@ class RayRunner:
         if strategy is not None:
             options["scheduling_strategy"] = strategy
         try:
-            handle = await asyncio.to_thread(lambda: LaneActor.options(**options, **_env()).remote(spec.to_json()))
+            handle = await asyncio.to_thread(lambda: LaneActor.options(**options, **actor_env()).remote(spec.to_json()))
         except ValueError as exc:  # the name is taken: an actor of an earlier lane with this id
             raise LanesError(f"an actor for lane {lane_id} already runs on the cluster ({first_line(exc)})",
                              f"`ray kill` it or pick another --id: {actor_name(self.key, lane_id)}") from None
-        self._actors[lane_id] = handle
+        self.actors.keep(lane_id, handle)
         try:
-            await self._await(handle.node.remote(), self.placement_timeout_s)
-        except _Unreachable:
+            await self.actors.answer(handle.node.remote(), self.placement_timeout_s)
+        except Unreachable:
             raise LanesError(f"no node took lane {lane_id} within {self.placement_timeout_s:g}s: every lane "
                              "slot (or every node with the labels asked for) is taken", "wait for a lane to end, "
                              "stop one, or add a node") from None
-        except _Gone as exc:
+        except Gone as exc:
             raise LanesError(f"lane {lane_id}'s actor died before it started: {exc}",
                              "see `ray status` and the node's logs") from None
         try:
-            begun: dict[str, Any] = await self._await(handle.begin.remote(), 900.0)
+            begun: dict[str, Any] = await self.actors.answer(handle.begin.remote(), 900.0)
         except BaseException as exc:  # placed: the node cleans up what the start made there, then it goes
             with contextlib.suppress(Exception):
-                await self._await(handle.discard.remote(), 60.0)
-            if isinstance(exc, _Unreachable | _Gone):
+                await self.actors.answer(handle.discard.remote(), 60.0)
+            if isinstance(exc, Unreachable | Gone):
                 raise LanesError(f"lane {lane_id} did not start on its node: {exc}", "see the node's logs") from None
             raise
         return begun
 
     async def _undo_start(self, lane_id: str) -> None:
         """A start that failed leaves no actor, remote ref or mirror (as `launch_lane` undoes its own)."""
-        handle = self._actors.pop(lane_id, None)
+        handle = self.actors.forget(lane_id)
         if handle is not None:  # never placed, or its node already cleaned up (`_place_and_begin`)
             with contextlib.suppress(Exception):
                 ray.kill(handle)
@@ -281,8 +219,8 @@ class RayRunner:
                 seq = self.mirror.seq(lane_id)
                 answers = lead_answers(self.mirror.inbox(lane_id))  # the lead's, to questions asked there
                 try:
-                    answer = await self._call(lane_id, "poll", seq, 1 << 20, answers)
-                except (_Unreachable, _Gone) as exc:
+                    answer = await self.actors.call(lane_id, "poll", seq, 1 << 20, answers)
+                except (Unreachable, Gone) as exc:
                     return self._fault(lane_id, exc) or changed
                 changed = self._absorb(lane_id, seq, answer) or changed
                 if answer["status"] is None or len(answer["output"][0]) < 1 << 20:
@@ -310,7 +248,7 @@ class RayRunner:
         """The lead-side states of a cluster fault (see the module docstring); True if state changed."""
         self._alive[lane_id] = False
         node = self.mirror.read(lane_id).node or "its node"
-        if isinstance(exc, _Gone):
+        if isinstance(exc, Gone):
             self.mirror.set_runner_info(lane_id, actor="gone")
             return self.mirror.mark(lane_id, "lost", f"lost with node {node}: {exc}")
         return self.mirror.mark(lane_id, "unreachable", f"node {node} does not answer")
@@ -361,8 +299,9 @@ class RayRunner:
     async def send(self, lane_id: str, text: str) -> dict[str, Any]:
         record = self.mirror.read(lane_id)
         try:
-            reply: dict[str, Any] = await self._call(lane_id, "send", text, timeout=max(30.0, self.call_timeout_s))
-        except (_Unreachable, _Gone) as exc:
+            reply: dict[str, Any] = await self.actors.call(lane_id, "send", text,
+                                                           timeout=max(30.0, self.actors.call_timeout_s))
+        except (Unreachable, Gone) as exc:
             self._fault(lane_id, exc)
             raise LanesError(f"lane {lane_id} on {record.node} did not take the message: {exc}",
                              "see its state with `lanes-tui status`") from None
@@ -381,8 +320,8 @@ class RayRunner:
                              "try again once it answers (`lanes-tui status` shows it)")
         if info.get("actor", "live") == "live":
             try:
-                answer = await self._call(lane_id, "visit", method, *args, timeout=timeout)
-            except (_Unreachable, _Gone) as exc:
+                answer = await self.actors.call(lane_id, "visit", method, *args, timeout=timeout)
+            except (Unreachable, Gone) as exc:
                 self._fault(lane_id, exc)
                 raise LanesError(f"lane {lane_id}'s node {record.node} does not answer: {exc}", gone_fix) from None
         else:
@@ -390,15 +329,10 @@ class RayRunner:
             alive = {n["NodeID"] for n in await asyncio.to_thread(ray.nodes) if n.get("Alive")}
             if not node_id or not spec or node_id not in alive:
                 raise LanesError(f"lane {lane_id}'s node {record.node} is gone, and its worktree with it", gone_fix)
-            strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
-            visitor = LaneActor.options(num_cpus=0, max_restarts=0, max_task_retries=0, scheduling_strategy=strategy,
-                                        **_env()).remote(spec)
             try:
-                answer = await self._await(visitor.visit.remote(method, *args), timeout)
-            except (_Unreachable, _Gone) as exc:
+                answer = await self.actors.visit_node(node_id, spec, method, *args, timeout=timeout)
+            except (Unreachable, Gone) as exc:
                 raise LanesError(f"lane {lane_id}'s node {record.node} does not answer: {exc}", gone_fix) from None
-            finally:
-                ray.kill(visitor)
         if answer.get("status") is not None:
             self.mirror.from_node(lane_id, answer["status"])
         return answer["value"]
@@ -424,20 +358,20 @@ class RayRunner:
     async def _retire(self, lane_id: str) -> list[int]:
         """Checkpoint, stop through the shim, drain output and status, THEN kill the actor."""
         forced: list[int] = []
-        with contextlib.suppress(_Unreachable, _Gone, LanesError):
-            await self._call(lane_id, "checkpoint", timeout=120.0)
+        with contextlib.suppress(Unreachable, Gone, LanesError):
+            await self.actors.call(lane_id, "checkpoint", timeout=120.0)
         try:
-            forced = await self._call(lane_id, "stop", None, timeout=120.0)
+            forced = await self.actors.call(lane_id, "stop", None, timeout=120.0)
             for _ in range(64):
                 seq = self.mirror.seq(lane_id)
-                answer = await self._call(lane_id, "poll", seq, 4 << 20)
+                answer = await self.actors.call(lane_id, "poll", seq, 4 << 20)
                 self._absorb(lane_id, seq, answer)
                 if len(answer["output"][0]) == 0:
                     break
-        except (_Unreachable, _Gone) as exc:
+        except (Unreachable, Gone) as exc:
             self._fault(lane_id, exc)
             return forced
-        handle = self._actors.pop(lane_id, None)
+        handle = self.actors.forget(lane_id)
         if handle is not None:
             await asyncio.to_thread(ray.kill, handle)
         self.mirror.set_runner_info(lane_id, actor="retired")
@@ -448,7 +382,7 @@ class RayRunner:
         """Stop the lane (the shim takes its tree down) and let its actor go; the pids killed by force."""
         validate_lane_id(lane_id)
         if not self.mirror.store.exists(lane_id):  # nothing of ours: at most a stray actor by that name
-            await asyncio.to_thread(self._kill_by_name, lane_id)
+            await asyncio.to_thread(self.actors.kill_by_name, lane_id)
             return []
         record = self.mirror.read(lane_id)
         if record.runner != "ray" or self.mirror.runner_info(lane_id).get("actor", "live") != "live":
@@ -479,7 +413,7 @@ class RayRunner:
             removed += await self._visit(lane_id, "discard")
         except LanesError as exc:  # a lost node took its worktree with it: the rest is still ours to clean
             self.mirror.note(lane_id, f"discard: {exc}")
-        await asyncio.to_thread(self._kill_by_name, lane_id)
+        await asyncio.to_thread(self.actors.kill_by_name, lane_id)
         removed += await asyncio.to_thread(self.remote.drop_lane, lane_id)
         branch = f"lane/{lane_id}"
         if worktrees.current_branch(self.repo) != branch and run_git(
@@ -490,14 +424,6 @@ class RayRunner:
         self._alive.pop(lane_id, None)
         log.info("discarded %s (%s)", lane_id, record.node)
         return removed
-
-    def _kill_by_name(self, lane_id: str) -> None:
-        """Kill the lane's actor if one is left (never connecting just for that)."""
-        self._actors.pop(lane_id, None)
-        if not ray.is_initialized():
-            return
-        with contextlib.suppress(ValueError):
-            ray.kill(ray.get_actor(actor_name(self.key, lane_id), namespace=NAMESPACE))
 
     # --- Relaunch ---------------------------------------------------------------------------------
     async def relaunch(self, lane_id: str) -> LaneRecord:
@@ -529,16 +455,3 @@ class RayRunner:
         except LanesError as exc:
             return [("cluster", False, str(exc))]
         return cluster_checks(self.config.runner)
-
-
-#: Ray's core worker SIGKILLs its direct children when it exits (its raylet gone, say): that is the
-#: reaper shim, which then cannot take the lane's tree down, and the supervisor and agent (in a
-#: session of their own) run on unseen. The shim is the lane's reaper, so Ray's is turned off for
-#: the lane's actor: the worker's death reaches the shim as PDEATHSIG, and the shim stops the lane.
-RAY_WORKER_ENV = {"RAY_kill_child_processes_on_worker_exit": "0"}
-
-
-def _env() -> dict[str, Any]:
-    """The `runtime_env` option for a lane's actor: `RAY_WORKER_ENV` and the lead's `ACTOR_ENV`."""
-    env = {**RAY_WORKER_ENV, **{name: os.environ[name] for name in ACTOR_ENV if name in os.environ}}
-    return {"runtime_env": {"env_vars": env}}
