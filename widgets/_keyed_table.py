@@ -14,7 +14,7 @@ running theme (Rich text cannot resolve `$warning` itself), and remade when the 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from typing import Any, ClassVar, NamedTuple, cast
+from typing import Any, ClassVar, NamedTuple
 
 from rich.cells import cell_len
 from rich.style import Style
@@ -67,10 +67,13 @@ class KeyedTable(DataTable[Text]):
         self._selected: str | None = None
         self.cell_updates = 0
         """How many cells `update_cell` rewrote; the tests use it to prove nothing was rebuilt."""
-        # Row-scoped render caches (see `update_cell`): same sizes as DataTable's own.
-        self._cell_render_cache = RowScopedCache(10000, lambda key: (key[0], key[1]))  # by (row, column)
-        self._row_render_cache = RowScopedCache(1000, lambda key: key[0])
-        self._line_cache = RowScopedCache(1000, self._row_of_line)
+        # Scoped render caches in place of DataTable's own, same sizes (see `_forget_cell`).
+        self._cells_cached = RowScopedCache(10000, lambda key: (key[0], key[1]))  # by (row, column)
+        self._rows_cached = RowScopedCache(1000, lambda key: key[0])
+        self._lines_cached = RowScopedCache(1000, self._row_of_line)
+        self._cell_render_cache = self._cells_cached
+        self._row_render_cache = self._rows_cached
+        self._line_cache = self._lines_cached
         if self.TITLE:
             self.border_title = self.TITLE
 
@@ -185,13 +188,9 @@ class KeyedTable(DataTable[Text]):
         row can be stale; the caches are `RowScopedCache`s, which can drop exactly those entries (the
         row's other cells are kept: a meter sample changes three cells of fourteen).
         """
-        caches = (self._cell_render_cache, self._row_render_cache, self._line_cache)
-        if not all(isinstance(cache, RowScopedCache) for cache in caches):
-            self._update_count += 1  # not ours (a DataTable that replaced its caches): the old, global way
-            return
-        for cache, scope in zip(caches, ((row, column), row, row), strict=True):
-            assert isinstance(cache, RowScopedCache)
-            cache.drop(scope)
+        self._cells_cached.drop((row, column))
+        self._rows_cached.drop(row)
+        self._lines_cached.drop(row)
         self._row_renderable_cache.discard((self._update_count, index))
 
     def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
@@ -213,11 +212,10 @@ class KeyedTable(DataTable[Text]):
         key = (y, "row-cursor", x1, x2, self.size.width, self.cursor_coordinate.row == row,
                self.hover_coordinate.row == row, base_style, self.show_cursor, self._show_hover_cursor,
                self._update_count, self._pseudo_class_state)
-        cache = cast("LRUCache[Any, Strip]", self._line_cache)  # DataTable's cache, another key shape
-        strip = cache.get(key)
+        strip: Strip | None = self._lines_cached.get(key)
         if strip is None:
             strip = super()._render_line(y, x1, x2, base_style)
-            cache[key] = strip
+            self._lines_cached[key] = strip
         return strip
 
     def _row_of_line(self, key: Any) -> Hashable:
