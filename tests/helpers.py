@@ -62,7 +62,16 @@ def status(repo: Path, lane: str | None = None) -> Any:
 
 
 def output(repo: Path, lane: str) -> str:
-    return (repo / ".lanes" / "state" / "lanes" / lane / "output.log").read_text(errors="replace")
+    """A lane's output so far: "" until its supervisor has made the log, so a wait can poll it."""
+    return text_of(repo / ".lanes" / "state" / "lanes" / lane / "output.log")
+
+
+def text_of(path: Path) -> str:
+    """A file written by another process, or "" while it does not exist yet (it appears when written)."""
+    try:
+        return path.read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
 
 
 def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.05) -> Any:

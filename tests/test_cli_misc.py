@@ -9,7 +9,7 @@ from pathlib import Path
 
 import psutil
 
-from tests.helpers import cli, run_lane, wait_for, wait_state, write_config
+from tests.helpers import cli, output, run_lane, wait_for, wait_state, write_config
 
 
 def test_init_writes_a_commented_config_once(repo: Path) -> None:
@@ -28,7 +28,7 @@ def test_doctor_reports_providers_and_lost_lanes(repo: Path) -> None:
     write_config(repo, chains='backend = ["sim"]\nhard = ["codex", "sim"]')
     lane = run_lane(repo, "say up\nsleep 600\n", lane_id="gone")
     wait_state(repo, lane, "running")
-    wait_for(lambda: "up" in (repo / ".lanes/state/lanes/gone-a1/output.log").read_text())
+    wait_for(lambda: "up" in output(repo, lane))
     sup = json.loads((repo / ".lanes/state/lanes/gone-a1/supervisor.json").read_text())
     agent = json.loads((repo / ".lanes/state/lanes/gone-a1/lane.json").read_text())["agent_pid"]
     os.kill(sup["pid"], signal.SIGKILL)

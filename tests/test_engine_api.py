@@ -13,7 +13,7 @@ import psutil
 from lanes_tui.engine.lanes.launcher import LaunchRequest
 from lanes_tui.engine.live.engine import Engine
 from lanes_tui.engine.state.events import LaneChanged, MetersSampled, OutputAppended
-from tests.helpers import wait_for, write_config
+from tests.helpers import text_of, wait_for, write_config
 
 
 async def _collect_until_state(engine: Engine, lane_id: str, states: set[str], timeout: float = 60) -> list[object]:
@@ -79,7 +79,7 @@ async def test_engine_start_marks_a_lane_lost_when_its_supervisor_died(repo: Pat
     await engine.aclose()
     lane_dir = repo / ".lanes/state/lanes/orphan-a1"
     # Past its first line, so the agent is not writing when its supervisor (and pipe reader) dies.
-    wait_for(lambda: "reading prompt" in (lane_dir / "output.log").read_text())
+    wait_for(lambda: "reading prompt" in text_of(lane_dir / "output.log"))
     sup = json.loads((lane_dir / "supervisor.json").read_text())
     agent = json.loads((lane_dir / "lane.json").read_text())["agent_pid"]
     os.kill(sup["pid"], signal.SIGKILL)

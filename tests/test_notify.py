@@ -24,7 +24,7 @@ from lanes_tui.engine.live.engine import Engine
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
-from tests.helpers import cli, run_lane, status, wait_for, wait_state, write_config
+from tests.helpers import cli, run_lane, status, text_of, wait_for, wait_state, write_config
 
 #: Appends `argv[2:]` joined by " | " as one line to argv[1].
 APPEND = "import sys; open(sys.argv[1], 'a').write(' | '.join(sys.argv[2:]) + chr(10))"
@@ -178,7 +178,7 @@ async def test_a_lost_lane_is_announced_once_by_the_first_reconcile(repo: Path) 
     write_config(repo, sample_s=0.2, extra=_notify_table(log, "{event}", "{lane}", "{body}"))
     lane = await asyncio.to_thread(run_lane, repo, "say up\nsleep 600\n", lane_id="orphan")
     lane_dir = repo / ".lanes/state/lanes" / lane
-    await asyncio.to_thread(wait_for, lambda: "up" in (lane_dir / "output.log").read_text())
+    await asyncio.to_thread(wait_for, lambda: "up" in text_of(lane_dir / "output.log"))
     supervisor = json.loads((lane_dir / "supervisor.json").read_text())["pid"]
     agent = json.loads((lane_dir / "lane.json").read_text())["agent_pid"]
     os.kill(supervisor, signal.SIGKILL)
