@@ -217,10 +217,13 @@ def test_the_default_runner_never_imports_ray(repo: Path) -> None:
     assert "lanes_tui.engine.remote.ray_runner" not in loaded
 
 
-def test_the_supervisor_entry_loads_no_openssl_tempfile_or_zoneinfo() -> None:
+def test_the_supervisor_entry_loads_only_what_a_plain_lane_uses() -> None:
     """What a lane's supervisor imports to run an agent (B3's memory, issue 15): names are hashed with
     CPython's own sha256 (`core.digest`), temp files made by `core.atomic.temp_beside`, and a named
     time zone loaded only for a parking window that names one. Files are hashed (gates) with OpenSSL."""
     modules = _loaded("import sys\nsys.modules.setdefault('ssl', None)\nimport lanes_tui.engine.supervisor.main")
     assert "lanes_tui.engine.supervisor.main" in modules
     assert _top(modules, "hashlib", "_hashlib", "tempfile", "zoneinfo", "secrets", "hmac", "_ssl") == []
+    # Nor what only a rare path needs: removing a folder (shutil, with bz2 and lzma) or a did-you-mean
+    # (difflib); its three arguments are parsed by hand (argparse and gettext).
+    assert _top(modules, "shutil", "bz2", "lzma", "difflib", "argparse", "gettext") == []

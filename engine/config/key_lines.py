@@ -7,7 +7,6 @@ runs in linear time on any line, since the text may be anything a hand or an age
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 
@@ -16,6 +15,8 @@ __all__ = ["did_you_mean", "find_key_line", "shown"]
 
 def did_you_mean(name: str, valid: tuple[str, ...] | list[str]) -> str:
     """`did you mean 'max_parallel'? (valid: …)`: the fix half of an unknown-name error."""
+    import difflib  # only an error needs it: kept out of every process that reads a valid config
+
     close = difflib.get_close_matches(name, list(valid), n=1)
     listing = f"valid: {', '.join(valid)}" if valid else "none are defined"
     return f"did you mean {close[0]!r}? ({listing})" if close else listing

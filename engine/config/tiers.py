@@ -11,7 +11,6 @@ Split from `settings` to keep that module small. It reads through the parser's o
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -68,6 +67,8 @@ def parse_tiers(checks: TableChecks, raw: dict[str, Any],
                         f'add provider = "NAME" (one of {", ".join(providers)})')
         provider = checks.string(f"{key}.provider", table["provider"])
         if provider not in providers:
+            import difflib  # only this error needs it: kept out of every process that reads a valid config
+
             close = difflib.get_close_matches(provider, list(providers), n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
             checks.fail(f"{key}.provider", f"tier {name!r} names unknown provider {provider!r}",

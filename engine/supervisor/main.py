@@ -8,7 +8,6 @@ providers in the lane's worktree, and writes the receipt that tells a restarted 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import dataclasses
@@ -338,20 +337,50 @@ def _orphan_open_questions(paths: StatePaths, lane_id: str) -> None:
         inbox.orphan_lane(lane_id, "the lane's agent exited")
 
 
+USAGE = "usage: lanes-tui-supervisor --repo REPO --lane LANE [--detach]"
+
+
+def parse_args(argv: list[str]) -> tuple[Path, str, bool] | str:
+    """`--repo R --lane ID [--detach]` (also `--repo=R`), or the error to print.
+
+    By hand, not argparse: the launcher is its only caller, and argparse with gettext is 0.4 MB of
+    every lane's supervisor (B3, issue 15)."""
+    values: dict[str, str] = {}
+    detach_flag = False
+    rest = list(argv)
+    while rest:
+        word = rest.pop(0)
+        name, equals, value = word.partition("=")
+        if word == "--detach":
+            detach_flag = True
+        elif name in ("--repo", "--lane"):
+            if not equals:
+                if not rest:
+                    return f"{name} needs a value"
+                value = rest.pop(0)
+            values[name] = value
+        else:
+            return f"unknown argument {word!r}"
+    missing = [name for name in ("--repo", "--lane") if not values.get(name)]
+    if missing:
+        return f"missing {' and '.join(missing)}"
+    return Path(values["--repo"]), values["--lane"], detach_flag
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="lanes-tui-supervisor")
-    parser.add_argument("--repo", required=True, type=Path)
-    parser.add_argument("--lane", required=True)
-    parser.add_argument("--detach", action="store_true")
-    args = parser.parse_args(argv)
-    if args.detach:
+    parsed = parse_args(sys.argv[1:] if argv is None else argv)
+    if isinstance(parsed, str):
+        print(f"{USAGE}\nlanes-tui-supervisor: error: {parsed}", file=sys.stderr)
+        return 2
+    repo, lane_id, detach_now = parsed
+    if detach_now:
         detach()
     report_modules_at_exit("supervisor")
-    paths = StatePaths(args.repo)
-    logging.basicConfig(filename=str(paths.lane(args.lane).supervisor_log), level=logging.INFO,
+    paths = StatePaths(repo)
+    logging.basicConfig(filename=str(paths.lane(lane_id).supervisor_log), level=logging.INFO,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     set_child_subreaper()
-    return asyncio.run(_amain(args.repo, args.lane))
+    return asyncio.run(_amain(repo, lane_id))
 
 
 async def _amain(repo: Path, lane_id: str) -> int:
