@@ -7,6 +7,7 @@ skip their work while a modal is open.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterable
 from typing import Any, ClassVar
@@ -16,11 +17,12 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
-from textual.screen import Screen
+from textual.screen import UPDATE_PERIOD, Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
 from lanes_tui.app.flows import DecisionFlows
+from lanes_tui.app.frame_timer import FrameTimer
 from lanes_tui.app.hands import HandsFlows
 from lanes_tui.app.host import DashboardHost
 from lanes_tui.app.inbox_flows import InboxFlows
@@ -70,6 +72,17 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
         """How often the Plan pane (and the takeover count) is refreshed."""
         self.takeover = 0
         """Plan tickets in `takeover`, for the attention bar."""
+        self._frames: FrameTimer | None = None
+        self._tail: asyncio.Future[tuple[str, int]] | None = None
+        """The selected lane's output tail being read, until it is shown."""
+
+    @property
+    def _update_timer(self) -> Timer:
+        """The timer `Screen` draws its frames from: a `FrameTimer`, so a key's second frame (the lane's
+        output after the cursor) waits for the next grid point, not one more (`app.frame_timer`)."""
+        if self._frames is None:
+            self._frames = FrameTimer.install(self, UPDATE_PERIOD, self._on_timer_update, name="screen_update")
+        return self._frames
 
     @property
     def lanes_app(self) -> DashboardHost:
@@ -215,17 +228,22 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
         if lane_id == self.selected_lane:
             return
         self.lanes_app.bridge.select(lane_id)
+        if self._tail is not None:
+            self._tail.cancel()  # the lead moved on before that lane's tail was shown
+            self._tail = None
         if lane_id is not None:
-            # After the frame that shows the cursor move: the key feels instant, the tail follows.
-            self.call_after_refresh(self._load_output, lane_id)
+            # The tail is read (in a thread) while the cursor's frame is drawn, and shown after that
+            # frame: the key feels instant, and the output comes in the frame after it.
+            self._tail = asyncio.ensure_future(self.lanes_app.engine.output_tail_at(lane_id))
+            self.call_after_refresh(self._load_output, lane_id, self._tail)
             if self.query_one(TabbedContent).active == "tab-diff":
                 self._load_diff(lane_id)
             elif self.query_one(TabbedContent).active == "tab-gates":
                 self._load_gates(lane_id)
 
     @work(group="output", exclusive=True)
-    async def _load_output(self, lane_id: str) -> None:
-        text, end = await self.lanes_app.engine.output_tail_at(lane_id)
+    async def _load_output(self, lane_id: str, tail: asyncio.Future[tuple[str, int]]) -> None:
+        text, end = await tail  # cancelled if another lane was selected meanwhile: its own load follows
         if lane_id == self.selected_lane:
             self.query_one(OutputPane).show(lane_id, text)
             self.lanes_app.bridge.shown(lane_id, end)

@@ -6,6 +6,7 @@ import gc
 from pathlib import Path
 
 from lanes_tui.app.dashboard import LanesApp
+from lanes_tui.app.frame_timer import FrameTimer
 from lanes_tui.engine.live.engine import Engine
 from lanes_tui.widgets import LanesTable
 from tests.helpers import run_lane, wait_state, write_config
@@ -25,6 +26,7 @@ async def test_dashboard_shows_existing_lanes_and_quits(repo: Path) -> None:
         table = app.screen.query_one(LanesTable)
         assert lane in table.rows
         assert str(table.get_cell(lane, "state")) == "ready"
+        assert isinstance(app.screen._update_timer, FrameTimer)  # the frames it drew came from it
 
         await pilot.press("q")
         await pilot.pause()

@@ -17,6 +17,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, ClassVar, NamedTuple
 
 from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.cache import LRUCache
@@ -26,6 +27,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
 from lanes_tui.widgets._format import tone_style
+from lanes_tui.widgets._plain_cell import plain_cell_line
 
 
 class Cell(NamedTuple):
@@ -217,6 +219,33 @@ class KeyedTable(DataTable[Text]):
             strip = super()._render_line(y, x1, x2, base_style)
             self._lines_cached[key] = strip
         return strip
+
+    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
+                     cursor: bool = False, hover: bool = False) -> list[list[Segment]]:
+        """DataTable's cell, built directly for a plain one-line cell (`_plain_cell`), Rich's path otherwise.
+
+        Same cache and key as DataTable's, so `_forget_cell` and everything that clears the cache
+        apply to both paths alike.
+        """
+        row_key = self._row_locations.get_key(row_index)
+        if row_key is None or row_index < self.fixed_rows or column_index < self.fixed_columns:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)  # header, labels
+        key = (row_key, self._column_locations.get_key(column_index), base_style, cursor, hover,
+               self._show_hover_cursor, self._update_count, self._pseudo_class_state)
+        lines: list[list[Segment]] | None = self._cells_cached.get(key)
+        if lines is not None:
+            return lines
+        cell = self._get_row_renderables(row_index).cells[column_index]
+        if isinstance(cell, Text) and self.rows[row_key].height == 1:
+            component, post = self._get_styles_to_render_cell(
+                False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
+                self.cursor_foreground_priority == "css", self.cursor_background_priority == "css")
+            pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+            line = plain_cell_line(cell, width, self.cell_padding, pre, post)
+            if line is not None:
+                self._cells_cached[key] = lines = [line]
+                return lines
+        return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
 
     def _row_of_line(self, key: Any) -> Hashable:
         """The row a cached line (keyed by its y) belongs to, as the table's offsets say now."""

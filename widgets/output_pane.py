@@ -14,12 +14,14 @@ from __future__ import annotations
 import re
 
 from rich.cells import cell_len
+from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.widgets import Log
 
 from lanes_tui.widgets._format import clean_text
+from lanes_tui.widgets._plain_cell import one_cell_each
 
 MAX_LINES = 2000
 #: Old lines go in chunks: past `max_lines` by a `1/PRUNE_SLACK` share, the tail is cut back to
@@ -176,14 +178,21 @@ class OutputPane(Log):
 
         Log reads that cache but (Textual 8.2) only fills it while text is selected, so every line
         on screen was rendered again at every frame. The cache is emptied where Log empties it
-        (style updates, `clear`, `refresh_lines`) and shifted when old lines are pruned.
+        (style updates, `clear`, `refresh_lines`) and shifted when old lines are pruned. A line of
+        one-cell characters (nearly every line an agent prints) is built as the strip Log would make,
+        without a Rich `Text` (a third of a new lane's first frame; `tests/test_plain_cell.py`).
         """
         if self.text_selection is not None:
             return super()._render_line_strip(y, rich_style)
         cache = self._render_line_cache
         strip = cache.get(y)
         if strip is None:
-            strip = cache[y] = super()._render_line_strip(y, rich_style)
+            line = self._lines[y]
+            if one_cell_each(line):  # nothing for Log to replace or measure: its strip, built directly
+                strip = Strip([Segment(line, rich_style)] if line else [Segment("")], len(line))  # as Log makes it
+            else:
+                strip = super()._render_line_strip(y, rich_style)
+            cache[y] = strip
         return strip
 
     def _grow_virtual_size(self, size: Size) -> None:

@@ -33,7 +33,7 @@ from lanes_tui.engine.git.views import lane_commits, lane_diff, worktree_row
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.lanes.inotify import TreeWatcher
 from lanes_tui.engine.lanes.launcher import LaunchRequest
-from lanes_tui.engine.lanes.runner import Runner, read_output
+from lanes_tui.engine.lanes.runner import Runner, read_tail
 from lanes_tui.engine.live.lane_inotify import LaneWatch
 from lanes_tui.engine.live.liveness import SupervisorLiveness
 from lanes_tui.engine.live.machine import machine_meters
@@ -191,10 +191,9 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
     async def output_tail_at(self, lane_id: str, max_bytes: int = 64 * 1024) -> tuple[str, int]:
         """The last `max_bytes` of a lane's output and the byte offset where they end."""
         path = self.paths.lane(lane_id).output
-        size = await asyncio.to_thread(lambda: path.stat().st_size if path.exists() else 0)
         # The lane's output on this machine: a local lane's own log, or a remote lane's mirror of it
-        # (kept by `sync`); either way no record is needed to show it.
-        data, end = await asyncio.to_thread(read_output, path, max(0, size - max_bytes), max_bytes)
+        # (kept by `sync`); either way no record is needed to show it. One thread hop: on a key press.
+        data, end = await asyncio.to_thread(read_tail, path, max_bytes)
         text, _head, tail = decode_span(data)  # `end` stops before a character still being written
         return text, end - tail
 
