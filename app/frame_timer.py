@@ -1,12 +1,14 @@
-"""The dashboard screen's frame timer: Textual's, minus one interval of waiting after a late frame.
+"""The dashboard screen's frame timer: a frame as soon as something changed, at most one an interval.
 
-A Textual screen draws its frames from one timer on a grid of `1 / MAX_FPS` (16.7 ms). A frame that
-comes late to its grid point — the first after a quiet spell always does, since a paused timer
-ticks the moment something changes — makes `Timer._run` skip ahead, and it skips one grid point too
-far (`count = int(elapsed / interval + 1)` and then `count + 1`): the next frame waits one to two
-intervals instead of up to one. On a key press that is the frame after the cursor's, the one that
-shows the lane's output (B1: 17–33 ms of its ~55 ms were that wait). `FrameTimer` is `Timer._run`
-with the skip to the next grid point; `install` puts it where `Screen` looks for its timer.
+A Textual screen draws its frames from one timer, paused while nothing is dirty. `Timer` ticks on a
+fixed grid of `1 / MAX_FPS` (16.7 ms): a resumed timer waits for the next point of the grid, and after
+a late tick — the first frame after a quiet spell always is late, since the paused timer slept
+through its grid points — `Timer._run` skips one point too far (`count = int(elapsed / interval + 1)`
+and then `count + 1`), so the next frame waits one to two intervals. On a key press that next frame
+is the one that shows the lane's output after the cursor's (B1: 17–33 ms of its ~55 ms were that
+wait). `FrameTimer` keeps what the grid is for, at most one frame an interval, and drops the rest:
+resumed, it ticks at once unless the previous tick began less than an interval ago, and then when
+that interval is up. `install` puts it where `Screen` looks for its timer.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ Sleep = Callable[[float], Awaitable[None]]
 
 
 class FrameTimer(Timer):
-    """A repeating timer that, after a late tick, ticks again at the next point of its grid.
+    """A repeating timer that ticks as soon as it is resumed, at most once an interval.
 
     `clock` and `sleep` are Textual's own unless a test passes its fake ones.
     """
@@ -43,25 +45,21 @@ class FrameTimer(Timer):
         return timer
 
     async def _run(self) -> None:
+        """Tick whenever resumed, but never sooner than one interval after the previous tick began."""
         count = 0
-        interval = self._interval
-        await self._active.wait()
-        start = self._clock()
+        last = float("-inf")
         while True:
-            next_tick = start + (count + 1) * interval
-            now = self._clock()
-            if next_tick < now:  # late: the next grid point after now (Timer's `+ 1` skips one more)
-                count = int((now - start) / interval)
-                continue
-            await self._sleep(next_tick - now)
-            count += 1
             await self._active.wait()
             if self._reset:
-                start = self._clock()
-                count = 0
                 self._reset = False
-                continue
+                last = float("-inf")
+            wait = last + self._interval - self._clock()
+            if wait > 0:
+                await self._sleep(wait)
+                continue  # paused meanwhile: wait for the next resume; else tick now
+            last = self._clock()
+            count += 1
             try:
-                await self._tick(next_timer=next_tick, count=count)
+                await self._tick(next_timer=last, count=count)
             except EventTargetGone:
                 break
