@@ -9,12 +9,13 @@ Questions have their own limit in the inbox (`inbox.files.MAX_BODY_BYTES`, 64 KB
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from lanes_tui.engine.core.errors import LanesError
 
 __all__ = ["MAX_CONFIG_BYTES", "MAX_PLAN_BYTES", "MAX_PROMPT_BYTES", "check_prompt", "describe_limit",
-           "read_limited", "read_text_file"]
+           "read_limited", "read_tail", "read_text_file"]
 
 #: A lane's task, whichever way it comes (`--prompt`, `--prompt-file`, a plan phase, the start form).
 MAX_PROMPT_BYTES = 1_000_000
@@ -23,6 +24,20 @@ MAX_CONFIG_BYTES = 1_000_000
 #: A plan file holds many phases; each phase is still a prompt of at most MAX_PROMPT_BYTES.
 MAX_PLAN_BYTES = 8 * MAX_PROMPT_BYTES
 SHORTEN = "shorten it, or put the detail in a file in the repository and point the prompt to that file"
+
+
+def read_tail(path: Path, max_bytes: int) -> tuple[bytes, int]:
+    """The last `max_bytes` of a file that may be any size, and the offset where they end, in one open
+    (b"" and 0 for no file). A lane's output on a key press, and `peek`'s last lines."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            start = max(0, size - max_bytes)
+            handle.seek(start)
+            data = handle.read(max_bytes)
+    except FileNotFoundError:
+        return b"", 0
+    return data, start + len(data)
 
 
 def describe_limit(limit: int) -> str:

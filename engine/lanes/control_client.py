@@ -12,13 +12,13 @@ ended can still be peeked at and its conversation read.
 from __future__ import annotations
 
 import json
-import os
 import socket
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lanes_tui.engine.core.atomic import read_json, read_jsonl
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.limits import read_tail
 from lanes_tui.engine.state.paths import LanePaths, StatePaths
 
 if TYPE_CHECKING:
@@ -176,15 +176,9 @@ def tail_lines(path: Path, count: int, window: int = PEEK_WINDOW) -> list[str]:
     from lanes_tui.engine.core.ansi import strip_ansi  # not at the top: a supervisor loads its channel only
 
     count = max(0, min(count, MAX_PEEK_LINES))
-    try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - window))
-            data = handle.read(window)
-    except FileNotFoundError:
-        return []
-    if size > window:
-        data = data[data.find(b"\n") + 1:]  # a partial first line is not shown
+    data, end = read_tail(path, window)
+    if end > len(data):  # the head was cut: its partial first line is not shown
+        data = data[data.find(b"\n") + 1:]
     lines = []
     for raw in data.decode("utf-8", "replace").split("\n"):
         line = strip_ansi(raw.rstrip("\r"))
@@ -225,14 +219,8 @@ def conversation(repo: Path, lane_id: str) -> list[Turn]:
         prompt = str(record.get("prompt", "")) if isinstance(record, dict) else ""
     except (OSError, ValueError):
         prompt = ""
-    try:
-        with open(lane.output, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            start = max(0, size - CONVERSATION_WINDOW)
-            handle.seek(start)
-            data = handle.read(CONVERSATION_WINDOW)
-    except FileNotFoundError:
-        start, data = 0, b""
+    data, end = read_tail(lane.output, CONVERSATION_WINDOW)
+    start = end - len(data)
     if start:
         cut = data.find(b"\n") + 1
         start, data = start + cut, data[cut:]

@@ -116,18 +116,6 @@ def as_remote(runner: Runner) -> RemoteRunner | None:
     return cast(RemoteRunner, runner) if callable(getattr(runner, "sync", None)) else None
 
 
-def read_tail(path: Path, max_bytes: int) -> tuple[bytes, int]:
-    """The last `max_bytes` of `path` and the offset where they end, in one open (b"" for no file)."""
-    try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            handle.seek(max(0, size - max_bytes))
-            data = handle.read(max_bytes)
-    except FileNotFoundError:
-        return b"", 0
-    return data, max(0, size - max_bytes) + len(data)
-
-
 def read_output(path: Path, offset: int, max_bytes: int) -> tuple[bytes, int]:
     """At most `max_bytes` of `path` from `offset`; an offset past the end (a new log) starts at 0."""
     try:

@@ -23,6 +23,7 @@ from typing import Any
 from lanes_tui.engine.config.settings import Config, load_config
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.limits import read_tail
 from lanes_tui.engine.core.utf8 import decode_span
 from lanes_tui.engine.decisions.commands import DecisionCommands
 from lanes_tui.engine.decisions.queue import QueueCommands
@@ -33,7 +34,7 @@ from lanes_tui.engine.git.views import lane_commits, lane_diff, worktree_row
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.lanes.inotify import TreeWatcher
 from lanes_tui.engine.lanes.launcher import LaunchRequest
-from lanes_tui.engine.lanes.runner import Runner, read_tail
+from lanes_tui.engine.lanes.runner import Runner
 from lanes_tui.engine.live.lane_inotify import LaneWatch
 from lanes_tui.engine.live.liveness import SupervisorLiveness
 from lanes_tui.engine.live.machine import machine_meters

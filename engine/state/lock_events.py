@@ -32,6 +32,7 @@ from typing import Any
 
 from lanes_tui.engine.core.atomic import append_jsonl
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.limits import read_tail
 from lanes_tui.engine.core.slots import describe_holder
 from lanes_tui.engine.state.paths import StatePaths, inside
 
@@ -128,13 +129,10 @@ def read_lock_view(path: Path, *, window: int = EVENTS_WINDOW) -> LockView:
     Only lines that mention `"lock-` are parsed, so a tail full of other events costs a byte search.
     """
     try:
-        with open(path, "rb") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            start = max(0, size - window)
-            handle.seek(start)
-            tail = handle.read(window)
+        tail, end = read_tail(path, window)
     except OSError:
         return LockView()
+    start = end - len(tail)
     lines = tail.splitlines()
     if start > 0 and lines:
         lines = lines[1:]  # the window began inside a line
