@@ -76,7 +76,7 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
     @property
     def _update_timer(self) -> Timer:
         """The timer `Screen` draws its frames from: a `FrameTimer`, so a key's second frame (the lane's
-        output after the cursor) waits for the next grid point, not one more (`app.frame_timer`)."""
+        output after the cursor) comes one interval after the first, not on Textual's grid (`app.frame_timer`)."""
         if self._frames is None:
             self._frames = FrameTimer.install(self, UPDATE_PERIOD, self._on_timer_update, name="screen_update")
         return self._frames

@@ -221,7 +221,7 @@ def test_the_supervisor_entry_loads_only_what_a_plain_lane_uses() -> None:
     """What a lane's supervisor imports to run an agent (B3's memory, issue 15): names are hashed with
     CPython's own sha256 (`core.digest`), temp files made by `core.atomic.temp_beside`, and a named
     time zone loaded only for a parking window that names one. Files are hashed (gates) with OpenSSL."""
-    modules = _loaded("import sys\nsys.modules.setdefault('ssl', None)\nimport lanes_tui.engine.supervisor.main")
+    modules = _loaded("import sys\nsys.modules.setdefault('ssl', None)\nimport lanes_tui.engine.supervisor.entry")
     assert "lanes_tui.engine.supervisor.main" in modules
     assert _top(modules, "hashlib", "_hashlib", "tempfile", "zoneinfo", "secrets", "hmac", "_ssl") == []
     # Nor what only a rare path needs: removing a folder (shutil, with bz2 and lzma) or a did-you-mean

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from lanes_tui.engine.supervisor.main import main, parse_args
+from lanes_tui.engine.supervisor.entry import main, parse_args
 
 
 @pytest.mark.parametrize(("argv", "expected"), [

@@ -6,6 +6,6 @@ import sys
 # without it asyncio runs the same, minus TLS transports (issue 15, the lean supervisor).
 sys.modules.setdefault("ssl", None)  # type: ignore[arg-type]
 
-from lanes_tui.engine.supervisor.main import main  # noqa: E402
+from lanes_tui.engine.supervisor.entry import main  # noqa: E402
 
 sys.exit(main())

@@ -15,8 +15,6 @@ import errno
 import functools
 import logging
 import os
-import signal
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,6 @@ from lanes_tui.engine.config.settings import Config, ProviderConfig, load_config
 from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import private_opener, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
-from lanes_tui.engine.core.debug import report_modules_at_exit
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
@@ -38,15 +35,13 @@ from lanes_tui.engine.lanes.notify import announce
 from lanes_tui.engine.lanes.preamble import agent_prompt, read_rules
 from lanes_tui.engine.lanes.spend import SpendGuard, meter_spend
 from lanes_tui.engine.lanes.watch_skip import lane_tree_watcher
-from lanes_tui.engine.procs.process import ProcessRequest, process_create_time, set_child_subreaper
+from lanes_tui.engine.procs.process import ProcessRequest, process_create_time
 from lanes_tui.engine.state.meters import METERS_FILE, RunMeter
 from lanes_tui.engine.state.model import ProviderAttempt
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
 from lanes_tui.engine.supervisor import after_run, budget, containment, setup
 from lanes_tui.engine.supervisor.containment import Hold
-from lanes_tui.engine.supervisor.control import ControlServer
-from lanes_tui.engine.supervisor.detach import detach, signal_ready
 from lanes_tui.engine.supervisor.resume import Resumer
 
 log = logging.getLogger("lanes_tui.supervisor")
@@ -335,80 +330,3 @@ def _orphan_open_questions(paths: StatePaths, lane_id: str) -> None:
     inbox = _inbox(paths)
     if inbox is not None:
         inbox.orphan_lane(lane_id, "the lane's agent exited")
-
-
-USAGE = "usage: lanes-tui-supervisor --repo REPO --lane LANE [--detach]"
-
-
-def parse_args(argv: list[str]) -> tuple[Path, str, bool] | str:
-    """`--repo R --lane ID [--detach]` (also `--repo=R`), or the error to print.
-
-    By hand, not argparse: the launcher is its only caller, and argparse with gettext is 0.4 MB of
-    every lane's supervisor (B3, issue 15)."""
-    values: dict[str, str] = {}
-    detach_flag = False
-    rest = list(argv)
-    while rest:
-        word = rest.pop(0)
-        name, equals, value = word.partition("=")
-        if word == "--detach":
-            detach_flag = True
-        elif name in ("--repo", "--lane"):
-            if not equals:
-                if not rest:
-                    return f"{name} needs a value"
-                value = rest.pop(0)
-            values[name] = value
-        else:
-            return f"unknown argument {word!r}"
-    missing = [name for name in ("--repo", "--lane") if not values.get(name)]
-    if missing:
-        return f"missing {' and '.join(missing)}"
-    return Path(values["--repo"]), values["--lane"], detach_flag
-
-
-def main(argv: list[str] | None = None) -> int:
-    parsed = parse_args(sys.argv[1:] if argv is None else argv)
-    if isinstance(parsed, str):
-        print(f"{USAGE}\nlanes-tui-supervisor: error: {parsed}", file=sys.stderr)
-        return 2
-    repo, lane_id, detach_now = parsed
-    if detach_now:
-        detach()
-    report_modules_at_exit("supervisor")
-    paths = StatePaths(repo)
-    logging.basicConfig(filename=str(paths.lane(lane_id).supervisor_log), level=logging.INFO,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    set_child_subreaper()
-    return asyncio.run(_amain(repo, lane_id))
-
-
-async def _amain(repo: Path, lane_id: str) -> int:
-    supervisor = Supervisor(repo, lane_id)
-    write_json_atomic(supervisor.lane.supervisor, {"pid": os.getpid(),
-                                                   "create_time": process_create_time(os.getpid())})
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        loop.add_signal_handler(sig, supervisor.request_stop)
-    supervisor.reserve_space()
-    signal_ready()
-    control = await ControlServer.open(supervisor)  # the lead's attach, send and peek (`supervisor.control`)
-    try:
-        return await supervisor.run()
-    except OSError as exc:
-        if exc.errno not in NO_SPACE:
-            log.exception("supervisor failed")
-            raise
-        return supervisor.out_of_space(exc)
-    except Exception:
-        log.exception("supervisor failed")
-        raise
-    finally:
-        if control is not None:
-            await control.close()
-        with contextlib.suppress(OSError):
-            (supervisor.lane.dir / SPACE_RESERVE).unlink()
-
-
-if __name__ == "__main__":
-    sys.exit(main())
