@@ -5,7 +5,7 @@ Owns: `spec` (what the lead's machine sends a node to run one lane: JSON-able, n
 supervisor in it, run under the reaper shim so nothing outlives the actor; output, meters, send,
 gates, publish and checkpoints answered from there; no Ray), `node_git` (the node's folders, its
 shared mirror of the remote under an flock, the lane's clone, checkpoints through a temporary index,
-pushes; no Ray), `ray_runner`, `ray_actors` and `ray_doctor` (the lead's side: one named, detached
+pushes; no Ray), `ray_runner`, `ray_actors`, `ray_ends` and `ray_doctor` (the lead's side: one named, detached
 actor per lane, placed by the `lane_slot` resource, with the faults of a cluster mapped to lane
 states; the only modules that import ray), `mirror` (the lead's local copy of a
 remote lane's record, output and samples, so the dashboard and the command line read a Ray lane

@@ -1,11 +1,12 @@
-"""`RayRunner`: lanes in named, detached Ray actors on a cluster (with `ray_actors` and `ray_doctor`,
-the only modules that import Ray).
+"""`RayRunner`: lanes in named, detached Ray actors on a cluster (with `ray_actors`, `ray_ends` and
+`ray_doctor`, the only modules that import Ray).
 
 Imported only by `decisions.runners.make_runner` when `[runner] kind = "ray"`; the actors' handles,
-calls and environment are in `ray_actors`. Each lane is one actor
-(`actor.LaneActorBody` on its node, named `spec.actor_name(repo_key, lane_id)` in `spec.NAMESPACE`,
-`lifetime="detached"` so it outlives the dashboard, `max_restarts=0` because a restart would run an
-agent again blindly), placed by one `lane_slot` of custom resource and the config's node labels.
+calls and environment are in `ray_actors`, work on a lane's node and the lane's end in `ray_ends`.
+Each lane is one actor (`actor.LaneActorBody` on its node, named `spec.actor_name(repo_key,
+lane_id)` in `spec.NAMESPACE`, `lifetime="detached"` so it outlives the dashboard, `max_restarts=0`
+because a restart would run an agent again blindly), placed by one `lane_slot` of custom resource
+and the config's node labels.
 The lead's disk keeps a mirror of every Ray lane (`mirror.LaneMirror`); `sync` refreshes it.
 
 Lifecycle, and why:
@@ -36,14 +37,13 @@ from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import validate_lane_id
-from lanes_tui.engine.git import worktrees
-from lanes_tui.engine.git.commands import run_git
 from lanes_tui.engine.lanes.launcher import LaunchRequest, supervisor_alive
-from lanes_tui.engine.lanes.runner import Published, read_output
+from lanes_tui.engine.lanes.runner import read_output
 from lanes_tui.engine.remote.inbox_relay import lead_answers, take_node_files
 from lanes_tui.engine.remote.mirror import LaneMirror, SharedRemote, node_label, plan_launch, relaunch_request
 from lanes_tui.engine.remote.ray_actors import Gone, LaneActor, LaneActors, Unreachable, actor_env
 from lanes_tui.engine.remote.ray_doctor import CLUSTER_FIX, check_reachable, cluster_checks, first_line
+from lanes_tui.engine.remote.ray_ends import RayLaneEnds
 from lanes_tui.engine.remote.spec import NAMESPACE, NodeLaneSpec, actor_name
 from lanes_tui.engine.state.model import FINAL_STATES, LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.paths import repo_key
@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 
 
 
-class RayRunner:
+class RayRunner(RayLaneEnds):
     """Lanes as detached actors on the Ray cluster at `config.runner.address` (module docstring)."""
 
     kind = "ray"
@@ -306,124 +306,6 @@ class RayRunner:
             raise LanesError(f"lane {lane_id} on {record.node} did not take the message: {exc}",
                              "see its state with `lanes-tui status`") from None
         return reply
-
-    # --- Work on the node's worktree --------------------------------------------------------------
-    async def _visit(self, lane_id: str, method: str, *args: Any, timeout: float = 3600.0) -> Any:
-        """`method` on the lane's node: through its live actor, else (its actor retired) through a
-        short-lived one pinned to that node; the node's status afterwards goes into the mirror."""
-        record = self.mirror.read(lane_id)
-        info = self.mirror.runner_info(lane_id)
-        await asyncio.to_thread(self.connect)
-        gone_fix = f"`lanes-tui recover --relaunch {lane_id}` runs it again from its last checkpoint"
-        if record.state == "unreachable":  # a call could hang for as long as the work may take
-            raise LanesError(f"lane {lane_id}'s node {record.node} does not answer",
-                             "try again once it answers (`lanes-tui status` shows it)")
-        if info.get("actor", "live") == "live":
-            try:
-                answer = await self.actors.call(lane_id, "visit", method, *args, timeout=timeout)
-            except (Unreachable, Gone) as exc:
-                self._fault(lane_id, exc)
-                raise LanesError(f"lane {lane_id}'s node {record.node} does not answer: {exc}", gone_fix) from None
-        else:
-            node_id, spec = info.get("node_id"), info.get("spec")
-            alive = {n["NodeID"] for n in await asyncio.to_thread(ray.nodes) if n.get("Alive")}
-            if not node_id or not spec or node_id not in alive:
-                raise LanesError(f"lane {lane_id}'s node {record.node} is gone, and its worktree with it", gone_fix)
-            try:
-                answer = await self.actors.visit_node(node_id, spec, method, *args, timeout=timeout)
-            except (Unreachable, Gone) as exc:
-                raise LanesError(f"lane {lane_id}'s node {record.node} does not answer: {exc}", gone_fix) from None
-        if answer.get("status") is not None:
-            self.mirror.from_node(lane_id, answer["status"])
-        return answer["value"]
-
-    async def run_gates(self, lane_id: str) -> dict[str, object]:
-        """The gates where the worktree is; the packet, kept in the mirror for `check` and `accept`."""
-        packet: dict[str, object] = await self._visit(lane_id, "run_gates")
-        self.mirror.write_packet(lane_id, dict(packet))
-        return packet
-
-    async def publish(self, lane_id: str) -> Published:
-        """The node commits what is pending on `lane/<id>` and pushes it to the shared remote."""
-        done: dict[str, str] = await self._visit(lane_id, "publish")
-        return Published(ref=done["ref"], commit=done["commit"], where=self.config.runner.remote)
-
-    async def fetch_branch(self, lane_id: str) -> str:
-        """Publish, then fetch `lane/<id>` into the lead's repository; the commit accept fast-forwards to."""
-        published = await self.publish(lane_id)
-        await asyncio.to_thread(self.remote.fetch_branch, lane_id)
-        return published.commit
-
-    # --- Ending -----------------------------------------------------------------------------------
-    async def _retire(self, lane_id: str) -> list[int]:
-        """Checkpoint, stop through the shim, drain output and status, THEN kill the actor."""
-        forced: list[int] = []
-        with contextlib.suppress(Unreachable, Gone, LanesError):
-            await self.actors.call(lane_id, "checkpoint", timeout=120.0)
-        try:
-            forced = await self.actors.call(lane_id, "stop", None, timeout=120.0)
-            for _ in range(64):
-                seq = self.mirror.seq(lane_id)
-                answer = await self.actors.call(lane_id, "poll", seq, 4 << 20)
-                self._absorb(lane_id, seq, answer)
-                if len(answer["output"][0]) == 0:
-                    break
-        except (Unreachable, Gone) as exc:
-            self._fault(lane_id, exc)
-            return forced
-        handle = self.actors.forget(lane_id)
-        if handle is not None:
-            await asyncio.to_thread(ray.kill, handle)
-        self.mirror.set_runner_info(lane_id, actor="retired")
-        self._alive[lane_id] = False
-        return forced
-
-    async def stop(self, lane_id: str) -> list[int]:
-        """Stop the lane (the shim takes its tree down) and let its actor go; the pids killed by force."""
-        validate_lane_id(lane_id)
-        if not self.mirror.store.exists(lane_id):  # nothing of ours: at most a stray actor by that name
-            await asyncio.to_thread(self.actors.kill_by_name, lane_id)
-            return []
-        record = self.mirror.read(lane_id)
-        if record.runner != "ray" or self.mirror.runner_info(lane_id).get("actor", "live") != "live":
-            return []
-        await asyncio.to_thread(self.connect)
-        if record.state == "unreachable":  # one quick try, not minutes of timeouts on a silent node
-            await self._refresh(lane_id)
-            record = self.mirror.read(lane_id)
-            if record.state == "unreachable":
-                raise LanesError(f"lane {lane_id}'s node {record.node} does not answer: it cannot be stopped now",
-                                 "try again once it answers; a node that is gone takes the lane's processes "
-                                 "with it (the lane then shows lost)")
-            if not self._pollable(record):
-                return []
-        async with self._lock(lane_id):
-            forced = await self._retire(lane_id)
-        record = self.mirror.read(lane_id)
-        if record.state in LIVE_STATES:  # stopped before its supervisor could say how it ended
-            self.mirror.mark(lane_id, "exited", f"stopped by the lead on {record.node}")
-        return forced
-
-    async def discard(self, lane_id: str) -> list[str]:
-        """Stop the lane, remove its worktree and clone on the node, its refs on the remote and the
-        lead's copy of its branch, then its mirror; what was removed."""
-        record = self.mirror.read(lane_id)
-        removed: list[str] = []
-        try:
-            removed += await self._visit(lane_id, "discard")
-        except LanesError as exc:  # a lost node took its worktree with it: the rest is still ours to clean
-            self.mirror.note(lane_id, f"discard: {exc}")
-        await asyncio.to_thread(self.actors.kill_by_name, lane_id)
-        removed += await asyncio.to_thread(self.remote.drop_lane, lane_id)
-        branch = f"lane/{lane_id}"
-        if worktrees.current_branch(self.repo) != branch and run_git(
-                self.repo, "branch", "-D", "--", branch, check=False).returncode == 0:
-            removed.append(f"{branch} (fetched)")
-        if self.mirror.remove(lane_id):
-            removed.append(str(self.mirror.paths.lane(lane_id).dir))
-        self._alive.pop(lane_id, None)
-        log.info("discarded %s (%s)", lane_id, record.node)
-        return removed
 
     # --- Relaunch ---------------------------------------------------------------------------------
     async def relaunch(self, lane_id: str) -> LaneRecord:
