@@ -98,16 +98,23 @@ class EngineBridge:
             return
         self._schedule()
 
-    def select(self, lane_id: str | None) -> None:
+    def select(self, lane_id: str | None, from_offset: int | None = None) -> bool:
         """The lane on screen changed: pending output of the old one is dropped (it is on disk).
 
         Called before the lane's tail is loaded: the engine notes where the lane's output ends now
         and streams from there, so the stream overlaps the tail (`shown` trims it) and never gaps.
+        With `from_offset` (a tail ending there is in hand already), the engine streams from there
+        when it can (`Engine.follow_output`); returns whether it does.
         """
         self.selected_lane = lane_id
-        self.engine.output_lanes = {lane_id} if lane_id else set()
+        resumed = False
+        if from_offset is None or lane_id is None:
+            self.engine.output_lanes = {lane_id} if lane_id else set()
+        else:
+            resumed = self.engine.follow_output(lane_id, from_offset)
         self._output.clear()
         self._held = []  # held until the tail is loaded (`shown`), then replayed past its end
+        return resumed
 
     def shown(self, lane_id: str, end: int) -> None:
         """The tail up to byte `end` is on screen: append only what comes after it."""

@@ -37,6 +37,7 @@ from lanes_tui.app.messages import (
 from lanes_tui.app.meters_feed import GovernorCaps, meters_mapping
 from lanes_tui.app.overview import OverviewFlows
 from lanes_tui.app.plan_feed import advance_plans, describe_advance, plan_statuses
+from lanes_tui.app.tail_prefetch import Tail, TailPrefetch
 from lanes_tui.engine import LaneStatus
 from lanes_tui.widgets import (
     AttentionBar,
@@ -56,6 +57,8 @@ OPEN_STATES = ("open", "answered")
 
 class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Screen[None]):
     BINDINGS: ClassVar[list[BindingType]] = bindings()  # type: ignore[assignment]
+    read_ahead: ClassVar[bool] = True
+    """Read the tails of the lanes beside the selected one ahead of the cursor (`app.tail_prefetch`)."""
 
     def __init__(self, *, machine_every_s: float = 2.0, worktrees_every_s: float = 5.0) -> None:
         super().__init__()
@@ -72,6 +75,7 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
         self.takeover = 0
         """Plan tickets in `takeover`, for the attention bar."""
         self._frames: FrameTimer | None = None
+        self._tails = TailPrefetch(lambda lane_id: self.lanes_app.engine.output_tail_at(lane_id))
 
     @property
     def _update_timer(self) -> Timer:
@@ -224,12 +228,17 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
     def _select(self, lane_id: str | None) -> None:
         if lane_id == self.selected_lane:
             return
-        self.lanes_app.bridge.select(lane_id)
+        tail = self._tails.take(lane_id) if lane_id is not None and self.read_ahead else None
+        resumed = self.lanes_app.bridge.select(lane_id, tail.end if tail is not None else None)
         if lane_id is not None:
-            # After the frame that shows the cursor move: the key feels instant, the tail follows.
+            # After the frame that shows the cursor move: the key feels instant, the tail follows —
+            # read ahead (`app.tail_prefetch`) when the cursor came from the next row, else read now.
             # (Read at once, in a thread while that frame is drawn, the cursor came later: B1, p95
             # 27 → 33 ms in an A/B run on one set of lanes, and the output no sooner.)
-            self.call_after_refresh(self._load_output, lane_id)
+            if tail is not None and resumed:
+                self.call_after_refresh(self._show_tail, lane_id, tail)
+            else:
+                self.call_after_refresh(self._load_output, lane_id)
             if self.query_one(TabbedContent).active == "tab-diff":
                 self._load_diff(lane_id)
             elif self.query_one(TabbedContent).active == "tab-gates":
@@ -238,9 +247,20 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
     @work(group="output", exclusive=True)
     async def _load_output(self, lane_id: str) -> None:
         text, end = await self.lanes_app.engine.output_tail_at(lane_id)
+        self._show_tail(lane_id, Tail(text, end))
+
+    def _show_tail(self, lane_id: str, tail: Tail) -> None:
         if lane_id == self.selected_lane:
-            self.query_one(OutputPane).show(lane_id, text)
-            self.lanes_app.bridge.shown(lane_id, end)
+            self.query_one(OutputPane).show(lane_id, tail.text)
+            self.lanes_app.bridge.shown(lane_id, tail.end)
+            if self.read_ahead:
+                self.call_after_refresh(self._read_around, lane_id)
+
+    @work(group="read-ahead", exclusive=True)
+    async def _read_around(self, lane_id: str) -> None:
+        """The tails of the rows beside the lane on screen, for the cursor's next move."""
+        if lane_id == self.selected_lane:
+            await self._tails.fill(self.query_one(LanesTable).keys_around(lane_id))
 
     @work(group="diff", exclusive=True)
     async def _load_diff(self, lane_id: str) -> None:

@@ -55,6 +55,9 @@ class FakeEngine:
         self._queues: list[asyncio.Queue[EngineEvent | None]] = []
         self.refusals: dict[str, list[str]] = {}
         self.files = ["calc.py", "test_calc.py"]
+        self.output_lanes: set[str] | None = None
+        self.follows: list[tuple[str | None, int | None]] = []  # follow_output's calls
+        self.resume_ok = True  # whether follow_output can stream from a tail read ahead
 
     # lifecycle and stream
     async def start(self) -> None:
@@ -92,6 +95,12 @@ class FakeEngine:
 
     def questions(self) -> list[dict[str, Any]]:
         return [v.to_json() for v in self.inbox.list()]
+
+    def follow_output(self, lane_id: str | None, from_offset: int | None = None) -> bool:
+        """The engine's: this fake's output never grows, so a tail read ahead is always current."""
+        self.output_lanes = {lane_id} if lane_id else set()
+        self.follows.append((lane_id, from_offset))
+        return from_offset is not None and self.resume_ok
 
     async def output_tail_at(self, lane_id: str, max_bytes: int = 65536) -> tuple[str, int]:
         self.calls.append(("output", lane_id))

@@ -239,6 +239,43 @@ async def test_output_is_read_only_for_the_followed_lane(repo: Path) -> None:
         assert [e for e in await ticker.tick() if isinstance(e, OutputAppended)] == []
 
 
+async def test_following_from_a_tail_in_hand_streams_what_came_after_it(repo: Path) -> None:
+    """The dashboard reads the tails of the rows beside the cursor ahead; when the cursor lands on one,
+    the stream starts where that tail ended, so lines written since are neither lost nor shown twice.
+    A tail more than one read behind, or past the end of a file that shrank, is refused (False) and
+    the stream starts at the end as usual."""
+    store = LaneStore(StatePaths(repo))
+    for lane in ("near-a-a1", "near-b-a1", "near-c-a1", "near-d-a1"):
+        _record(store, lane, "running")
+        store.lane_paths(lane).output.write_bytes(b"read ahead\n")
+    clock = StepClock()
+    engine = _quiet_engine(repo, clock, output_chunk=64)
+    engine.follow_output("near-a-a1")
+    async with Ticker(engine, clock) as ticker:
+        await ticker.tick()
+        ahead = await engine.output_tail_at("near-b-a1")
+        assert ahead == ("read ahead\n", 11)
+        with open(store.lane_paths("near-b-a1").output, "ab") as handle:
+            handle.write(b"since the tail\n")
+        assert engine.follow_output("near-b-a1", from_offset=ahead[1]) is True
+        with open(store.lane_paths("near-b-a1").output, "ab") as handle:
+            handle.write(b"after the move\n")
+        appended = [(e.lane_id, e.offset, e.text) for e in await ticker.tick() if isinstance(e, OutputAppended)]
+        assert appended == [("near-b-a1", 11, "since the tail\nafter the move\n")]
+        # More than one read (64 bytes here) behind: refused, streamed from the end.
+        with open(store.lane_paths("near-c-a1").output, "ab") as handle:
+            handle.write(b"x" * 100 + b"\n")
+        assert engine.follow_output("near-c-a1", from_offset=11) is False
+        with open(store.lane_paths("near-c-a1").output, "ab") as handle:
+            handle.write(b"new\n")
+        appended = [(e.lane_id, e.text) for e in await ticker.tick() if isinstance(e, OutputAppended)]
+        assert appended == [("near-c-a1", "new\n")]
+        # The file shrank under the tail (rewritten): refused too.
+        store.lane_paths("near-d-a1").output.write_bytes(b"short")
+        assert engine.follow_output("near-d-a1", from_offset=11) is False
+        assert engine.follow_output(None, from_offset=0) is False
+
+
 async def _lane_goes_lost_when_its_supervisor_is_killed(repo: Path, *, use_pidfd: bool) -> None:
     """A real lane; its supervisor gets SIGKILL (it writes nothing); no timer may reconcile, so only
     the pidfd (or, without one, the per-tick liveness check) can turn the lane `lost`."""

@@ -24,7 +24,7 @@ from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.strip import Strip
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey, RowKey
+from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
 
 from lanes_tui.widgets._format import tone_style
 from lanes_tui.widgets._plain_cell import plain_cell_line
@@ -100,6 +100,20 @@ class KeyedTable(DataTable[Text]):
         row = min(max(self.cursor_row, 0), self.row_count - 1)
         value = self.coordinate_to_cell_key(Coordinate(row, 0)).row_key.value
         return value if isinstance(value, str) else None
+
+    def keys_around(self, key: str) -> list[str]:
+        """The keys of the rows just below and just above `key`'s (where the cursor goes next)."""
+        try:
+            row = self.get_row_index(key)
+        except RowDoesNotExist:
+            return []
+        around = []
+        for index in (row + 1, row - 1):
+            if 0 <= index < self.row_count:
+                value = self.coordinate_to_cell_key(Coordinate(index, 0)).row_key.value
+                if isinstance(value, str):
+                    around.append(value)
+        return around
 
     def _apply(self, rows: Sequence[Row]) -> None:
         """Make the table show exactly `rows`, in that order, touching only what changed."""

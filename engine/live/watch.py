@@ -85,10 +85,24 @@ class LaneScanner:
             self._follow_from[lane_id] = _size(self.paths.lane(lane_id).output)
         self._output_lanes = None if lanes is None else set(lanes)
 
-    def follow_output(self, lane_id: str | None) -> None:
+    def follow_output(self, lane_id: str | None, from_offset: int | None = None) -> bool:
         """Stream the output of this lane only (None: of no lane). Call it before loading the lane's
-        tail (`output_tail_at`): the stream starts at or before the tail's end, never after."""
+        tail (`output_tail_at`): the stream starts at or before the tail's end, never after.
+
+        `from_offset`: a tail of this lane ending there is already in hand (the dashboard reads its
+        neighbours' ahead of the cursor), so stream from there instead. Honoured, and True, only
+        while the output since that offset is within one read (`output_chunk`) and the file did not
+        shrink: otherwise the stream would skip or repeat, so it starts at the current end as usual
+        and the caller loads the tail afresh.
+        """
         self.output_lanes = {lane_id} if lane_id else set()
+        if lane_id is None or from_offset is None or lane_id not in self._follow_from:
+            return False
+        size = self._follow_from[lane_id]
+        if not 0 <= size - from_offset <= self.output_chunk:
+            return False
+        self._follow_from[lane_id] = from_offset
+        return True
 
     def _followed(self) -> Collection[str]:
         return self._watched.keys() if self._output_lanes is None else self._output_lanes
