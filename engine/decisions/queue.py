@@ -38,6 +38,7 @@ from lanes_tui.engine.decisions.commands import _offload
 from lanes_tui.engine.git.radar import Radar, RadarReport, radar_report, with_conflicts
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.record_cache import RecordCache
 from lanes_tui.engine.state.status import LaneStatus
 from lanes_tui.engine.state.store import LaneStore
 
@@ -269,8 +270,9 @@ async def run_queue(repo: Path, config: Config, *, plan: QueuePlan | None = None
 class _RadarWatch:
     """The dashboard's radar: the newest report, when it was taken, and what may have made it stale."""
 
-    def __init__(self, repo: Path) -> None:
+    def __init__(self, repo: Path, store: LaneStore) -> None:
         self.radar = Radar(repo)
+        self.records = RecordCache(store)  # twenty records are not re-read every look when none moved
         self.report = RadarReport()
         self.at = float("-inf")
         self.stale = True
@@ -304,7 +306,7 @@ class QueueCommands:
 
     @cached_property
     def _radar_watch(self) -> _RadarWatch:
-        return _RadarWatch(self.repo)
+        return _RadarWatch(self.repo, self.store)
 
     def radar(self) -> RadarReport:
         """The newest conflict radar report the dashboard has."""
@@ -317,9 +319,10 @@ class QueueCommands:
         if not watch.stale and now - watch.at < self.radar_every_s:
             return set()
         watch.at, watch.stale = now, False
-        records = self.store.all()
+        full = now - watch.full_at >= self.radar_full_every_s
+        records = watch.records.all(fresh=full)
         quiet: set[str] = set()
-        if now - watch.full_at < self.radar_full_every_s:
+        if not full:
             quiet = {r.id for r in records if watch.states.get(r.id) == r.state} - watch.touched
         else:
             watch.full_at = now
