@@ -30,6 +30,7 @@ from lanes_tui.engine.core.limits import check_prompt
 from lanes_tui.engine.git import lead_checkout, worktrees
 from lanes_tui.engine.git.lane_paths import LaneOrigin, write_origin
 from lanes_tui.engine.git.upstream import fetch_base
+from lanes_tui.engine.lanes import fork_client
 from lanes_tui.engine.lanes.caps import check_capped, lane_caps
 from lanes_tui.engine.lanes.env import supervisor_environment
 from lanes_tui.engine.lanes.load_guard import check_load_wording
@@ -230,6 +231,16 @@ def spawn_supervisor(repo: Path, lane_id: str, config: Config) -> None:
     paths = StatePaths(repo)
     log_path = paths.lane(lane_id).supervisor_log
     env = supervisor_env(config, LaneStore(paths).read(lane_id).chain)
+    if fork_client.enabled():  # forked from the repository's warm fork server: shared pages (B10)
+        try:
+            fork_client.start_supervisor(repo, lane_id, env, supervisor_environment(os.environ, []),
+                                         SUPERVISOR_START_TIMEOUT_S)
+            return
+        except fork_client.StartFailed as exc:
+            raise LanesError(f"the supervisor of {lane_id} failed to start: {_last_line(log_path, str(exc))}",
+                             f"see {log_path}") from None
+        except fork_client.Unavailable:
+            pass  # nothing was forked: start it as a fresh interpreter
     with open(log_path, "ab", opener=private_opener) as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "lanes_tui.engine.supervisor", "--repo", str(repo), "--lane", lane_id,
@@ -245,8 +256,17 @@ def spawn_supervisor(repo: Path, lane_id: str, config: Config) -> None:
         raise LanesError(f"the supervisor of {lane_id} did not start within "
                          f"{SUPERVISOR_START_TIMEOUT_S:g}s", f"see {log_path}") from None
     if code != 0:
-        tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
-        raise LanesError(f"the supervisor of {lane_id} failed to start: {tail[0]}", f"see {log_path}")
+        raise LanesError(f"the supervisor of {lane_id} failed to start: {_last_line(log_path, 'no output')}",
+                         f"see {log_path}")
+
+
+def _last_line(log_path: Path, otherwise: str) -> str:
+    """The last line of the supervisor's log (what it said as it failed), or `otherwise`."""
+    try:
+        lines = log_path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return otherwise
+    return lines[-1] if lines else otherwise
 
 
 def supervisor_env(config: Config, chain: Sequence[str]) -> dict[str, str]:

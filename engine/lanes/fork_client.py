@@ -1,0 +1,173 @@
+"""Start a lane's supervisor by asking the repository's fork server (`supervisor.fork_server`) for one.
+
+Each lane has its own supervisor process, and each used to be a fresh interpreter: 13–14 MB of PSS a
+lane, mostly the same imported modules twenty times over (B10, issue 15). The fork server imports the
+supervisor once and forks a supervisor per request, so the lanes share those pages until they write
+them. It is an optimisation only: whenever the server cannot be reached or started, the launcher
+starts the supervisor as a fresh interpreter as before (`launcher.spawn_supervisor`).
+
+The server listens on an abstract Unix socket (no file to go stale or to fit in 108 bytes) named by the
+user, the repository and the installed code, so a lanes-tui that was upgraded starts a server of its
+own; each side checks the other's user id (`SO_PEERCRED`). A request names the lane and carries the
+supervisor's allow-listed environment; the server derives every path itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from lanes_tui.engine.core.digest import sha256_hex
+
+__all__ = ["FORK_SERVER_ENV", "StartFailed", "Unavailable", "address", "enabled", "peer_uid", "start_supervisor"]
+
+#: `LANES_TUI_FORK_SERVER=0` starts every supervisor as a fresh interpreter (no fork server).
+FORK_SERVER_ENV = "LANES_TUI_FORK_SERVER"
+#: How long a new fork server may take to listen.
+SERVER_START_TIMEOUT_S = 30.0
+MAX_REPLY_BYTES = 64 * 1024
+
+
+class Unavailable(Exception):
+    """No fork server could be reached or started: start the supervisor the ordinary way."""
+
+
+class StartFailed(Exception):
+    """The server forked the supervisor and it did not come up (its log says why)."""
+
+
+def enabled() -> bool:
+    return os.environ.get(FORK_SERVER_ENV, "1") != "0"
+
+
+def address(repo: Path) -> bytes:
+    """The abstract socket name of `repo`'s fork server for this user and this installed code."""
+    return b"\0lanes-tui-fork/" + sha256_hex(os.fsencode(
+        f"{os.getuid()}\0{repo.resolve()}\0{sys.executable}\0{code_signature()}")).encode()[:32]
+
+
+def code_signature() -> str:
+    """The supervisor's code as installed (paths and modification times of its modules): a server
+    started before an upgrade or an edit never forks supervisors of the old code for the new."""
+    folder = Path(__file__).resolve().parent.parent / "supervisor"
+    parts = []
+    for path in sorted(folder.glob("*.py")):
+        try:
+            parts.append(f"{path.name}:{path.stat().st_mtime_ns}")
+        except OSError:
+            continue
+    return f"{folder}|{'|'.join(parts)}"
+
+
+def peer_uid(sock: socket.socket) -> int:
+    """The user id of the process at the other end of a Unix socket (`SO_PEERCRED`)."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return int(struct.unpack("3i", creds)[1])
+
+
+def start_supervisor(repo: Path, lane_id: str, env: Mapping[str, str], server_env: Mapping[str, str],
+                     timeout_s: float) -> int:
+    """Have the fork server start `lane_id`'s supervisor with `env`; its pid once it said it is up.
+
+    `server_env` is the environment a new server starts with (no provider's secrets: a supervisor's
+    `/proc/PID/environ` is its server's, and an agent can read it). Raises `Unavailable` when there
+    is no server to ask, and `StartFailed` when the supervisor itself did not come up.
+    """
+    sock = _connect(repo) or (_start_server(repo, server_env) and _connect(repo))
+    if not sock:
+        raise Unavailable(f"no fork server for {repo}")
+    with sock:
+        lines = _Lines(sock)
+        try:
+            sock.sendall(json.dumps({"lane": lane_id, "env": dict(env)}).encode() + b"\n")
+            first = _answer(lines.next(timeout_s))
+        except EOFError as exc:  # the server left without reading it: nothing was forked
+            raise Unavailable(f"the fork server did not answer: {exc}") from None
+        except OSError as exc:  # it may still fork (it checks that we are there first): never a second start
+            raise StartFailed(f"the fork server did not answer: {exc}") from None
+        if "forked" not in first:  # refused before any fork (a leaving server, a bad request)
+            raise Unavailable(str(first.get("error", first)))
+        try:
+            answer = _answer(lines.next(timeout_s + 5.0))
+        except (OSError, EOFError) as exc:  # forked, so never started again elsewhere: the lane would get two
+            raise StartFailed(f"the fork server stopped answering while it started ({exc})") from None
+    pid = answer.get("pid")
+    if answer.get("ok") is True and isinstance(pid, int):
+        return pid
+    raise StartFailed(str(answer.get("error") or "no reason given"))
+
+
+def _answer(line: bytes) -> dict[str, Any]:
+    """One reply; a line that is no JSON object is an OSError (the server is not one of ours)."""
+    try:
+        answer = json.loads(line)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        raise OSError(f"the fork server answered {line[:80]!r}")
+    return answer
+
+
+def _connect(repo: Path) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(address(repo))
+        if peer_uid(sock) != os.getuid():  # somebody else's socket under our name: never hand it a lane
+            raise OSError("the fork server belongs to another user")
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def _start_server(repo: Path, server_env: Mapping[str, str]) -> bool:
+    """Start a fork server for `repo`, detached; True once one listens (this one or a racing one)."""
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "lanes_tui.engine.supervisor.fork_server", "--repo", str(repo)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True, close_fds=True, cwd=str(repo), env=dict(server_env))
+    except OSError:
+        return False
+    try:
+        return proc.wait(SERVER_START_TIMEOUT_S) == 0  # its first fork exits once the server listens
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        return False
+
+
+class _Lines:
+    """The server's reply lines, however the bytes arrive (two lines may come in one read)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buffer = b""
+
+    def next(self, timeout_s: float) -> bytes:
+        """The next line; EOFError if the server closed the connection first, OSError on a timeout."""
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.sock], [], [], left)[0]:
+                raise OSError("timed out")
+            try:
+                chunk = self.sock.recv(4096)
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                raise EOFError("the connection closed")
+            self.buffer += chunk
+            if len(self.buffer) > MAX_REPLY_BYTES:
+                raise OSError("the reply is too long")
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return line
