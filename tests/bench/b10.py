@@ -19,8 +19,9 @@ Each side: `--warmup` seconds first, then `--runs` windows of `--window` seconds
 median. CPU in % of one core from `/proc/PID/stat` (utime + stime + the reaped children's), summed
 over the tool's processes; the fake agents are measured apart (the same work on both sides) and are
 not counted for either tool. Memory: ccmanager's processes' RSS (agents apart); lanes-tui as the
-dashboard's RSS + the supervisors' PSS (`/proc/PID/smaps_rollup`), so the pages the supervisors
-share are not counted N times (their RSS sum is in the JSON too). Memory is taken at the end of
+dashboard's RSS + the PSS of the supervisors and of the fork server they came from
+(`/proc/PID/smaps_rollup`), so the pages they share are not counted N times (their RSS sum is in the
+JSON too). Memory is taken at the end of
 every window, so growth over time shows. Each side runs alone, never both at once.
 """
 
@@ -253,6 +254,9 @@ def measure_lanes(world: BenchRepo, n: int, *, warmup: float, window: float, run
         def groups() -> dict[str, list[int]]:
             sups = [s.pid for s in world.supervisors()]
             agents = [p for s in sups for p in procstat.tree(s)[1:]]
+            # The fork server the supervisors came from is lanes-tui's too: its CPU and its share of
+            # the pages it holds with them count on lanes-tui's side.
+            sups += world.fork_servers()
             dashboard = procstat.tree(dash)
             return {"dashboard": dashboard, "supervisors": sups, "tool": dashboard + sups, "agents": agents}
 

@@ -1,9 +1,10 @@
 """B3: what one supervisor costs: CPU per minute and RSS, idle and printing, small and large worktree.
 
 Each lane's supervisor is measured over a window (CPU from `/proc/PID/schedstat` in ns, wake-ups
-from its voluntary context switches, memory with psutil), for an idle agent (`sleep`) and one
-printing 20 lines/s, in a worktree of 100 files and one of 20,000 files: the watchdog's file
-signal is inotify, so the sample cost must not grow with the file count. Two floors run in the same
+from its voluntary context switches, memory with psutil: RSS, USS (its own pages) and PSS (its own
+plus its share of the pages it shares with its fork server and sibling supervisors)), for an idle
+agent (`sleep`) and one printing 20 lines/s, in a worktree of 100 files and one of 20,000 files: the
+watchdog's file signal is inotify, so the sample cost must not grow with the file count. Two floors run in the same
 window (`b3_floor`): a bare asyncio loop and a bare `selectors` loop reading the same agent with
 the same rest, which is what a supervisor cannot go below on either kind of loop.
 
@@ -27,7 +28,7 @@ from tests.bench.env import machine_info
 from tests.bench.report import command_line, markdown, table, write_json
 
 HEADERS = ("worktree files", "agent", "supervisor CPU % of a core", "CPU s per minute", "wake-ups /s", "RSS MB",
-           "USS MB")
+           "USS MB", "PSS MB")
 #: The floors run beside the supervisors in the same window (`b3_floor`): same agent, same rhythm.
 FLOORS = ("asyncio", "selectors")
 
@@ -102,7 +103,7 @@ def measure(window_s: float) -> list[dict[str, Any]]:
                 mem = proc.memory_full_info()
                 results.append({"files": files_label, "agent": name, "cpu_percent": 100 * cpu / window_s,
                                 "cpu_s_per_min": 60 * cpu / window_s, "wakeups_per_s": wakes,
-                                "rss_mb": mem.rss / 1e6, "uss_mb": mem.uss / 1e6})
+                                "rss_mb": mem.rss / 1e6, "uss_mb": mem.uss / 1e6, "pss_mb": mem.pss / 1e6})
         finally:
             for floor in floors.values():
                 floor.kill()
@@ -114,7 +115,8 @@ def measure(window_s: float) -> list[dict[str, Any]]:
 
 def row(result: dict[str, Any]) -> list[Any]:
     return [result["files"], result["agent"], f"{result['cpu_percent']:.3f}", f"{result['cpu_s_per_min']:.3f}",
-            f"{result['wakeups_per_s']:.1f}", f"{result['rss_mb']:.1f}", f"{result['uss_mb']:.1f}"]
+            f"{result['wakeups_per_s']:.1f}", f"{result['rss_mb']:.1f}", f"{result['uss_mb']:.1f}",
+            f"{result['pss_mb']:.1f}"]
 
 
 def main(argv: list[str] | None = None) -> int:

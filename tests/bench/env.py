@@ -141,6 +141,18 @@ class BenchRepo:
                 continue
         return found
 
+    def fork_servers(self) -> list[int]:
+        """The live fork servers the supervisors were forked from (`supervisor.fork_server`)."""
+        parents = set()
+        for proc in self.supervisors():
+            try:
+                parent = proc.parent()
+                if parent is not None and "lanes_tui.engine.supervisor.fork_server" in parent.cmdline():
+                    parents.add(parent.pid)
+            except psutil.Error:
+                continue
+        return sorted(parents)
+
     # tear-down ---------------------------------------------------------------------------------
     def stop_all(self) -> None:
         if not getattr(self, "repo", None) or not self.repo.exists():
