@@ -53,6 +53,8 @@ POLL_S = 0.5
 #: How long a forked supervisor may take to say it is up (the launcher's own limit).
 START_TIMEOUT_S = 30.0
 READY_ENV = "LANES_SUPERVISOR_READY_FD"
+#: How long a child that closed its ready pipe unheard gets to end by itself before it is killed.
+EXIT_GRACE_S = 2.0
 MAX_REQUEST_BYTES = 1 << 20
 
 
@@ -104,7 +106,10 @@ class ForkServer:
             listening = self.listener.fileno()
             for fd in select.select([listening, *self.starting, *self.exits], [], [], wait)[0]:
                 if fd == listening:
-                    conn, _ = self.listener.accept()
+                    try:
+                        conn, _ = self.listener.accept()
+                    except OSError:  # the launcher went away between its connect and our accept
+                        continue
                     self.served = True
                     self._handle(conn)
                 elif fd in self.starting:
@@ -201,7 +206,11 @@ class ForkServer:
         if os.read(fd, 1) == b"1":
             self._finish(fd, {"ok": True, "pid": starting.pid})
             return
-        _, status = os.waitpid(starting.pid, 0)
+        status = _wait_briefly(starting.pid, EXIT_GRACE_S)  # it closed its pipe unheard: it is ending
+        if status is None:  # or it must
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(starting.pid, signal.SIGKILL)
+            _, status = os.waitpid(starting.pid, 0)
         self.children.discard(starting.pid)
         self._finish(fd, {"ok": False, "error": f"it exited with code {os.waitstatus_to_exitcode(status)}"})
 
@@ -210,6 +219,18 @@ class ForkServer:
         os.close(fd)
         with starting.conn:
             _send(starting.conn, reply)
+
+
+def _wait_briefly(pid: int, seconds: float) -> int | None:
+    """The child's wait status once it has ended, or None if it is still running after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(0.02)
 
 
 def _gone(conn: socket.socket) -> bool:
