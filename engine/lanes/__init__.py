@@ -1,6 +1,7 @@
 """Running a lane: launching its supervisor, the agent run inside it, the watchdog, the runner.
 
 Owns: `launcher` (create the worktree and record, spawn the detached supervisor, stop a lane),
+`fork_client` (ask the repository's fork server for a supervisor, by socket: no supervisor code),
 `agent_run` (one provider run: output, classification, the watchdog loop), `output_pump` (the
 agent's output read in coalesced chunks, framed into lines), `watchdog` (when a
 silent lane is stalled), `classify` (exit → result), `inotify` (file activity), `watch_skip` (what the

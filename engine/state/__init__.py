@@ -2,7 +2,8 @@
 
 Owns: `paths` (where every state file is, derived from the repository and the lane id), `model` (the
 lane record, state and result names), `store` (lane.json written atomically, events.jsonl appended,
-the per-lane operation lock), `status` (the typed `LaneStatus` of `status --json` and the dashboard),
+the per-lane operation lock), `record_cache` (every record, re-read only when its file changed),
+`status` (the typed `LaneStatus` of `status --json` and the dashboard),
 `events` (the frozen events the engine streams), `meters` (tokens and cost in meters.json),
 `lock_events` (the `lock-*` events an agent's `lanes-tui lock` appends to its lane, and the wait and
 counts read back from them), `allow` (the lead's "allow always" rules for a lane's permission

@@ -1,7 +1,8 @@
 """The detached per-lane supervisor process: `python -m lanes_tui.engine.supervisor --repo R --lane ID`.
 
 Owns: `main` (the Supervisor: queue slot, provider chain, channels, meters, the receipt), `entry`
-(the process around it: arguments, detach, logging, the loop),
+(the process around it: arguments, detach, logging, the loop), `fork_server` (one warm interpreter per
+repository that forks its lanes' supervisors, so they share its pages; `lanes.fork_client` asks it),
 `after_run` (the gates, then the review by another model family, so the lane ends ready or
 rejected with no lead around), `containment` (the lane's cgroup and its caps, made and undone),
 `setup` (`[lanes] setup` steps run before the agent, under its caps), `budget` (the spend
