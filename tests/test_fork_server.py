@@ -22,7 +22,7 @@ from lanes_tui.engine.config.settings import load_config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.lanes import fork_client
 from lanes_tui.engine.lanes.env import supervisor_environment
-from lanes_tui.engine.lanes.launcher import spawn_supervisor, supervisor_key
+from lanes_tui.engine.lanes.launcher import spawn_supervisor
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
@@ -37,15 +37,22 @@ def _supervisor(repo: Path, lane: str) -> psutil.Process:
 
 
 def _servers(repo: Path) -> list[psutil.Process]:
-    """The repository's fork servers: its command line, less the supervisors forked from it (which
-    have the same command line, and say who they are in their lane's `supervisor.json`)."""
-    supervisors = {key.pid for lane in StatePaths(repo).lane_ids() if (key := supervisor_key(repo, lane))}
+    """The repository's fork servers: processes with its command line whose parent has another one.
+
+    Supervisors forked from a server have its command line too, and so, between a fork and its exec,
+    does any child a supervisor starts; the server's own parent is init (or, for a moment, the
+    launcher's first fork of it, which also has the command line: `_live_servers` is polled)."""
+    def is_server_cmdline(proc: psutil.Process) -> bool:
+        cmdline = proc.cmdline()
+        return "lanes_tui.engine.supervisor.fork_server" in cmdline and str(repo) in cmdline
+
     found = []
-    for proc in psutil.process_iter(["cmdline"]):
-        cmdline = proc.info["cmdline"] or []
-        if ("lanes_tui.engine.supervisor.fork_server" in cmdline and str(repo) in cmdline
-                and proc.pid not in supervisors):
-            found.append(proc)
+    for proc in psutil.process_iter():
+        try:
+            if is_server_cmdline(proc) and not ((parent := proc.parent()) and is_server_cmdline(parent)):
+                found.append(proc)
+        except psutil.Error:
+            continue
     return found
 
 
