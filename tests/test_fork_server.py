@@ -20,6 +20,7 @@ import pytest
 
 from lanes_tui.engine.config.settings import load_config
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.peer import peer_uid
 from lanes_tui.engine.lanes import fork_client
 from lanes_tui.engine.lanes.env import supervisor_environment
 from lanes_tui.engine.lanes.launcher import spawn_supervisor
@@ -166,7 +167,7 @@ def test_an_idle_server_turns_away_what_is_still_queued_as_it_leaves(tmp_path: P
 def test_peer_uid_is_the_other_ends_user() -> None:
     left, right = socket.socketpair()
     with left, right:
-        assert fork_client.peer_uid(left) == os.getuid()
+        assert peer_uid(left) == os.getuid()
 
 
 def test_a_forked_supervisor_that_cannot_start_is_an_error_naming_its_log(repo: Path) -> None:

@@ -5,7 +5,8 @@ timing is proved without sleeping), `ids` (lane ids, slugs, `lane/` branches), `
 fsync, `os.replace`; JSON lines), `slots` (counted slots held by `flock`), `limits` (size limits
 on prompts and the config, with reads that stop at the limit), `sizes` (cap values as the lead
 writes them: `150%`, `4G`; the machine's cores and memory), `repo` (the one repository-root
-function, stdlib only so `ask` may use it), `utf8` (one incremental decoder per output stream).
+function, stdlib only so `ask` may use it), `utf8` (one incremental decoder per output stream), `peer`
+(who is at the other end of a Unix socket).
 May import: the standard library only. Never imports another lanes-tui package, psutil, tomlkit,
 textual or rich: everything imports it, so it must cost nothing.
 """

@@ -18,7 +18,6 @@ import json
 import os
 import select
 import socket
-import struct
 import subprocess
 import sys
 import time
@@ -27,8 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.core.digest import sha256_hex
+from lanes_tui.engine.core.peer import peer_uid
 
-__all__ = ["FORK_SERVER_ENV", "StartFailed", "Unavailable", "address", "enabled", "peer_uid", "start_supervisor"]
+__all__ = ["FORK_SERVER_ENV", "StartFailed", "Unavailable", "address", "enabled", "start_supervisor"]
 
 #: `LANES_TUI_FORK_SERVER=0` starts every supervisor as a fresh interpreter (no fork server).
 FORK_SERVER_ENV = "LANES_TUI_FORK_SERVER"
@@ -66,12 +66,6 @@ def code_signature() -> str:
         except OSError:
             continue
     return f"{folder}|{'|'.join(parts)}"
-
-
-def peer_uid(sock: socket.socket) -> int:
-    """The user id of the process at the other end of a Unix socket (`SO_PEERCRED`)."""
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return int(struct.unpack("3i", creds)[1])
 
 
 def start_supervisor(repo: Path, lane_id: str, env: Mapping[str, str], server_env: Mapping[str, str],

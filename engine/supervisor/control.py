@@ -41,7 +41,6 @@ import logging
 import os
 import socket
 import stat
-import struct
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -49,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lanes_tui.engine.core.atomic import PRIVATE_DIR, read_json, write_json_atomic
 from lanes_tui.engine.core.digest import sha256_hex
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.peer import peer_uid as socket_peer_uid
 from lanes_tui.engine.lanes.control_client import LOCATOR, MAX_PEEK_LINES, PROTOCOL, tail_lines
 from lanes_tui.engine.state.paths import runtime_dir
 from lanes_tui.engine.supervisor import viewers
@@ -130,13 +130,9 @@ def sweep(folder: Path, *, older_than_s: float = STALE_SOCKET_S) -> None:
 
 
 def peer_uid(writer: asyncio.StreamWriter) -> int | None:
-    """The connecting process's uid (Linux SO_PEERCRED); None where the platform cannot tell."""
+    """The connecting process's uid (`core.peer`); None where the platform cannot tell."""
     sock = writer.get_extra_info("socket")
-    option = getattr(socket, "SO_PEERCRED", None)
-    if sock is None or option is None:
-        return None
-    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
-    return int(uid)
+    return None if sock is None else socket_peer_uid(sock)
 
 
 def _channel(run: AgentRun) -> str:

@@ -39,7 +39,8 @@ from pathlib import Path  # noqa: E402
 from typing import Any, NoReturn  # noqa: E402
 
 from lanes_tui.engine.core.errors import LanesError  # noqa: E402
-from lanes_tui.engine.lanes.fork_client import address, peer_uid  # noqa: E402
+from lanes_tui.engine.core.peer import peer_uid  # noqa: E402
+from lanes_tui.engine.lanes.fork_client import address  # noqa: E402
 from lanes_tui.engine.state.paths import StatePaths  # noqa: E402
 from lanes_tui.engine.supervisor import entry  # noqa: E402
 from lanes_tui.engine.supervisor.detach import detach, signal_ready  # noqa: E402
