@@ -48,6 +48,3 @@ class TailPrefetch:
             except OSError:  # unreadable now: the lane's tail is loaded the usual way if it is selected
                 continue
             self._tails[lane_id] = Tail(text, end)
-
-    def __contains__(self, lane_id: object) -> bool:
-        return lane_id in self._tails

@@ -97,9 +97,7 @@ class KeyedTable(DataTable[Text]):
         """The key of the row under the cursor, or None when the table is empty."""
         if not self.row_count:
             return None
-        row = min(max(self.cursor_row, 0), self.row_count - 1)
-        value = self.coordinate_to_cell_key(Coordinate(row, 0)).row_key.value
-        return value if isinstance(value, str) else None
+        return self._key_at(min(max(self.cursor_row, 0), self.row_count - 1))
 
     def keys_around(self, key: str) -> list[str]:
         """The keys of the rows just below and just above `key`'s (where the cursor goes next)."""
@@ -107,13 +105,12 @@ class KeyedTable(DataTable[Text]):
             row = self.get_row_index(key)
         except RowDoesNotExist:
             return []
-        around = []
-        for index in (row + 1, row - 1):
-            if 0 <= index < self.row_count:
-                value = self.coordinate_to_cell_key(Coordinate(index, 0)).row_key.value
-                if isinstance(value, str):
-                    around.append(value)
-        return around
+        around = (self._key_at(index) for index in (row + 1, row - 1) if 0 <= index < self.row_count)
+        return [k for k in around if k is not None]
+
+    def _key_at(self, row: int) -> str | None:
+        value = self.coordinate_to_cell_key(Coordinate(row, 0)).row_key.value
+        return value if isinstance(value, str) else None
 
     def _apply(self, rows: Sequence[Row]) -> None:
         """Make the table show exactly `rows`, in that order, touching only what changed."""
