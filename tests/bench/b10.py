@@ -252,11 +252,12 @@ def measure_lanes(world: BenchRepo, n: int, *, warmup: float, window: float, run
         time.sleep(warmup)
 
         def groups() -> dict[str, list[int]]:
-            sups = [s.pid for s in world.supervisors()]
+            procs = world.supervisors()
+            sups = [s.pid for s in procs]
             agents = [p for s in sups for p in procstat.tree(s)[1:]]
             # The fork server the supervisors came from is lanes-tui's too: its CPU and its share of
             # the pages it holds with them count on lanes-tui's side.
-            sups += world.fork_servers()
+            sups += world.fork_servers(procs)
             dashboard = procstat.tree(dash)
             return {"dashboard": dashboard, "supervisors": sups, "tool": dashboard + sups, "agents": agents}
 

@@ -141,10 +141,10 @@ class BenchRepo:
                 continue
         return found
 
-    def fork_servers(self) -> list[int]:
-        """The live fork servers the supervisors were forked from (`supervisor.fork_server`)."""
+    def fork_servers(self, supervisors: list[psutil.Process] | None = None) -> list[int]:
+        """The live fork servers the supervisors (these, or all of this world's) were forked from."""
         parents = set()
-        for proc in self.supervisors():
+        for proc in self.supervisors() if supervisors is None else supervisors:
             try:
                 parent = proc.parent()
                 if parent is not None and "lanes_tui.engine.supervisor.fork_server" in parent.cmdline():
