@@ -32,6 +32,7 @@ from lanes_tui.engine import LanesError, conversation, open_attach
 from lanes_tui.engine.channels.screen import PromptPatterns, Screen
 from lanes_tui.engine.channels.transcript import TranscriptParser, Turn, merge
 from lanes_tui.engine.core.clock import RealClock
+from lanes_tui.engine.lanes.cadence import OutputCadence
 from lanes_tui.engine.lanes.launcher import stop_lane
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.supervisor.control import MAX_SOCKET_PATH, socket_path, sweep
@@ -140,7 +141,10 @@ async def test_the_socket_is_the_leads_alone_and_says_when_no_agent_runs(tmp_pat
     paths = StatePaths(tmp_path)
     paths.lane("x-a1").dir.mkdir(parents=True)
     record = SimpleNamespace(id="x-a1", state="queued", state_reason="waiting for a slot", provider="sim")
-    host = SimpleNamespace(repo=tmp_path, store=SimpleNamespace(lane_paths=paths.lane), record=record, current=None)
+    now = [100.0]
+    cadence = OutputCadence(clock=lambda: now[0])
+    host = SimpleNamespace(repo=tmp_path, store=SimpleNamespace(lane_paths=paths.lane), record=record, current=None,
+                           cadence=cadence)
     server = await control.ControlServer.open(host)  # type: ignore[arg-type]
     assert server is not None
 
@@ -159,11 +163,22 @@ async def test_the_socket_is_the_leads_alone_and_says_when_no_agent_runs(tmp_pat
                                                  "error": "only the lead's user may use this lane's control socket"}
         monkeypatch.setattr(control, "peer_uid", real)
         hello = await ask(b'{"op": "hello"}')
-        assert hello["ok"] and hello["running"] is False and hello["state"] == "queued"
+        assert hello["ok"] and hello["running"] is False and hello["state"] == "queued" and hello["watched"] is False
         idle = await ask(b'{"op": "send", "text": "hi"}')
         assert idle["not_running"] and "no agent running right now (state queued" in idle["error"]
         assert "JSON" in (await ask(b"not json"))["error"]
         assert "unknown request" in (await ask(b'{"op": "reboot"}'))["error"]
+        # A watch lease holds in any state (a lane between runs too), is bounded, and a bad one is refused.
+        assert not cadence.watched
+        assert await ask(b'{"op": "watch", "seconds": 15}') == {"ok": True, "seconds": 15.0}
+        assert cadence.watched and cadence.watched_until == 115.0
+        assert (await ask(b'{"op": "hello"}'))["watched"] is True
+        now[0] = 116.0
+        assert not cadence.watched, "a lease nobody renews lapses"
+        assert (await ask(b'{"op": "watch", "seconds": 100000}'))["seconds"] == 60.0
+        for bad in (b'"x"', b"-1", b"0", b"true", b"NaN", b"null"):
+            reply = await ask(b'{"op": "watch", "seconds": ' + bad + b"}")
+            assert reply["ok"] is False and "positive number" in reply["error"], bad
     finally:
         await server.close()
     assert not server.path.exists() and not (paths.lane("x-a1").dir / "control.json").exists()

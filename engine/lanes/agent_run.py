@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from lanes_tui.engine.channels import Channel
 from lanes_tui.engine.core.atomic import append_jsonl
 from lanes_tui.engine.core.clock import Clock
+from lanes_tui.engine.lanes.cadence import OutputCadence
 from lanes_tui.engine.lanes.classify import Classification, PatternScanner, classify
 from lanes_tui.engine.lanes.guard import Finding, RunGuard
 from lanes_tui.engine.lanes.output_pump import MAX_LINE, READ_CHUNK, REST_S, LineFramer, pump, pump_fd
@@ -99,7 +100,8 @@ class AgentRun:
                  on_waiting: Callable[[bool], None], on_line: Callable[[bytes], None] | None = None,
                  on_stall: Callable[[dict[str, Any]], None] | None = None,
                  on_started: Callable[[ProcessHandle], None] | None = None,
-                 channel: Channel | None = None, guards: Sequence[RunGuard] = ()) -> None:
+                 channel: Channel | None = None, guards: Sequence[RunGuard] = (),
+                 cadence: OutputCadence | None = None) -> None:
         self.request = request
         self.stdin_data = stdin_data
         self.keep_stdin_open = keep_stdin_open
@@ -125,6 +127,13 @@ class AgentRun:
         self._last_sample: Sample | None = None
         #: A trickle of output is read at most once per `rest_s` (`output_pump`); a flood at once.
         self.rest_s = REST_S
+        #: Longer rests while nobody watches the lane (the supervisor's `cadence`, which the dashboard's
+        #: watch lease reaches); without one, every rest is the live one, as for a review run.
+        self.cadence = cadence or OutputCadence(live=True)
+        #: A channel that can ask the lead is read at the live pace: its questions must not wait.
+        self._live = channel is not None and channel.asks
+        #: An unwatched rest stays within a quarter of the idle timeout (`OutputCadence.delay`).
+        self._most_rest = settings.idle_timeout_s / 4 if settings.idle_timeout_s > 0 else float("inf")
         #: Set after each batch of output: wakes an asking channel that has nothing pending.
         self._beat = asyncio.Event()
 
@@ -209,6 +218,7 @@ class AgentRun:
                 self._release_guards()
                 await handle.stop(deadlines, extra=[ProcKey(p.pid, p.create_time) for p in self._last_procs])
             await waiter
+            self.cadence.wake()  # the agent is gone: its last output is read now, not after a rest
             if finding is None and stalled is None and timed_out is None and not self.stop_requested.is_set():
                 finding = self._after_exit(handle.proc.returncode)
             await asyncio.wait(pumps, timeout=5.0)
@@ -324,10 +334,14 @@ class AgentRun:
                 raw_hook(chunk)
 
         if isinstance(stream, int):
-            await pump_fd(stream, on_chunk=on_chunk, on_block=self._block, rest_s=self.rest_s, after=after)
+            await pump_fd(stream, on_chunk=on_chunk, on_block=self._block, rest_s=self.rest_s, after=after,
+                          sleep=self._rest)
         else:
             await pump(stream, self.terminal, on_chunk=on_chunk, on_block=self._block, rest_s=self.rest_s,
-                       after=after)
+                       after=after, sleep=self._rest)
+
+    async def _rest(self, rest_s: float) -> None:
+        await self.cadence.rest(rest_s, live=self._live, most=self._most_rest)
 
     @staticmethod
     def _guarded(hook: Callable[..., None]) -> Callable[..., None]:

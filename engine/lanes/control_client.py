@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LOCATOR", "MAX_REPLY_BYTES", "MAX_SEND_BYTES", "PROTOCOL", "Refused", "conversation", "lane_hands", "open_attach",
-    "peek_output", "peek_screen", "request", "send_to_lane",
+    "peek_output", "peek_screen", "request", "send_to_lane", "watch_lane",
 ]
 
 #: The file in the lane folder that says where the socket is.
@@ -155,6 +155,12 @@ def send_to_lane(repo: Path, lane_id: str, text: str) -> dict[str, Any]:
         raise LanesError(f"the message is longer than {MAX_SEND_BYTES // 1024} KiB",
                          "put the detail in a file in the worktree and send a line that points to it")
     return request(repo, lane_id, {"op": "send", "text": text}, timeout=20.0)
+
+
+def watch_lane(repo: Path, lane_id: str, seconds: float) -> float:
+    """Take a watch lease on the lane's output for `seconds` (`lanes.cadence`); returns the seconds
+    granted. LanesError when the lane has no supervisor (nothing to speed up) or it refused."""
+    return float(request(repo, lane_id, {"op": "watch", "seconds": seconds}, timeout=2.0)["seconds"])
 
 
 def peek_screen(repo: Path, lane_id: str) -> dict[str, Any]:

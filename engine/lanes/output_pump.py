@@ -123,8 +123,11 @@ class _Consumer:
 
 async def pump(stream: asyncio.StreamReader, source: Pausable | None, *, on_chunk: Callable[[bytes], None],
                on_block: Callable[[bytes], None], rest_s: float = REST_S,
-               after: Callable[[], None] | None = None) -> None:
-    """Read `stream` to its end: every chunk to `on_chunk`, its complete lines to `on_block`, then `after`."""
+               after: Callable[[], None] | None = None,
+               sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+    """Read `stream` to its end: every chunk to `on_chunk`, its complete lines to `on_block`, then `after`.
+
+    `sleep` is the rest, as in `pump_fd` (a lane's `cadence.OutputCadence.rest`)."""
     consumer = _Consumer(on_chunk, on_block, after)
     rhythm = Rhythm(rest_s)
     try:
@@ -134,15 +137,15 @@ async def pump(stream: asyncio.StreamReader, source: Pausable | None, *, on_chun
                 break
             consumer.take(chunk)
             if rhythm.rest_after(len(chunk)) and source is not None and not stream.at_eof():
-                await _rest(source, rest_s)
+                await _rest(source, rest_s, sleep)
     finally:
         consumer.finish()
 
 
-async def _rest(source: Pausable, rest_s: float) -> None:
+async def _rest(source: Pausable, rest_s: float, sleep: Callable[[float], Awaitable[None]]) -> None:
     source.pause_reading()
     try:
-        await asyncio.sleep(rest_s)
+        await sleep(rest_s)
     finally:
         source.resume_reading()
 
@@ -153,8 +156,9 @@ async def pump_fd(fd: int, *, on_chunk: Callable[[bytes], None], on_block: Calla
                   clock: Callable[[], float] = time.monotonic) -> None:
     """Read the non-blocking pipe end `fd` to its end, like `pump`; `fd` is closed when done.
 
-    `sleep` is the rest and `clock` the time a flood is remembered by (injected by tests, whose
-    `sleep` writes the agent's next output).
+    `sleep` is the rest (a lane's `cadence.OutputCadence.rest`: longer while nobody watches it) and
+    `clock` the time a flood is remembered by (injected by tests, whose `sleep` writes the agent's
+    next output).
     """
     loop = asyncio.get_running_loop()
     consumer = _Consumer(on_chunk, on_block, after)

@@ -1,7 +1,8 @@
 """The live `Engine` the dashboard talks to: the watch loop, the event stream, the commands, queries.
 
 Owns: `engine` (watches the state folder, streams typed events, offers decision commands), `watch`
-(the lane scan: what changed in a lane's files, which lanes' output is followed), `lane_inotify`
+(the lane scan: what changed in a lane's files, which lanes' output is followed), `watch_lease`
+(the followed lane's supervisor told to read it at the live pace), `lane_inotify`
 (which lanes changed, told by inotify), `liveness` (pidfds on the supervisors: when reconcile is
 needed), `machine` (machine meters in one sweep), `queries` (lane statuses and records for the
 command line).

@@ -8,7 +8,8 @@ every record, runs when a supervisor can have died: its pidfd fired (`liveness`)
 supervised state has no live supervisor, or a slow timer. Without inotify every tick scans every
 lane and reconcile runs every `reconcile_every_s`, as before; a slow full scan backs inotify up.
 The runner is the one `[runner] kind` names (`decisions.runners.make_runner`); a remote one (Ray) keeps a
-mirror of its lanes that the tick refreshes in the background (`remote_tick`).
+mirror of its lanes that the tick refreshes in the background (`remote_tick`). The lane whose output
+is followed holds a watch lease, so its supervisor reads it at the live pace (`watch_lease`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from lanes_tui.engine.live.liveness import SupervisorLiveness
 from lanes_tui.engine.live.machine import machine_meters
 from lanes_tui.engine.live.remote_tick import RemoteTick
 from lanes_tui.engine.live.watch import LaneScanner, Watched
+from lanes_tui.engine.live.watch_lease import WatchLeases
 from lanes_tui.engine.plans.ticker import PlanTicker
 from lanes_tui.engine.state.events import (
     EngineEvent,
@@ -66,7 +68,7 @@ LIVENESS_POLL_S = 1.0
 _LIVENESS_FILES = frozenset({"lane.json", "supervisor.json", "receipt.json"})
 
 
-class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTick):
+class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTick, WatchLeases):
     """`poll_s`: the tick; `reconcile_every_s`: reconcile's timer when polling; `idle_reconcile_s`:
     its timer when inotify and pidfds say when it is needed; `full_scan_s`: how often every lane is
     scanned anyway with inotify on (a writer that keeps a file open and rewrites it is seen then);
@@ -96,6 +98,7 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
         self.full_scan_s = full_scan_s
         self.output_chunk = output_chunk
         self._init_scanner()
+        self._init_leases()
         self._ranks = GroupRanks(repo)  # best-of groups' ranks, kept while their records stay the same
         self._scan_lock = asyncio.Lock()
         self._subscribers: list[asyncio.Queue[EngineEvent | None]] = []
@@ -129,6 +132,7 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
         self._closed = True
         await self.stop_plan_ticks()
         await self.stop_remote()
+        await self.stop_leases()
         if self._inbox_watcher is not None:
             with contextlib.suppress(ValueError, OSError):
                 asyncio.get_running_loop().remove_reader(self._inbox_watcher.fileno())
@@ -314,6 +318,7 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
             await asyncio.to_thread(reconcile, self.repo, self.clock)
         self.tick_plans_soon(now)  # open plans advance while the dashboard is open (`plans.ticker`)
         self.sync_soon(now)  # a remote runner's mirror, refreshed in the background (`remote_tick`)
+        self.lease_soon(now)  # the lane on screen is read at the live pace (`watch_lease`)
         if only is None or only or self._radar_due(now):
             await self._scan_and_emit(only=only, recheck=recheck)
         if self._inbox_watcher is None:

@@ -11,7 +11,8 @@ Protocol (version 1): the client writes one JSON request line; the supervisor an
 `{"ok": true, …}` or `{"ok": false, "error": "…", "fix": "…"}`, and then, for `attach`, a stream.
 
 * `{"op": "hello"}` → `mode` (`pty`: a terminal; `conversation`: Claude's stream-json; `output`:
-  plain pipes), `input` (whether the agent takes a message now), `state`, `provider`.
+  plain pipes), `input` (whether the agent takes a message now), `state`, `provider`, `watched`
+  (a watch lease holds).
 * `{"op": "peek", "lines": N}` → `lines`: the last N lines of output.log (as `lanes-tui peek`);
   `{"op": "peek", "screen": true}` → `lines` (the rows of the live terminal), `rows`, `columns`,
   `cursor`, `still` (not redrawn in the last 0.3 s).
@@ -21,6 +22,9 @@ Protocol (version 1): the client writes one JSON request line; the supervisor an
   prompt waits in the inbox, or for more than one line). A plain lane's stdin was closed after its
   prompt: refused. Every message delivered is a `send` event of the lane, with the size of
   output.log at that moment (`channels.transcript.merge` puts it back in the conversation).
+* `{"op": "watch", "seconds": S}` → `seconds` (granted, at most 60): someone shows this lane's
+  output live for the next S seconds, so it is read at the live pace (`lanes.cadence`); the
+  dashboard renews it while the lane is on screen. Any state, running or not: a lease outlives runs.
 * `{"op": "attach", "rows": R, "columns": C, "detach": "ctrl+]"}`, on a terminal lane: the header
   (`mode`, `keyboard`: whether this viewer types into the agent, `rows`, `columns` of the agent's
   terminal), then raw bytes both ways: first the current screen repainted (`Screen.repaint`), then
@@ -55,6 +59,7 @@ from lanes_tui.engine.supervisor import viewers
 
 if TYPE_CHECKING:
     from lanes_tui.engine.lanes.agent_run import AgentRun
+    from lanes_tui.engine.lanes.cadence import OutputCadence
     from lanes_tui.engine.state.model import LaneRecord
     from lanes_tui.engine.state.store import LaneStore
 
@@ -79,6 +84,7 @@ class Host(Protocol):
     store: LaneStore
     record: LaneRecord
     current: AgentRun | None
+    cadence: OutputCadence
 
 
 def socket_path(lane_dir: Path) -> Path:
@@ -249,8 +255,11 @@ class ControlServer:
         elif op == "send":
             text = body.get("text")
             reply = await self.send(text) if isinstance(text, str) else refusal("send needs a `text`")
+        elif op == "watch":
+            reply = self.watch(body.get("seconds"))
         else:
-            reply = refusal(f"unknown request {op[:40]!r}", "this supervisor knows hello, peek, send and attach")
+            reply = refusal(f"unknown request {op[:40]!r}",
+                            "this supervisor knows hello, peek, send, watch and attach")
         writer.write(encode(reply))
         await writer.drain()
 
@@ -270,11 +279,18 @@ class ControlServer:
         run = self._run()
         record = self.host.record
         reply: dict[str, Any] = {"ok": True, "lane": self.lane_id, "state": record.state,
-                                 "provider": record.provider, "running": run is not None}
+                                 "provider": record.provider, "running": run is not None,
+                                 "watched": self.host.cadence.watched}
         if run is not None:
             reply["mode"] = viewers.mode(run)
             reply["input"] = viewers.takes_input(run)
         return reply
+
+    def watch(self, seconds: object) -> dict[str, Any]:
+        """A watch lease: this lane's output is read at the live pace for `seconds` (`lanes.cadence`)."""
+        if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not 0 < seconds < float("inf"):
+            return refusal("watch needs `seconds`, a positive number", 'e.g. {"op": "watch", "seconds": 15}')
+        return {"ok": True, "seconds": self.host.cadence.watch(seconds)}
 
     def peek(self, body: dict[str, Any]) -> dict[str, Any]:
         if not body.get("screen"):

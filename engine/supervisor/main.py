@@ -27,6 +27,7 @@ from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
+from lanes_tui.engine.lanes.cadence import OutputCadence
 from lanes_tui.engine.lanes.caps import lane_timeouts
 from lanes_tui.engine.lanes.classify import PatternScanner
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
@@ -67,6 +68,9 @@ class Supervisor:
         self.config = config or load_config(repo)
         self.stop_requested = asyncio.Event()
         self.current: AgentRun | None = None
+        #: How often the agent's output is read: faster while a watch lease holds (`lanes.cadence`),
+        #: one for the lane so a lease taken between two runs still holds for the next.
+        self.cadence = OutputCadence()
         #: The lane's cgroup and caps while its agents run (`supervisor.containment`).
         self.hold: Hold | None = None
         #: The spend cap's guard (`supervisor.budget`), made at the first run; raised caps carry over.
@@ -213,7 +217,7 @@ class Supervisor:
                 files_changed=watcher.changed_since_last,
                 is_waiting=(lambda: inbox.lane_is_waiting(record.id)) if inbox else (lambda: False),
                 on_waiting=self._on_waiting, on_stall=self._on_stall, on_started=self._on_started,
-                channel=channel, guards=guards,
+                channel=channel, guards=guards, cadence=self.cadence,
             )
             if self.hold is not None:
                 self.hold.governor.begin_run()

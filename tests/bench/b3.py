@@ -4,7 +4,10 @@ Each lane's supervisor is measured over a window (CPU from `/proc/PID/schedstat`
 from its voluntary context switches, memory with psutil: RSS, USS (its own pages) and PSS (its own
 plus its share of the pages it shares with its fork server and sibling supervisors)), for an idle
 agent (`sleep`) and one printing 20 lines/s, in a worktree of 100 files and one of 20,000 files: the
-watchdog's file signal is inotify, so the sample cost must not grow with the file count. Two floors run in the same
+watchdog's file signal is inotify, so the sample cost must not grow with the file count. Nobody
+watches those lanes, so their output is read every `cadence.UNWATCHED_REST_S`; one more printing
+lane holds a watch lease for the window (renewed as the dashboard renews the lane on its screen)
+and is read at the live pace, every `output_pump.REST_S`. Two floors run in the same
 window (`b3_floor`): a bare asyncio loop and a bare `selectors` loop reading the same agent with
 the same rest, which is what a supervisor cannot go below on either kind of loop.
 
@@ -14,16 +17,21 @@ the same rest, which is what a supervisor cannot go below on either kind of loop
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.lanes.control_client import watch_lane
+from lanes_tui.engine.live.watch_lease import LEASE_S, RENEW_S
 from tests.bench.env import machine_info
 from tests.bench.report import command_line, markdown, table, write_json
 
@@ -72,8 +80,35 @@ def _repo(root: Path, files: int) -> Path:
     return repo
 
 
+class Leases:
+    """Holds a watch lease on some lanes for the window, as the dashboard does for the lane on screen."""
+
+    def __init__(self, lanes: list[tuple[Path, str]]) -> None:
+        self.lanes = lanes
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._renew, daemon=True)
+        self.renewals = 0
+
+    def _renew(self) -> None:
+        while not self.stop.is_set():
+            for repo, lane in self.lanes:
+                with contextlib.suppress(LanesError):  # its control socket is not open yet: next time
+                    watch_lane(repo, lane, LEASE_S)
+            self.stop.wait(1.0 if self.renewals < 3 else RENEW_S)
+            self.renewals += 1
+
+    def __enter__(self) -> Leases:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
 def measure(window_s: float) -> list[dict[str, Any]]:
-    scripts = {"idle": "sleep {t}\n", "printing 20 lines/s": "print {n} --rate 20\n"}
+    scripts = {"idle": "sleep {t}\n", "printing 20 lines/s": "print {n} --rate 20\n",
+               "printing 20 lines/s, watched": "print {n} --rate 20\n"}
     results = []
     with tempfile.TemporaryDirectory(prefix="lanes-bench-b3-") as tmp:
         lanes: list[tuple[Path, str, int, str]] = []
@@ -81,10 +116,13 @@ def measure(window_s: float) -> list[dict[str, Any]]:
             repo = _repo(Path(tmp), files)
             for name, script in scripts.items():
                 text = script.format(t=window_s + 60, n=int((window_s + 60) * 20))
-                proc = _cli(repo, "run", "--prompt", text, "--id", name.split()[0])
+                lane_id = name.split()[0] + ("-w" if "watched" in name else "")
+                proc = _cli(repo, "run", "--prompt", text, "--id", lane_id)
                 lanes.append((repo, proc.stdout.strip().splitlines()[-1], files, name))
         floors = {kind: subprocess.Popen([sys.executable, "-m", "tests.bench.b3_floor", kind, str(window_s + 30)])
                   for kind in FLOORS}
+        watched = [(repo, lane) for repo, lane, _, name in lanes if "watched" in name]
+        leases = Leases(watched).__enter__()  # renewed from now until the floors are gone
         try:
             time.sleep(8)  # past start-up and the first samples
             # Keyed by (repo, lane): both repositories have lanes called idle-a1 and printing-a1.
@@ -105,6 +143,7 @@ def measure(window_s: float) -> list[dict[str, Any]]:
                                 "cpu_s_per_min": 60 * cpu / window_s, "wakeups_per_s": wakes,
                                 "rss_mb": mem.rss / 1e6, "uss_mb": mem.uss / 1e6, "pss_mb": mem.pss / 1e6})
         finally:
+            leases.__exit__()
             for floor in floors.values():
                 floor.kill()
                 floor.wait()

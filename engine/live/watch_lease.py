@@ -1,0 +1,77 @@
+"""The dashboard's side of the watch lease: the lane on screen is read by its supervisor at the live pace.
+
+Mixed into `live.engine.Engine`. A supervisor reads a lane's output every `REST_S` while someone
+watches it and every `UNWATCHED_REST_S` otherwise (`lanes.cadence`), and only the engine knows
+which lanes are watched: the ones whose output it follows (`output_lanes`, the lane on the
+dashboard's screen). So each tick, every followed lane whose lease is older than `RENEW_S` gets a
+new one of `LEASE_S` from its supervisor's control socket. The requests run in a worker thread,
+one batch at a time, and never hold the watch loop up; a lane with no supervisor (ended, queued
+elsewhere, remote) refuses, and is simply asked again at the next renewal.
+
+A newly followed lane is asked at the next tick (within `poll_s`): its lease ends the supervisor's
+rest under way, so the lane the lead just selected streams at the live pace from then on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Collection
+from pathlib import Path
+
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.lanes.control_client import watch_lane
+
+__all__ = ["LEASE_S", "RENEW_S", "WatchLeases"]
+
+log = logging.getLogger(__name__)
+
+#: How long one lease holds: three renewals may be missed (a busy machine) before the lane slows down.
+LEASE_S = 15.0
+#: How often a followed lane's lease is renewed.
+RENEW_S = 5.0
+
+
+class WatchLeases:
+    """Mixed into `Engine`: needs `repo` and `watch.LaneScanner`'s `_output_lanes` (None: the engine
+    streams every lane, for a caller other than the dashboard, and takes no lease)."""
+
+    repo: Path
+    _output_lanes: set[str] | None
+
+    def _init_leases(self) -> None:
+        self._leased: dict[str, float] = {}  # lane -> when its lease was last asked for (monotonic)
+        self._lease_task: asyncio.Task[None] | None = None
+        #: Leases asked for, for tests (which wait on it instead of on wall-clock time).
+        self.leases_asked = 0
+
+    def lease_soon(self, now: float) -> None:
+        """Start one background batch of lease requests for the followed lanes that are due."""
+        lanes = self._output_lanes or set()
+        for lane_id in set(self._leased) - lanes:
+            del self._leased[lane_id]  # no longer on screen: its lease lapses by itself
+        if self._lease_task is not None and not self._lease_task.done():
+            return
+        due = sorted(lane for lane in lanes if now - self._leased.get(lane, float("-inf")) >= RENEW_S)
+        if not due:
+            return
+        for lane_id in due:
+            self._leased[lane_id] = now
+        self._lease_task = asyncio.create_task(asyncio.to_thread(self._ask_leases, due),
+                                               name="lanes-engine-watch-leases")
+
+    def _ask_leases(self, lanes: Collection[str]) -> None:
+        for lane_id in lanes:
+            self.leases_asked += 1
+            try:
+                watch_lane(self.repo, lane_id, LEASE_S)
+            except LanesError as exc:  # no supervisor, or one that predates leases: read at its own pace
+                log.debug("no watch lease for %s: %s", lane_id, exc)
+
+    async def stop_leases(self) -> None:
+        """Wait for a batch under way (each request is bounded by its two-second timeout)."""
+        task, self._lease_task = self._lease_task, None
+        if task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
