@@ -72,6 +72,10 @@ class FakeRemote:
         self.sent.append((lane_id, text))
         return {"ack": True, "via": "ray"}
 
+    async def watch(self, lane_id: str, seconds: float) -> float:
+        self.calls.append(("watch", lane_id))
+        return seconds
+
     async def sample(self, lane_id: str) -> dict[str, Any] | None:
         return self.store.last_sample(lane_id)
 

@@ -68,7 +68,7 @@ async def read_all(runner: Runner, lane: str, seq: int = 0) -> tuple[bytes, int]
 
 
 async def contract_lifecycle(world: RunnerWorld) -> None:
-    """start → output (with replay) → send → sample → attach again → stop → gates → publish → discard."""
+    """start → output (with replay) → send → watch → sample → attach again → stop → gates → publish → discard."""
     runner = world.make()
     patience = world.patience_s
     record = await runner.start(LaunchRequest(prompt=ECHO_SCRIPT, slug="contract", raw=True))
@@ -92,6 +92,8 @@ async def contract_lifecycle(world: RunnerWorld) -> None:
 
         reply = await runner.send(lane, "ping from the lead")
         assert reply.get("ok") is True and reply.get("via"), reply
+        # The lead shows the lane: its supervisor grants a watch lease (read at the live pace, `lanes.cadence`).
+        assert await runner.watch(lane, 15) == 15.0
 
         async def echoed() -> bool:
             text, _ = await read_all(runner, lane)

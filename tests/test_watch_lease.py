@@ -12,7 +12,6 @@ from lanes_tui.engine.core.clock import FakeClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.lanes.control_client import request
 from lanes_tui.engine.lanes.launcher import stop_lane
-from lanes_tui.engine.live import watch_lease
 from lanes_tui.engine.live.engine import Engine
 from lanes_tui.engine.live.watch_lease import LEASE_S, RENEW_S
 from tests.helpers import run_lane, wait_for, wait_state, write_config
@@ -22,14 +21,20 @@ async def test_the_followed_lane_is_leased_every_renewal_and_others_are_not(repo
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     asked: list[tuple[str, float]] = []
 
-    def fake_watch(repo_: Path, lane_id: str, seconds: float) -> float:
-        asked.append((lane_id, seconds))
-        if lane_id == "gone-a1":
-            raise LanesError("lane gone-a1 is not running", "peek it")
-        return seconds
+    class LeasingRunner:
+        kind = "local"
 
-    monkeypatch.setattr(watch_lease, "watch_lane", fake_watch)
+        async def watch(self, lane_id: str, seconds: float) -> float:
+            asked.append((lane_id, seconds))
+            if lane_id == "gone-a1":
+                raise LanesError("lane gone-a1 is not running", "peek it")
+            return seconds
+
+    async def runner_of(lane_id: str) -> LeasingRunner:
+        return LeasingRunner()
+
     engine = Engine(repo, clock=FakeClock(), use_inotify=False, use_pidfd=False)
+    monkeypatch.setattr(engine, "runner_of", runner_of)
 
     async def tick(now: float) -> None:
         engine.lease_soon(now)

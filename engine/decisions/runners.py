@@ -141,6 +141,11 @@ class LocalRunner:
 
         return await asyncio.to_thread(send_to_lane, self.repo, lane_id, text)
 
+    async def watch(self, lane_id: str, seconds: float) -> float:
+        from lanes_tui.engine.lanes.control_client import watch_lane
+
+        return await asyncio.to_thread(watch_lane, self.repo, lane_id, seconds)
+
     async def sample(self, lane_id: str) -> dict[str, Any] | None:
         return await asyncio.to_thread(self.store.last_sample, lane_id)
 

@@ -64,6 +64,11 @@ class Runner(Protocol):
         """A message for the running agent; the supervisor's reply (`ack`, how it was delivered)."""
         ...
 
+    async def watch(self, lane_id: str, seconds: float) -> float:
+        """A watch lease: the lane's output is read at the live pace for `seconds` (`lanes.cadence`);
+        the seconds granted. LanesError when no supervisor holds the lane."""
+        ...
+
     async def sample(self, lane_id: str) -> dict[str, Any] | None:
         """The lane's latest meters (CPU, RSS, idle, tokens), or None before the first sample."""
         ...

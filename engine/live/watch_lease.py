@@ -4,9 +4,10 @@ Mixed into `live.engine.Engine`. A supervisor reads a lane's output every `REST_
 watches it and every `UNWATCHED_REST_S` otherwise (`lanes.cadence`), and only the engine knows
 which lanes are watched: the ones whose output it follows (`output_lanes`, the lane on the
 dashboard's screen). So each tick, every followed lane whose lease is older than `RENEW_S` gets a
-new one of `LEASE_S` from its supervisor's control socket. The requests run in a worker thread,
-one batch at a time, and never hold the watch loop up; a lane with no supervisor (ended, queued
-elsewhere, remote) refuses, and is simply asked again at the next renewal.
+new one of `LEASE_S` through the runner that has it (`Runner.watch`: the supervisor's control socket
+here, the lane's actor on its node for a Ray lane). The requests run in the background, one batch at
+a time, each bounded by `ASK_TIMEOUT_S`, and never hold the watch loop up; a lane with no supervisor
+(ended, queued) refuses, and is simply asked again at the next renewal.
 
 A newly followed lane is asked at the next tick (within `poll_s`): its lease ends the supervisor's
 rest under way, so the lane the lead just selected streams at the live pace from then on.
@@ -17,11 +18,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Collection
-from pathlib import Path
+from collections.abc import Awaitable, Callable, Collection
 
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.lanes.control_client import watch_lane
+from lanes_tui.engine.lanes.runner import Runner
 
 __all__ = ["LEASE_S", "RENEW_S", "WatchLeases"]
 
@@ -31,14 +31,16 @@ log = logging.getLogger(__name__)
 LEASE_S = 15.0
 #: How often a followed lane's lease is renewed.
 RENEW_S = 5.0
+#: The longest one lease request may take (a cluster node's actor may be slow to answer).
+ASK_TIMEOUT_S = 5.0
 
 
 class WatchLeases:
-    """Mixed into `Engine`: needs `repo` and `watch.LaneScanner`'s `_output_lanes` (None: the engine
-    streams every lane, for a caller other than the dashboard, and takes no lease)."""
+    """Mixed into `Engine`: needs `runner_of` (`remote_tick`) and `watch.LaneScanner`'s `_output_lanes`
+    (None: the engine streams every lane, for a caller other than the dashboard, and takes no lease)."""
 
-    repo: Path
     _output_lanes: set[str] | None
+    runner_of: Callable[[str], Awaitable[Runner]]
 
     def _init_leases(self) -> None:
         self._leased: dict[str, float] = {}  # lane -> when its lease was last asked for (monotonic)
@@ -58,19 +60,19 @@ class WatchLeases:
             return
         for lane_id in due:
             self._leased[lane_id] = now
-        self._lease_task = asyncio.create_task(asyncio.to_thread(self._ask_leases, due),
-                                               name="lanes-engine-watch-leases")
+        self._lease_task = asyncio.create_task(self._ask_leases(due), name="lanes-engine-watch-leases")
 
-    def _ask_leases(self, lanes: Collection[str]) -> None:
+    async def _ask_leases(self, lanes: Collection[str]) -> None:
         for lane_id in lanes:
             self.leases_asked += 1
             try:
-                watch_lane(self.repo, lane_id, LEASE_S)
-            except LanesError as exc:  # no supervisor, or one that predates leases: read at its own pace
+                runner = await self.runner_of(lane_id)
+                await asyncio.wait_for(runner.watch(lane_id, LEASE_S), ASK_TIMEOUT_S)
+            except (LanesError, TimeoutError, OSError) as exc:  # no supervisor: it reads at its own pace
                 log.debug("no watch lease for %s: %s", lane_id, exc)
 
     async def stop_leases(self) -> None:
-        """Wait for a batch under way (each request is bounded by its two-second timeout)."""
+        """Wait for a batch under way (each request is bounded by `ASK_TIMEOUT_S`)."""
         task, self._lease_task = self._lease_task, None
         if task is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):

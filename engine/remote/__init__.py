@@ -2,7 +2,7 @@
 
 Owns: `spec` (what the lead's machine sends a node to run one lane: JSON-able, no Ray), `node_lane`
 (the node's side: a clone of the shared remote with the lead's config, the ordinary lane code and
-supervisor in it, run under the reaper shim so nothing outlives the actor; output, meters, send,
+supervisor in it, run under the reaper shim so nothing outlives the actor; output, meters, send, watch,
 gates, publish and checkpoints answered from there; no Ray), `node_git` (the node's folders, its
 shared mirror of the remote under an flock, the lane's clone, checkpoints through a temporary index,
 pushes; no Ray), `ray_runner`, `ray_actors`, `ray_ends` and `ray_doctor` (the lead's side: one named, detached

@@ -137,6 +137,9 @@ class LaneActorBody:
     def send(self, text: str) -> dict[str, Any]:
         return self.lane.send(text)
 
+    def watch(self, seconds: float) -> float:
+        return self.lane.watch(seconds)
+
     #: What `visit` may call: the lead's work on the worktree, never `begin` or `shutdown`.
     VISITS = frozenset({"run_gates", "publish", "checkpoint", "stop", "discard", "status"})
 

@@ -209,6 +209,12 @@ class NodeLane:
 
         return send_to_lane(self.clone, self.lane_id, text)
 
+    def watch(self, seconds: float) -> float:
+        """A watch lease for the lane's supervisor here (`lanes.cadence`): the lead shows its output."""
+        from lanes_tui.engine.lanes.control_client import watch_lane
+
+        return watch_lane(self.clone, self.lane_id, seconds)
+
     def run_gates(self) -> dict[str, object]:
         """The lane's gates, run here where its worktree is (`check_lane`); the packet."""
         from lanes_tui.engine.decisions.check import check_lane

@@ -307,6 +307,14 @@ class RayRunner(RayLaneEnds):
                              "see its state with `lanes-tui status`") from None
         return reply
 
+    async def watch(self, lane_id: str, seconds: float) -> float:
+        """The lease goes to the lane's supervisor on its node, through its actor (`NodeLane.watch`)."""
+        try:
+            granted = await self.actors.call(lane_id, "watch", seconds)
+        except (Unreachable, Gone) as exc:
+            raise LanesError(f"lane {lane_id} cannot be reached for a watch lease: {exc}") from None
+        return float(granted)
+
     # --- Relaunch ---------------------------------------------------------------------------------
     async def relaunch(self, lane_id: str) -> LaneRecord:
         """The next attempt of a lost (or ended) lane, on another node, from its last pushed checkpoint

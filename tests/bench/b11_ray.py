@@ -14,8 +14,9 @@ Both runners start the same lane, one at a time, `--lanes` times, in the same re
   → read. Ray: the same on the node, then one actor call per read into the lead's mirror.
 
 The figures are medians over the lanes (latency: the median and p95 of every line of every lane).
-Both latencies include the supervisor's output pump, which rests `output_pump.REST_S` (0.5 s) after a
-read, so a line waits 0–0.5 s there on either runner: what Ray adds is the difference of the two rows.
+Both latencies include the supervisor's output pump, which rests after a read (`lanes.cadence`: 2 s
+while nobody holds a watch lease on the lane, as here, 0.5 s while one does), so a line waits up to
+that long there on either runner: what Ray adds is the difference of the two rows.
 Without `--address` a local cluster (a head and one worker with two lane slots, token auth off) is
 started for the run and torn down after it.
 """
