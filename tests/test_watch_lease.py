@@ -31,6 +31,8 @@ async def test_the_followed_lane_is_leased_every_renewal_and_others_are_not(repo
             return seconds
 
     async def runner_of(lane_id: str) -> LeasingRunner:
+        if lane_id == "broken-a1":
+            raise RuntimeError("a record nobody expected")
         return LeasingRunner()
 
     engine = Engine(repo, clock=FakeClock(), use_inotify=False, use_pidfd=False)
@@ -57,10 +59,15 @@ async def test_the_followed_lane_is_leased_every_renewal_and_others_are_not(repo
     engine.follow_output(None)
     await tick(200.0)
     assert len(asked) == 4 and engine._leased == {}
+    engine._output_lanes = {"broken-a1", "one-a1"}  # a failure of one lane's request is logged, not raised
+    await tick(300.0)
+    assert asked[4:] == [("one-a1", LEASE_S)] and engine.leases_asked == 6
+    engine.follow_output(None)
+    await tick(301.0)
     engine.follow_output("one-a1")  # back on screen: leased again at once, not after a renewal period
-    await tick(200.1)
-    assert asked[4:] == [("one-a1", LEASE_S)]
-    assert engine.leases_asked == 5
+    await tick(301.1)
+    assert asked[5:] == [("one-a1", LEASE_S)]
+    assert engine.leases_asked == 7
 
 
 async def test_a_lane_on_the_dashboard_is_watched_by_its_supervisor(repo: Path) -> None:

@@ -70,6 +70,8 @@ class WatchLeases:
                 await asyncio.wait_for(runner.watch(lane_id, LEASE_S), ASK_TIMEOUT_S)
             except (LanesError, TimeoutError, OSError) as exc:  # no supervisor: it reads at its own pace
                 log.debug("no watch lease for %s: %s", lane_id, exc)
+            except Exception:  # a lease is an optimisation: never a reason to stop the watch loop
+                log.exception("the watch lease request for %s failed", lane_id)
 
     async def stop_leases(self) -> None:
         """Wait for a batch under way (each request is bounded by `ASK_TIMEOUT_S`)."""
