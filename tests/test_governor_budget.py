@@ -17,9 +17,10 @@ from lanes_tui.engine.state.store import LaneStore
 from tests.helpers import cli, run_lane, status, wait_for, wait_state, write_config
 
 COST_LINE = "say Tokens: 10k sent, 500 received. Cost: $3.00 message, $3.00 session."
-# The agent must still run when the guard sees the cost: the output pump may rest up to `REST_S`
-# (0.5 s) before it reads the line, and a sample follows within `sample_s`.
-SPEND_SCRIPT = f"{COST_LINE}\nsleep 2.5\nsay after the cap\nexit 0\n"
+# The agent must still run when the guard sees the cost: the output pump of a lane nobody watches may
+# rest up to `cadence.UNWATCHED_REST_S` (2 s) before it reads the line, and a sample follows within
+# `sample_s`.
+SPEND_SCRIPT = f"{COST_LINE}\nsleep 5\nsay after the cap\nexit 0\n"
 
 QUOTA = ("[providers.quota]\n"
          "argv = [\"{python}\", \"-c\", \"import pathlib, sys; p = pathlib.Path('ran-once'); "
