@@ -38,7 +38,6 @@ def test_a_lane_nobody_watches_rests_longer_until_a_lease_holds_and_after_it_lap
     assert not cadence.watched and cadence.delay(REST_S) == UNWATCHED_REST_S, "a lease nobody renews lapses"
     assert cadence.watch(10 * MAX_LEASE_S) == MAX_LEASE_S
     assert cadence.watch(-5) == 0.0
-    assert OutputCadence(live=True).delay(REST_S) == REST_S
 
 
 async def test_a_lease_or_a_wake_ends_every_rest_under_way() -> None:
@@ -99,10 +98,15 @@ async def test_a_run_nobody_watches_still_ends_as_soon_as_its_agent_does(tmp_pat
     cadence = OutputCadence(unwatched_rest_s=HOUR)
     output = tmp_path / "output.log"
     with open(output, "wb") as out:
-        run = AgentRun(request, stdin_data=None, keep_stdin_open=False, output=out,
-                       samples_path=tmp_path / "samples.jsonl", scanner=PatternScanner.from_patterns([], []),
-                       settings=settings, clock=RealClock(), files_changed=lambda: False,
-                       is_waiting=lambda: False, on_waiting=lambda waiting: None, cadence=cadence)
+        def make(cadence: OutputCadence | None) -> AgentRun:
+            return AgentRun(request, stdin_data=None, keep_stdin_open=False, output=out,
+                            samples_path=tmp_path / "samples.jsonl", scanner=PatternScanner.from_patterns([], []),
+                            settings=settings, clock=RealClock(), files_changed=lambda: False,
+                            is_waiting=lambda: False, on_waiting=lambda waiting: None, cadence=cadence)
+
+        assert make(None)._live, "a run without a supervisor's cadence (a review run) rests only the live rest"
+        run = make(cadence)
+        assert not run._live
         outcome = await asyncio.wait_for(run.run(), 60)
     assert outcome.returncode == 0
     # Without the wake the pump would still rest when the run gives up on it (after 5 s): `two` lost.

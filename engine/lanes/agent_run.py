@@ -24,7 +24,7 @@ from lanes_tui.engine.core.atomic import append_jsonl
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.lanes.cadence import OutputCadence
 from lanes_tui.engine.lanes.classify import Classification, PatternScanner, classify
-from lanes_tui.engine.lanes.guard import Finding, RunGuard
+from lanes_tui.engine.lanes.guard import Finding, RunGuard, first_exit_finding, first_finding, release_all
 from lanes_tui.engine.lanes.output_pump import MAX_LINE, READ_CHUNK, REST_S, LineFramer, pump, pump_fd
 from lanes_tui.engine.lanes.watchdog import ProcInfo, Sample, Verdict, Watchdog
 from lanes_tui.engine.procs.process import (
@@ -128,10 +128,11 @@ class AgentRun:
         #: A trickle of output is read at most once per `rest_s` (`output_pump`); a flood at once.
         self.rest_s = REST_S
         #: Longer rests while nobody watches the lane (the supervisor's `cadence`, which the dashboard's
-        #: watch lease reaches); without one, every rest is the live one, as for a review run.
-        self.cadence = cadence or OutputCadence(live=True)
-        #: A channel that can ask the lead is read at the live pace: its questions must not wait.
-        self._live = channel is not None and channel.asks
+        #: watch lease reaches).
+        self.cadence = cadence or OutputCadence()
+        #: Every rest the live one: without a supervisor's cadence (a review run, which no lease reaches),
+        #: or for a channel that can ask the lead (its questions must not wait).
+        self._live = cadence is None or (channel is not None and channel.asks)
         #: An unwatched rest stays within a quarter of the idle timeout (`OutputCadence.delay`).
         self._most_rest = settings.idle_timeout_s / 4 if settings.idle_timeout_s > 0 else float("inf")
         #: Set after each batch of output: wakes an asking channel that has nothing pending.
@@ -193,7 +194,7 @@ class AgentRun:
                     if self.on_stall is not None:
                         self.on_stall(stall_report)
                     break
-                finding = self._check_guards()
+                finding = first_finding(self.guards, self._last_sample)
                 if finding is not None:
                     break
                 now = self.clock.monotonic()
@@ -215,15 +216,15 @@ class AgentRun:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.killpg(handle.pgid, signal.SIGTERM)
                     deadlines = dataclasses.replace(deadlines, steps=("sigterm", "sigkill"))
-                self._release_guards()
+                release_all(self.guards)
                 await handle.stop(deadlines, extra=[ProcKey(p.pid, p.create_time) for p in self._last_procs])
             await waiter
             self.cadence.wake()  # the agent is gone: its last output is read now, not after a rest
             if finding is None and stalled is None and timed_out is None and not self.stop_requested.is_set():
-                finding = self._after_exit(handle.proc.returncode)
+                finding = first_exit_finding(self.guards, handle.proc.returncode, self._last_procs)
             await asyncio.wait(pumps, timeout=5.0)
         finally:
-            self._release_guards()
+            release_all(self.guards)
             for task in (feeder, ticker, stop_wait, *pumps):
                 task.cancel()
             for task in (feeder, ticker, stop_wait, *pumps):
@@ -241,38 +242,6 @@ class AgentRun:
             result = classify(rc, self.scanner, stalled=stalled is not None, timed_out=timed_out,
                               stopped_by_lead=self.stop_requested.is_set())
         return RunOutcome(result, rc, started, self.clock.time(), stall_report, finding)
-
-    def _check_guards(self) -> Finding | None:
-        """The first finding of a guard on this tick's sample (a guard that fails is logged, not fatal)."""
-        if self._last_sample is None:
-            return None
-        for guard in self.guards:
-            try:
-                finding = guard.check(self._last_sample)
-            except Exception:
-                log.exception("guard %r failed", guard)
-                continue
-            if finding is not None:
-                return finding
-        return None
-
-    def _after_exit(self, returncode: int | None) -> Finding | None:
-        for guard in self.guards:
-            try:
-                finding = guard.after_exit(returncode, self._last_procs)
-            except Exception:
-                log.exception("guard %r failed after the exit", guard)
-                continue
-            if finding is not None:
-                return finding
-        return None
-
-    def _release_guards(self) -> None:
-        for guard in self.guards:
-            try:
-                guard.release()
-            except Exception:
-                log.exception("guard %r failed to release", guard)
 
     def _set_waiting(self, waiting: bool) -> None:
         if waiting != self.waiting:

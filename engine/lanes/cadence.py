@@ -33,21 +33,19 @@ MAX_LEASE_S = 60.0
 class OutputCadence:
     """The output pump's rest: `rest(rest_s)` waits `rest_s` while watched, `UNWATCHED_REST_S` otherwise.
 
-    `clock` is monotonic seconds (injected by tests); `live` makes every rest the short one (for a
-    caller that wants no lease logic at all, e.g. a review run nobody follows to a supervisor).
+    `clock` is monotonic seconds (injected by tests).
     """
 
-    def __init__(self, *, unwatched_rest_s: float = UNWATCHED_REST_S, live: bool = False,
+    def __init__(self, *, unwatched_rest_s: float = UNWATCHED_REST_S,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.unwatched_rest_s = unwatched_rest_s
-        self.live = live
         self.clock = clock
         self.watched_until = float("-inf")
         self._resting: set[asyncio.Future[None]] = set()  # one per pump resting (stdout, stderr)
 
     @property
     def watched(self) -> bool:
-        return self.live or self.clock() < self.watched_until
+        return self.clock() < self.watched_until
 
     def watch(self, seconds: float) -> float:
         """Hold a lease for `seconds` (at most `MAX_LEASE_S`) from now; a rest under way ends at once.

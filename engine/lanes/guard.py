@@ -7,16 +7,23 @@ guard that returns a `Finding` ends the run with that finding's result and reaso
 exited by itself, `after_exit` may still explain how (an OOM kill is a SIGKILL the agent did not
 choose). `release` is called before the run stops the agent and once at the end: a guard that
 paused (froze) the lane's processes must let them go, or a stop signal would never land.
+
+`first_finding`, `first_exit_finding` and `release_all` run a run's guards in order; a guard that
+raises is logged and passed over, never allowed to end the lane by itself.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from lanes_tui.engine.lanes.watchdog import ProcInfo, Sample
 
-__all__ = ["Finding", "RunGuard"]
+__all__ = ["Finding", "RunGuard", "first_exit_finding", "first_finding", "release_all"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -43,3 +50,41 @@ class RunGuard(Protocol):
     def release(self) -> None:
         """Undo any pause; called before the agent is stopped and when the run ends."""
         ...
+
+
+def first_finding(guards: Sequence[RunGuard], sample: Sample | None) -> Finding | None:
+    """The first finding of a guard on this tick's sample (None before the first sample)."""
+    if sample is None:
+        return None
+    for guard in guards:
+        try:
+            finding = guard.check(sample)
+        except Exception:
+            log.exception("guard %r failed", guard)
+            continue
+        if finding is not None:
+            return finding
+    return None
+
+
+def first_exit_finding(guards: Sequence[RunGuard], returncode: int | None,
+                       last: tuple[ProcInfo, ...]) -> Finding | None:
+    """The first guard's explanation of an exit the agent made by itself, if any."""
+    for guard in guards:
+        try:
+            finding = guard.after_exit(returncode, last)
+        except Exception:
+            log.exception("guard %r failed after the exit", guard)
+            continue
+        if finding is not None:
+            return finding
+    return None
+
+
+def release_all(guards: Sequence[RunGuard]) -> None:
+    """Every guard lets go of what it paused."""
+    for guard in guards:
+        try:
+            guard.release()
+        except Exception:
+            log.exception("guard %r failed to release", guard)
