@@ -17,16 +17,20 @@ from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region, Size
+from textual.selection import Selection
 from textual.strip import Strip
 from textual.widgets import Log
 
 from lanes_tui.widgets._format import clean_text
+from lanes_tui.widgets._framed_rows import FramedRowsCache
 from lanes_tui.widgets._plain_cell import one_cell_each
 
 MAX_LINES = 2000
 #: Old lines go in chunks: past `max_lines` by a `1/PRUNE_SLACK` share, the tail is cut back to
 #: `max_lines`. Cutting on every batch shifted the whole line cache at every frame of a busy lane.
 PRUNE_SLACK = 8
+#: Lines kept as made by `_render_line`, the oldest dropped first: a view's worth and plenty to spare.
+SHOWN_LINES = 256
 #: A line longer than this is broken: an agent printing without newlines must not grow one line forever.
 MAX_LINE_CHARS = 4000
 #: What makes a line's width differ from its length in ASCII: control characters (a tab expands, the
@@ -61,6 +65,11 @@ class OutputPane(Log):
         """The lane whose output is shown; `append` for any other lane is ignored."""
         self._partial = 0  # characters on the current (unterminated) last line
         self._frame_style: Style | None = None
+        self._frame_view: tuple[int, int, int, Selection | None] | None = None
+        """Scroll x, scroll y, width and text selection, for the frame being rendered (see `render_lines`)."""
+        self._shown: dict[int, tuple[str, tuple[int, int, Style], Strip]] = {}
+        """Line number -> (its text, (scroll x, width, style), its strip): see `_render_line`."""
+        self._styles_cache = FramedRowsCache()  # a row that scrolled up is not framed again (see there)
         self.border_title = "Output"
 
     @property
@@ -154,24 +163,55 @@ class OutputPane(Log):
             self.scroll_end(animate=False, immediate=True, x_axis=False)
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        """Render a frame's lines with the pane's style worked out once for the frame.
+        """Render a frame's lines with the pane's style, scroll offset and width worked out once for the frame.
 
         `Log` asks for `rich_style` on every line, and that walks every ancestor's styles each time:
-        with the view scrolling as a lane prints, that walk was half the cost of a frame.
+        with the view scrolling as a lane prints, that walk was half the cost of a frame. The scroll
+        offset and the width are reactive reads and a walk up to the screen, on every line too.
         """
         self._frame_style = self.rich_style
+        self._frame_view = (*self.scroll_offset, self.size.width, self.text_selection)
         try:
             return super().render_lines(crop)
         finally:
             self._frame_style = None
+            self._frame_view = None
+
+    def render_line(self, y: int) -> Strip:
+        """`Log.render_line`, with the frame's scroll offset and width (see `render_lines`)."""
+        if self._frame_view is None:
+            return super().render_line(y)
+        scroll_x, scroll_y, width, _ = self._frame_view
+        return self._render_line(scroll_y + y, scroll_x, width)
 
     def _render_line(self, y: int, scroll_x: int, width: int) -> Strip:
-        """`Log._render_line`, with the frame's style (see `render_lines`)."""
+        """`Log._render_line`, with the frame's style (see `render_lines`), kept for the next frame.
+
+        A line is kept with its text and the view it was cut for, so a line that only moved up the
+        pane is not made again. A line of one-cell characters that fits the width and is not
+        scrolled sideways is made in one step (`_fitted_line`): Log's way makes three strips for it
+        (the line, widened, with offsets), and a strip is 15 objects for the garbage collector.
+        """
         rich_style = self._frame_style or self.rich_style
         if y >= len(self._lines):
             return Strip.blank(width, rich_style)
-        line = self._render_line_strip(y, rich_style)
-        return line.crop_extend(scroll_x, scroll_x + width, rich_style).apply_offsets(scroll_x, y)
+        if (self._frame_view[3] if self._frame_view is not None else self.text_selection) is not None:
+            line = self._render_line_strip(y, rich_style)  # highlighted: Log's way, and not kept
+            return line.crop_extend(scroll_x, scroll_x + width, rich_style).apply_offsets(scroll_x, y)
+        text = self._lines[y]
+        view = (scroll_x, width, rich_style)
+        shown = self._shown.get(y)
+        if shown is not None and shown[0] is text and shown[1] == view:
+            return shown[2]
+        if scroll_x == 0 and len(text) <= width and one_cell_each(text):
+            strip = _fitted_line(text, y, width, rich_style)
+        else:
+            line = self._render_line_strip(y, rich_style)
+            strip = line.crop_extend(scroll_x, scroll_x + width, rich_style).apply_offsets(scroll_x, y)
+        self._shown[y] = (text, view, strip)
+        if len(self._shown) > SHOWN_LINES:
+            del self._shown[next(iter(self._shown))]  # the line shown longest ago
+        return strip
 
     def _render_line_strip(self, y: int, rich_style: Style) -> Strip:
         """`Log._render_line_strip`, kept in the Log's own per-line cache.
@@ -233,6 +273,24 @@ class OutputPane(Log):
             out.append(part)
             self._partial += len(part)
         return "".join(out)
+
+
+def _fitted_line(text: str, y: int, width: int, style: Style) -> Strip:
+    """Line `y` of one-cell characters, no wider than `width` and not scrolled sideways, as Log shows it.
+
+    The same segments as `Strip([Segment(text, style)]).crop_extend(0, width, style).apply_offsets(0, y)`
+    (`tests/test_framed_rows.py` compares them): the text, the spaces that fill the width, each with
+    the offset Textual's text selection reads.
+    """
+    def at(x: int) -> Style:
+        offset = Style.from_meta({"offset": (x, y)})
+        return style + offset if style else offset
+
+    # Log gives an empty line one empty segment with no style of its own: only the offset.
+    segments = [Segment(text, at(0)) if text else Segment("", Style.from_meta({"offset": (0, y)}))]
+    if len(text) < width:
+        segments.append(Segment(" " * (width - len(text)), at(len(text))))
+    return Strip(segments, width)
 
 
 def _widest(lines: list[str], text: str) -> int:

@@ -1,0 +1,138 @@
+"""The Output pane's own row path draws exactly what Textual's draws, and frames a row once (issue 15, B2).
+
+`widgets._framed_rows.FramedRowsCache` frames a content row by joining the border and padding pieces
+round it, and `OutputPane._render_line` makes a plain line in one step (`_fitted_line`) and keeps it
+for the next frame. Each test renders the pane both ways, on the same pane in the same state: ours,
+then Textual's (`StylesCache` and `Log._render_line`), and compares every segment of every row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from rich.segment import Segment
+from rich.style import Style
+from textual._styles_cache import StylesCache
+from textual.geometry import Offset, Region
+from textual.selection import Selection
+from textual.strip import Strip
+from textual.widgets import Log
+
+from lanes_tui.widgets import OutputPane
+from lanes_tui.widgets._framed_rows import FramedRowsCache
+from lanes_tui.widgets.output_pane import _fitted_line
+from tests.snapshot_apps.widget_apps import WidgetHost
+
+#: What agents print, and what must leave the fast path: wide and zero-width characters, a tab,
+#: an empty line, a line as wide as the pane, one wider (broken by nothing: it is cut by the view).
+LINES = ["plain ascii, as most agent output is", "", "x" * 36, "y" * 37, "wide 漢字 here", "tab\there",
+         "accent e\u0301", "the last line, unterminated"]
+
+
+def _rows(pane: OutputPane) -> list[list[Segment]]:
+    return [list(strip) for strip in pane.render_lines(Region(0, 0, *pane.outer_size))]
+
+
+@contextmanager
+def _textual_way(pane: OutputPane) -> Iterator[None]:
+    """Render the pane with Textual's own StylesCache and Log's line path, then put ours back."""
+    ours = pane._styles_cache
+    pane._styles_cache = StylesCache()
+    pane._shown.clear()
+    pane._render_line = lambda y, scroll_x, width: Log._render_line(pane, y, scroll_x, width)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        del pane._render_line
+        pane._styles_cache = ours
+        pane._shown.clear()
+
+
+def _both_ways(pane: OutputPane) -> tuple[list[list[Segment]], list[list[Segment]]]:
+    ours = _rows(pane)
+    cache = pane._styles_cache
+    assert isinstance(cache, FramedRowsCache) and cache._pieces is not None  # ours did frame the rows
+    with _textual_way(pane):
+        theirs = _rows(pane)
+    _rows(pane)  # ours again, from cold caches: the next frame starts from them
+    return ours, theirs
+
+
+async def test_the_pane_draws_every_row_as_textual_does_following_focused_and_in_another_theme() -> None:
+    pane = OutputPane(max_lines=100)
+    app = WidgetHost(pane)
+    app.CSS = "OutputPane { width: 40; height: 12; }"
+    async with app.run_test(size=(60, 20)) as pilot:
+        pane.show("lane-a1", "\n".join(LINES))
+        await pilot.pause()
+        assert isinstance(pane._styles_cache, FramedRowsCache)
+        ours, theirs = _both_ways(pane)
+        assert ours == theirs
+        assert any(row[1:] and row[2].text == "plain ascii, as most agent output is" for row in ours)  # not blank
+        for batch in range(3):  # the view follows: every row moves up
+            pane.append("lane-a1", "".join(f"\nbatch {batch} line {i}" for i in range(4)) + "\n" + "\n".join(LINES))
+            await pilot.pause()
+            ours, theirs = _both_ways(pane)
+            assert ours == theirs
+        pane.focus()  # the border changes colour: the pieces are taken again
+        await pilot.pause()
+        ours, theirs = _both_ways(pane)
+        assert ours == theirs
+        app.theme = "textual-light"
+        await pilot.pause()
+        ours, theirs = _both_ways(pane)
+        assert ours == theirs
+        pane.scroll_to(x=3, y=2, animate=False, immediate=True)  # sideways: Log's way for every line
+        await pilot.pause()
+        assert pane.scroll_offset == Offset(3, 2)
+        ours, theirs = _both_ways(pane)
+        assert ours == theirs
+
+
+async def test_a_row_that_only_moved_up_is_not_framed_again() -> None:
+    pane = OutputPane(max_lines=1000)
+    app = WidgetHost(pane)
+    app.CSS = "OutputPane { width: 60; height: 20; }"
+    async with app.run_test(size=(80, 24)) as pilot:
+        pane.show("lane-a1", "".join(f"line {i}\n" for i in range(50)))
+        await pilot.pause()
+        cache = pane._styles_cache
+        assert isinstance(cache, FramedRowsCache)
+        for batch in range(5):
+            before = cache.framed_by_join
+            pane.append("lane-a1", "".join(f"batch {batch} line {i}\n" for i in range(3)))
+            await pilot.pause()
+            # Three new lines and the open last line changed: those are framed, the 14 that moved up are not.
+            assert cache.framed_by_join - before == 4
+        rows = [Strip(row).text for row in _rows(pane)]
+        assert rows[-3].startswith("│ batch 4 line 2")  # then the open (empty) last line, then the border
+
+
+async def test_selected_text_is_highlighted_the_textual_way_and_not_kept() -> None:
+    pane = OutputPane(max_lines=100)
+    app = WidgetHost(pane)
+    app.CSS = "OutputPane { width: 40; height: 12; }"
+    async with app.run_test(size=(60, 20)) as pilot:
+        pane.show("lane-a1", "\n".join(LINES))
+        await pilot.pause()
+        plain = _rows(pane)
+        app.screen.selections = {pane: Selection(Offset(0, 0), Offset(5, 2))}
+        await pilot.pause()
+        ours, theirs = _both_ways(pane)
+        assert ours == theirs
+        assert ours != plain  # the selection shows
+        app.screen.selections = {}
+        await pilot.pause()
+        assert _rows(pane) == plain  # and goes: nothing made while it showed is shown after it
+
+
+def test_a_fitted_line_is_the_line_log_makes() -> None:
+    for style in (Style(color="#e0e0e0", bgcolor="#101010"), Style()):
+        for text, width in (("hello", 12), ("", 8), ("exactly", 7)):
+            for y in (0, 41):
+                log_way = Strip([Segment(text, style)] if text else [Segment("")], len(text))
+                expected = log_way.crop_extend(0, width, style).apply_offsets(0, y)
+                fitted = _fitted_line(text, y, width, style)
+                assert list(fitted) == list(expected)
+                assert fitted.cell_length == expected.cell_length == width
