@@ -26,6 +26,7 @@ from lanes_tui.app.hands import HandsFlows
 from lanes_tui.app.host import DashboardHost
 from lanes_tui.app.inbox_flows import InboxFlows
 from lanes_tui.app.keys import bindings
+from lanes_tui.app.lean_compositor import LeanCompositor
 from lanes_tui.app.messages import (
     EngineNoticed,
     LanesChanged,
@@ -62,6 +63,7 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
 
     def __init__(self, *, machine_every_s: float = 2.0, worktrees_every_s: float = 5.0) -> None:
         super().__init__()
+        self._compositor = LeanCompositor()  # an Output frame renders the pane, not the whole screen
         self.machine_every_s = machine_every_s
         self.worktrees_every_s = worktrees_every_s
         self.lanes: dict[str, LaneStatus] = {}
