@@ -6,7 +6,7 @@ from functools import partial
 from typing import Any
 
 from rich.console import Console
-from textual._compositor import ChopsUpdate, Compositor
+from textual._compositor import Compositor
 from textual.app import App, ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Region
