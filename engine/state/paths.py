@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from lanes_tui.engine.core.atomic import PRIVATE_DIR
@@ -49,44 +50,53 @@ def inside(path: Path, root: Path) -> bool:
 
 @dataclass(frozen=True)
 class StatePaths:
-    """The `.lanes/` layout of one repository."""
+    """The `.lanes/` layout of one repository.
+
+    Every path is worked out once per object (`cached_property`, and `lane` keeps each lane's
+    `LanePaths`): the dashboard's engine asks for the same few hundred paths several times a second,
+    and building them again with pathlib was a quarter of its scan at 100 lanes (docs/benchmarks.md, B2).
+    """
 
     repo: Path
 
-    @property
+    @cached_property
     def lanes_dir(self) -> Path:
         return self.repo / ".lanes"
 
-    @property
+    @cached_property
     def config(self) -> Path:
         return self.lanes_dir / "config.toml"
 
-    @property
+    @cached_property
     def state(self) -> Path:
         return self.lanes_dir / "state"
 
-    @property
+    @cached_property
     def lanes(self) -> Path:
         return self.state / "lanes"
 
-    @property
+    @cached_property
     def inbox(self) -> Path:
         return self.state / "inbox"
 
-    @property
+    @cached_property
     def locks(self) -> Path:
         return self.state / "locks"
 
-    @property
+    @cached_property
     def bin(self) -> Path:
         return self.state / "bin"
 
-    @property
+    @cached_property
     def engine_log(self) -> Path:
         return self.state / "engine.log"
 
     def lane(self, lane_id: str) -> LanePaths:
-        return LanePaths(self.lanes / validate_lane_id(lane_id))
+        known: dict[str, LanePaths] = self.__dict__.setdefault("_lane_paths", {})
+        paths = known.get(lane_id)
+        if paths is None:  # only a valid id is kept: an invalid one raises every time
+            paths = known[lane_id] = LanePaths(self.lanes / validate_lane_id(lane_id))
+        return paths
 
     def lane_inbox(self, lane_id: str) -> Path:
         return self.inbox / validate_lane_id(lane_id)
@@ -114,48 +124,48 @@ class StatePaths:
 
 @dataclass(frozen=True)
 class LanePaths:
-    """The files of one lane under `.lanes/state/lanes/<id>/`."""
+    """The files of one lane under `.lanes/state/lanes/<id>/` (each worked out once, as in `StatePaths`)."""
 
     dir: Path
 
-    @property
+    @cached_property
     def record(self) -> Path:
         return self.dir / "lane.json"
 
-    @property
+    @cached_property
     def events(self) -> Path:
         return self.dir / "events.jsonl"
 
-    @property
+    @cached_property
     def output(self) -> Path:
         return self.dir / "output.log"
 
-    @property
+    @cached_property
     def packet(self) -> Path:
         return self.dir / "packet.json"
 
-    @property
+    @cached_property
     def receipt(self) -> Path:
         return self.dir / "receipt.json"
 
-    @property
+    @cached_property
     def supervisor(self) -> Path:
         return self.dir / "supervisor.json"
 
-    @property
+    @cached_property
     def samples(self) -> Path:
         return self.dir / "samples.jsonl"
 
-    @property
+    @cached_property
     def supervisor_log(self) -> Path:
         return self.dir / "supervisor.log"
 
-    @property
+    @cached_property
     def origin(self) -> Path:
         """Written once when the lane is created (`git.lane_paths`); nothing rewrites it."""
         return self.dir / "origin.json"
 
-    @property
+    @cached_property
     def accept_journal(self) -> Path:
         return self.dir / "accept.json"
 
