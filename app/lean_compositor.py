@@ -9,7 +9,10 @@ its clip) misses the update cannot give it a single cell: the update's chops com
 spans inside it, and a chop nobody filled is skipped when the update is written. So those widgets
 are left out; a full update (no crop) renders everything, as before. The test is against each region
 of the update, not the box round them all: a meters tick repaints rows at the top of the screen and
-the Meters pane at the bottom, and the box round both is nearly the whole screen.
+the Meters pane at the bottom, and the box round both is nearly the whole screen. A widget is also
+left out where the update falls inside a widget in front of it: the front widget's cells win every
+chop there (the compositor paints front to back and keeps the first strip for each chop), so the
+containers behind the Output pane (its tab pane, the tabs, the screen) are not rendered for its frames.
 `tests/test_lean_compositor.py` holds partial updates equal to Textual's.
 """
 
@@ -43,10 +46,15 @@ class LeanCompositor(Compositor):
             return
         overlaps = crop.overlaps
         regions = self._update_regions
+        in_front: list[Region] = []  # what the widgets rendered so far show (they are in front)
         for widget, (region, clip) in self.visible_widgets.items():
             shown = region.intersection(clip)
-            if not overlaps(shown) or not any(update.overlaps(shown) for update in regions):
+            if not overlaps(shown):
                 continue
+            parts = [update.intersection(shown) for update in regions if update.overlaps(shown)]
+            if not parts or all(any(front.contains_region(part) for front in in_front) for part in parts):
+                continue  # misses the update, or shows there only behind widgets in front of it
+            in_front.append(shown)
             if shown == region:
                 yield region, clip, widget.render_lines(Region(0, 0, region.width, region.height))
             else:

@@ -102,8 +102,10 @@ class MetersPane(Vertical):
     }
     """
 
-    readings: reactive[Readings] = reactive(Readings, always_update=False)
-    """What the text shows; equal readings do not repaint."""
+    readings: reactive[Readings] = reactive(Readings, always_update=False, repaint=False)
+    """What the text shows; equal readings do not repaint. New readings repaint the text (the
+    watcher updates it), not the whole pane: the pane's own repaint rendered its border and every
+    child again at each machine tick (docs/benchmarks.md, B2)."""
 
     def __init__(self, *, history: int = HISTORY, name: str | None = None, id: str | None = None,
                  classes: str | None = None) -> None:
