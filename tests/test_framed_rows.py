@@ -1,4 +1,5 @@
-"""The Output pane's own row path draws exactly what Textual's draws, and frames a row once (issue 15, B2).
+"""The Output pane's and the list panes' own row path draws exactly what Textual's draws, and frames a
+row once (issue 15, B1 and B2).
 
 `widgets._framed_rows.FramedRowsCache` frames a content row by joining the border and padding pieces
 round it, and `OutputPane._render_line` makes a plain line in one step (`_fitted_line`) and keeps it
@@ -19,10 +20,10 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widgets import Log
 
-from lanes_tui.widgets import OutputPane
+from lanes_tui.widgets import LanesTable, OutputPane
 from lanes_tui.widgets._framed_rows import FramedRowsCache
 from lanes_tui.widgets.output_pane import _fitted_line
-from tests.snapshot_apps.widget_apps import WidgetHost
+from tests.snapshot_apps.widget_apps import NOW, WidgetHost, lane
 
 #: What agents print, and what must leave the fast path: wide and zero-width characters, a tab,
 #: an empty line, a line as wide as the pane, one wider (broken by nothing: it is cut by the view).
@@ -30,8 +31,8 @@ LINES = ["plain ascii, as most agent output is", "", "x" * 36, "y" * 37, "wide æ
          "accent e\u0301", "the last line, unterminated"]
 
 
-def _rows(pane: OutputPane) -> list[list[Segment]]:
-    return [list(strip) for strip in pane.render_lines(Region(0, 0, *pane.outer_size))]
+def _rows(widget: OutputPane | LanesTable) -> list[list[Segment]]:
+    return [list(strip) for strip in widget.render_lines(Region(0, 0, *widget.outer_size))]
 
 
 @contextmanager
@@ -136,3 +137,46 @@ def test_a_fitted_line_is_the_line_log_makes() -> None:
                 fitted = _fitted_line(text, y, width, style)
                 assert list(fitted) == list(expected)
                 assert fitted.cell_length == expected.cell_length == width
+
+
+def _table_both_ways(table: LanesTable) -> tuple[list[list[Segment]], list[list[Segment]]]:
+    ours = _rows(table)
+    cache = table._styles_cache
+    assert isinstance(cache, FramedRowsCache) and cache._pieces is not None
+    table._styles_cache = StylesCache()
+    try:
+        theirs = _rows(table)
+    finally:
+        table._styles_cache = cache
+    return ours, theirs
+
+
+async def test_the_lanes_table_draws_every_row_as_textual_does_and_frames_a_row_once() -> None:
+    many = [lane(f"lane-{i:02d}-a1", "running" if i % 3 else "waiting", task=f"task {i}") for i in range(30)]
+    table = LanesTable()
+    app = WidgetHost(table)
+    app.CSS = "LanesTable { height: 12; }"
+    async with app.run_test(size=(120, 20)) as pilot:
+        table.sync(many, NOW)
+        await pilot.pause()
+        ours, theirs = _table_both_ways(table)
+        assert ours == theirs
+        table.update_meters("lane-01-a1", {"idle_s": 5, "cpu_percent": 12.5, "rss_bytes": 2 * 1024**2})
+        await pilot.pause()
+        ours, theirs = _table_both_ways(table)
+        assert ours == theirs
+        table.focus()
+        for _ in range(12):  # down past the bottom: the rows scroll up under the cursor
+            await pilot.press("down")
+        cache = table._styles_cache
+        assert isinstance(cache, FramedRowsCache)
+        before = cache.framed_by_join
+        await pilot.press("down")  # one more row scrolls in: it and the two the cursor moved between
+        assert table.scroll_offset.y > 0
+        assert 1 <= cache.framed_by_join - before <= 3
+        ours, theirs = _table_both_ways(table)
+        assert ours == theirs
+        app.theme = "textual-light"
+        await pilot.pause()
+        ours, theirs = _table_both_ways(table)
+        assert ours == theirs

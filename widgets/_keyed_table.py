@@ -27,6 +27,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
 
 from lanes_tui.widgets._format import tone_style
+from lanes_tui.widgets._framed_rows import FramedRowsCache
 from lanes_tui.widgets._plain_cell import plain_cell_line
 
 
@@ -76,6 +77,9 @@ class KeyedTable(DataTable[Text]):
         self._cell_render_cache = self._cells_cached
         self._row_render_cache = self._rows_cached
         self._line_cache = self._lines_cached
+        # A row is framed (border round it) once, not at every frame that shows it: a scroll or a meter
+        # tick re-frames only the rows whose line changed (see `_framed_rows`).
+        self._styles_cache = FramedRowsCache()
         if self.TITLE:
             self.border_title = self.TITLE
 
