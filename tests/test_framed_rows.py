@@ -9,13 +9,14 @@ then Textual's (`StylesCache` and `Log._render_line`), and compares every segmen
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from rich.segment import Segment
 from rich.style import Style
 from textual._styles_cache import StylesCache
 from textual.geometry import Offset, Region
+from textual.pilot import Pilot
 from textual.selection import Selection
 from textual.strip import Strip
 from textual.widgets import Log
@@ -60,35 +61,37 @@ def _both_ways(pane: OutputPane) -> tuple[list[list[Segment]], list[list[Segment
     return ours, theirs
 
 
-async def test_the_pane_draws_every_row_as_textual_does_following_focused_and_in_another_theme() -> None:
+@asynccontextmanager
+async def _showing_lines() -> AsyncIterator[tuple[OutputPane, WidgetHost, Pilot[None]]]:
+    """A 40 x 12 Output pane showing LINES, settled."""
     pane = OutputPane(max_lines=100)
     app = WidgetHost(pane)
     app.CSS = "OutputPane { width: 40; height: 12; }"
     async with app.run_test(size=(60, 20)) as pilot:
         pane.show("lane-a1", "\n".join(LINES))
         await pilot.pause()
+        yield pane, app, pilot
+
+
+async def test_the_pane_draws_every_row_as_textual_does_following_focused_and_in_another_theme() -> None:
+    async with _showing_lines() as (pane, app, pilot):
         assert isinstance(pane._styles_cache, FramedRowsCache)
-        ours, theirs = _both_ways(pane)
-        assert ours == theirs
+        ours = _drawn_as_textual_draws(pane)
         assert any(row[1:] and row[2].text == "plain ascii, as most agent output is" for row in ours)  # not blank
         for batch in range(3):  # the view follows: every row moves up
             pane.append("lane-a1", "".join(f"\nbatch {batch} line {i}" for i in range(4)) + "\n" + "\n".join(LINES))
             await pilot.pause()
-            ours, theirs = _both_ways(pane)
-            assert ours == theirs
+            _drawn_as_textual_draws(pane)
         pane.focus()  # the border changes colour: the pieces are taken again
         await pilot.pause()
-        ours, theirs = _both_ways(pane)
-        assert ours == theirs
+        _drawn_as_textual_draws(pane)
         app.theme = "textual-light"
         await pilot.pause()
-        ours, theirs = _both_ways(pane)
-        assert ours == theirs
+        _drawn_as_textual_draws(pane)
         pane.scroll_to(x=3, y=2, animate=False, immediate=True)  # sideways: Log's way for every line
         await pilot.pause()
         assert pane.scroll_offset == Offset(3, 2)
-        ours, theirs = _both_ways(pane)
-        assert ours == theirs
+        _drawn_as_textual_draws(pane)
 
 
 async def test_a_row_that_only_moved_up_is_not_framed_again() -> None:
@@ -111,17 +114,11 @@ async def test_a_row_that_only_moved_up_is_not_framed_again() -> None:
 
 
 async def test_selected_text_is_highlighted_the_textual_way_and_not_kept() -> None:
-    pane = OutputPane(max_lines=100)
-    app = WidgetHost(pane)
-    app.CSS = "OutputPane { width: 40; height: 12; }"
-    async with app.run_test(size=(60, 20)) as pilot:
-        pane.show("lane-a1", "\n".join(LINES))
-        await pilot.pause()
+    async with _showing_lines() as (pane, app, pilot):
         plain = _rows(pane)
         app.screen.selections = {pane: Selection(Offset(0, 0), Offset(5, 2))}
         await pilot.pause()
-        ours, theirs = _both_ways(pane)
-        assert ours == theirs
+        ours = _drawn_as_textual_draws(pane)
         assert ours != plain  # the selection shows
         app.screen.selections = {}
         await pilot.pause()
@@ -151,6 +148,13 @@ def _table_both_ways(table: LanesTable) -> tuple[list[list[Segment]], list[list[
     return ours, theirs
 
 
+def _drawn_as_textual_draws(widget: OutputPane | LanesTable) -> list[list[Segment]]:
+    """Assert the widget's rows are Textual's, segment for segment; return them."""
+    ours, theirs = _both_ways(widget) if isinstance(widget, OutputPane) else _table_both_ways(widget)
+    assert ours == theirs
+    return ours
+
+
 async def test_the_lanes_table_draws_every_row_as_textual_does_and_frames_a_row_once() -> None:
     many = [lane(f"lane-{i:02d}-a1", "running" if i % 3 else "waiting", task=f"task {i}") for i in range(30)]
     table = LanesTable()
@@ -159,12 +163,10 @@ async def test_the_lanes_table_draws_every_row_as_textual_does_and_frames_a_row_
     async with app.run_test(size=(120, 20)) as pilot:
         table.sync(many, NOW)
         await pilot.pause()
-        ours, theirs = _table_both_ways(table)
-        assert ours == theirs
+        _drawn_as_textual_draws(table)
         table.update_meters("lane-01-a1", {"idle_s": 5, "cpu_percent": 12.5, "rss_bytes": 2 * 1024**2})
         await pilot.pause()
-        ours, theirs = _table_both_ways(table)
-        assert ours == theirs
+        _drawn_as_textual_draws(table)
         table.focus()
         for _ in range(12):  # down past the bottom: the rows scroll up under the cursor
             await pilot.press("down")
@@ -174,9 +176,7 @@ async def test_the_lanes_table_draws_every_row_as_textual_does_and_frames_a_row_
         await pilot.press("down")  # one more row scrolls in: it and the two the cursor moved between
         assert table.scroll_offset.y > 0
         assert 1 <= cache.framed_by_join - before <= 3
-        ours, theirs = _table_both_ways(table)
-        assert ours == theirs
+        _drawn_as_textual_draws(table)
         app.theme = "textual-light"
         await pilot.pause()
-        ours, theirs = _table_both_ways(table)
-        assert ours == theirs
+        _drawn_as_textual_draws(table)
