@@ -139,11 +139,16 @@ async def test_an_idle_tick_touches_no_lane_file(repo: Path) -> None:
     async with Ticker(engine, clock) as ticker:
         assert len(engine.lanes()) == 30
         await ticker.tick()  # the conflict radar's first look (it is stale until it has looked once)
+        # The followed lane's first watch lease is asked for in the background; it reads the lane's
+        # record and control file (and is refused: no supervisor). It is renewed only every RENEW_S.
+        await engine.stop_leases()
+        assert engine.leases_asked == 1
         scans = engine.lane_scans
         with file_access(store.paths.lanes) as seen:
             for _ in range(5):
                 assert await ticker.tick() == []
         assert engine.lane_scans == scans  # no lane scanned
+        assert engine.leases_asked == 1  # and no lease asked for again within RENEW_S
         assert seen == [f"stat {store.paths.lanes / 'idle-07-a1' / 'output.log'}"] * 5  # one stat a tick
 
 
