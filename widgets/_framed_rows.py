@@ -1,15 +1,17 @@
-"""The Output pane's rows, each framed once: border and padding put round a content line by hand.
+"""Rows of the Output pane and the list panes, each framed once: border and padding put round a
+content line by hand.
 
-Textual's `StylesCache` keeps a widget's rendered rows by their place on the screen, so when the pane
+Textual's `StylesCache` keeps a widget's rendered rows by their place on the screen, so when a pane
 scrolls every row is dirty and goes through `StylesCache.render_line` again: the border, the
 padding and the row's strip worked out afresh, ~0.2 ms a row. A following Output pane scrolls at
-every batch, so its 18 rows cost 4 ms of each of its two frames a second (docs/benchmarks.md, B2).
+every batch, so its 18 rows cost 4 ms of each of its two frames a second (docs/benchmarks.md, B2);
+a cursor move that scrolls the Lanes table re-framed every visible row (B1).
 
 A row between the borders is always the same pieces: the left border and padding, the content line
 cut to the content width, the right padding and border. `FramedRowsCache` takes those pieces from
 one row Textual frames itself (whenever what frames a row changes: size, colours, borders, padding),
 then frames each content line by joining, and keeps the framed row under the content line's strip
-(the pane hands out the same strip object for a line until that line changes or moves sideways).
+(the Output pane and DataTable hand out the same strip object for a line until that line changes).
 A row that only moved up is found again; a new one costs a join. Rows that are not plain content
 (borders, padding rows) and panes with effects on their rows (tint, opacity, text opacity, hatch,
 outline) go through Textual's own `render_line`; `tests/test_framed_rows.py` holds both ways equal.
@@ -107,9 +109,9 @@ class FramedRowsCache(StylesCache):
                       native_ansi: bool) -> tuple[list[Segment], list[Segment], Style] | None:
         """The segments left and right of the content in a row Textual frames itself, with the content
         left empty; None if that row does not split into them as expected."""
-        inner = self.get_inner_outer(base_background, background)[0].rich_style
         if content_size.height < 1:
             return None
+        inner = self.get_inner_outer(base_background, background)[0].rich_style
         probe = super().render_line(styles, styles.gutter.top, size, content_size, padding, base_background,
                                     background, lambda _y: Strip([], 0), None, None, opacity, ansi_theme,
                                     native_ansi)

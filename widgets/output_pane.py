@@ -196,8 +196,7 @@ class OutputPane(Log):
         if y >= len(self._lines):
             return Strip.blank(width, rich_style)
         if (self._frame_view[3] if self._frame_view is not None else self.text_selection) is not None:
-            line = self._render_line_strip(y, rich_style)  # highlighted: Log's way, and not kept
-            return line.crop_extend(scroll_x, scroll_x + width, rich_style).apply_offsets(scroll_x, y)
+            return self._log_line(y, scroll_x, width, rich_style)  # highlighted: not kept
         text = self._lines[y]
         view = (scroll_x, width, rich_style)
         shown = self._shown.get(y)
@@ -206,12 +205,16 @@ class OutputPane(Log):
         if scroll_x == 0 and len(text) <= width and one_cell_each(text):
             strip = _fitted_line(text, y, width, rich_style)
         else:
-            line = self._render_line_strip(y, rich_style)
-            strip = line.crop_extend(scroll_x, scroll_x + width, rich_style).apply_offsets(scroll_x, y)
+            strip = self._log_line(y, scroll_x, width, rich_style)
         self._shown[y] = (text, view, strip)
         if len(self._shown) > SHOWN_LINES:
             del self._shown[next(iter(self._shown))]  # the line shown longest ago
         return strip
+
+    def _log_line(self, y: int, scroll_x: int, width: int, rich_style: Style) -> Strip:
+        """Line `y` cut to the view as `Log._render_line` cuts it."""
+        line = self._render_line_strip(y, rich_style)
+        return line.crop_extend(scroll_x, scroll_x + width, rich_style).apply_offsets(scroll_x, y)
 
     def _render_line_strip(self, y: int, rich_style: Style) -> Strip:
         """`Log._render_line_strip`, kept in the Log's own per-line cache.

@@ -148,16 +148,6 @@ class LaneRecord:
         return cls(**values)
 
 
-_HINTS: dict[type[Any], dict[str, Any]] = {}
-
-
-def _hints(cls: type[Any]) -> dict[str, Any]:
-    """The resolved annotations of a dataclass, computed once (they are strings until resolved)."""
-    if cls not in _HINTS:
-        _HINTS[cls] = get_type_hints(cls)
-    return _HINTS[cls]
-
-
 def _checked(cls: type[Any], data: Any, prefix: str) -> dict[str, Any]:
     """The known fields of `data` for dataclass `cls`, each of the annotated type (or LanesError)."""
     if not isinstance(data, dict):
@@ -183,9 +173,10 @@ _FIELD_CHECKS: dict[type[Any], tuple[tuple[str, bool, Any, Callable[[Any], bool]
 
 def _field_checks(cls: type[Any]) -> tuple[tuple[str, bool, Any, Callable[[Any], bool]], ...]:
     """(name, required, annotation, its check) per field of dataclass `cls`, worked out once: typing's
-    introspection on every field of every record was half of reading one (100 records: 75 ms)."""
+    introspection on every field of every record was half of reading one (100 records: 75 ms). The
+    annotations are strings until resolved (`get_type_hints`)."""
     if cls not in _FIELD_CHECKS:
-        hints = _hints(cls)
+        hints = get_type_hints(cls)
         _FIELD_CHECKS[cls] = tuple(
             (f.name, f.default is MISSING and f.default_factory is MISSING, hints[f.name], _check_for(hints[f.name]))
             for f in fields(cls))

@@ -91,11 +91,15 @@ class StatePaths:
     def engine_log(self) -> Path:
         return self.state / "engine.log"
 
+    @cached_property
+    def _lane_paths(self) -> dict[str, LanePaths]:
+        """Lane id -> its `LanePaths`, for the ids `lane` was asked for (only valid ones)."""
+        return {}
+
     def lane(self, lane_id: str) -> LanePaths:
-        known: dict[str, LanePaths] = self.__dict__.setdefault("_lane_paths", {})
-        paths = known.get(lane_id)
-        if paths is None:  # only a valid id is kept: an invalid one raises every time
-            paths = known[lane_id] = LanePaths(self.lanes / validate_lane_id(lane_id))
+        paths = self._lane_paths.get(lane_id)
+        if paths is None:  # an invalid id raises here every time, and is never kept
+            paths = self._lane_paths[lane_id] = LanePaths(self.lanes / validate_lane_id(lane_id))
         return paths
 
     def lane_inbox(self, lane_id: str) -> Path:
