@@ -7,6 +7,7 @@ from pathlib import Path
 
 from textual import work
 from textual.app import App
+from textual.driver import Driver
 
 from lanes_tui.app.bridge import EngineBridge
 from lanes_tui.app.keys import KNOWN_KEY_IDS
@@ -29,6 +30,18 @@ class LanesApp(App[None]):
         self.engine = engine or Engine(repo)
         self.bridge = EngineBridge(self, self.engine, flush_s=flush_s)
         self.sub_title = f"{repo}{'  (demo)' if demo else ''}"
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for this terminal, but on Linux and macOS one whose input thread sleeps
+        until a key comes (`app.lean_driver`); a driver named in TEXTUAL_DRIVER is left as it is."""
+        driver = super().get_driver_class()
+        from textual.drivers.linux_driver import LinuxDriver  # (after: it exists only off Windows)
+
+        if driver is LinuxDriver:
+            from lanes_tui.app.lean_driver import LeanLinuxDriver
+
+            return LeanLinuxDriver
+        return driver
 
     async def on_mount(self) -> None:
         await self.engine.start()

@@ -95,10 +95,16 @@ def test_demo_as_a_lead_uses_it(tmux: Tmux, tmp_path: Path) -> None:
             time.sleep(0.2)
         assert (worktree / "DEPLOYED.txt").read_text() == "staging\n"
 
-        # The first row is ready-a1: accept it with `a`, confirm with `y`.
+        # The first row is ready-a1: `a` asks to accept it; a lone Escape (the terminal driver's
+        # parser must time it out, `app.lean_driver`) closes the question; `a` again, `y` confirms.
         tmux.keys("a")
         screen = tmux.wait_screen(lambda s: "Accept ready-a1?" in s or "Refused" in s, timeout=15)
         assert "Accept ready-a1?" in screen, screen
+        tmux.keys("Escape")
+        tmux.wait_screen(lambda s: "Accept ready-a1?" not in s, timeout=15)
+        assert row_state(tmux.screen(), "ready-a1") == "ready", "Escape closed the question without accepting"
+        tmux.keys("a")
+        tmux.wait_screen(lambda s: "Accept ready-a1?" in s, timeout=15)
         tmux.keys("y")
         deadline = time.monotonic() + 60
         log = ""
