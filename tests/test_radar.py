@@ -238,3 +238,61 @@ def test_the_engine_asks_git_again_only_for_lanes_whose_files_moved(programme: P
     assert look() == 3 and watch.touched == set()  # only `one` was quiet
     engine.radar_full_every_s = 0.0
     assert look() == 3  # a full look: git is asked about every lane again
+
+
+def test_a_steady_radar_asks_git_nothing_until_a_branch_or_a_worktree_moves(
+        programme: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every lane quiet and no branch or worktree moved: a look asks git nothing (`git.ref_stamp`).
+    Each thing git would answer differently makes the next look ask again, and its finding shows."""
+    repo = programme
+    one, two = ready_lanes(repo, {"one": "write a.txt from one\n", "two": "write b.txt from two\n"})
+    store = LaneStore(StatePaths(repo))
+    for record in store.all():  # as if their agents still ran
+        store.write(replace(record, state="running"))
+    engine = Engine(repo)
+    engine.radar_every_s = 0.0  # every call is a look (the watch tick calls it every 5 s)
+    watch = engine._radar_watch
+    scans: list[int] = []
+    real_scan = watch.radar.scan
+
+    def counting_scan(records: Any, quiet: Any = ()) -> RadarReport:
+        scans.append(1)
+        return real_scan(records, quiet)
+
+    monkeypatch.setattr(watch.radar, "scan", counting_scan)
+
+    def look() -> int:
+        engine.radar_refresh()
+        return len(scans)
+
+    assert look() == 1  # the first look asks git
+    assert look() == 1 and watch.skipped == 1  # steady: nothing asked
+    # The lead commits on the target branch.
+    (repo / "NOTES.md").write_text("notes\n")
+    git(repo, "add", "NOTES.md")
+    git(repo, "commit", "-q", "-m", "notes")
+    assert look() == 2
+    assert look() == 2
+    # Lane one commits in its worktree (its branch lives in a folder, refs/heads/lane/): the file it
+    # committed is the file lane two changed, and the overlap shows at once.
+    worktree = Path(store.read(one).worktree)
+    (worktree / "b.txt").write_text("b from one\n")
+    git(worktree, "add", "b.txt")
+    git(worktree, "commit", "-q", "-m", "b from one")
+    assert look() == 3
+    assert [(c.kind, c.lane, c.files) for c in engine.radar().of(one)] == [("overlap", two, ("b.txt",))]
+    assert look() == 3
+    # The refs are packed; then lane two's worktree switches branch.
+    git(repo, "pack-refs", "--all")
+    assert look() == 4
+    git(Path(store.read(two).worktree), "checkout", "-q", "-b", "elsewhere")
+    assert look() == 5
+    assert look() == 5
+    # A lane's supervisor saw files change; a lane's state moved; a full look: each asks again.
+    engine.radar_touched(one)
+    assert look() == 6
+    store.write(replace(store.read(one), state="waiting"))
+    assert look() == 7
+    engine.radar_full_every_s = 0.0
+    assert look() == 8 and look() == 9
+    assert watch.skipped == 4

@@ -36,6 +36,7 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept import Accept
 from lanes_tui.engine.decisions.commands import _offload
 from lanes_tui.engine.git.radar import Radar, RadarReport, radar_report, with_conflicts
+from lanes_tui.engine.git.ref_stamp import Stamp, ref_stamp
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.record_cache import RecordCache
@@ -282,6 +283,10 @@ class _RadarWatch:
         self.touched: set[str] = set()
         #: When every lane was last looked at with git, quiet or not.
         self.full_at = float("-inf")
+        #: The branches' and worktrees' stamp at the last look that asked git (`git.ref_stamp`).
+        self.stamp: Stamp | None = None
+        #: Looks that asked git nothing: every lane quiet and the stamp unchanged (the tests read it).
+        self.skipped = 0
 
 
 class QueueCommands:
@@ -318,6 +323,7 @@ class QueueCommands:
         now = self.clock.monotonic()
         if not watch.stale and now - watch.at < self.radar_every_s:
             return set()
+        asked = watch.stale
         watch.at, watch.stale = now, False
         full = now - watch.full_at >= self.radar_full_every_s
         records = watch.records.all(fresh=full)
@@ -326,12 +332,21 @@ class QueueCommands:
             quiet = {r.id for r in records if watch.states.get(r.id) == r.state} - watch.touched
         else:
             watch.full_at = now
-        watch.states = {r.id: r.state for r in records}
+        states_before, watch.states = watch.states, {r.id: r.state for r in records}
+        # Steady: the same lanes in the same states, no supervisor saw files change, and no ready lane
+        # (a ready lane's files are looked at on every look: nothing watches them any more).
+        steady = states_before == watch.states and not watch.touched and all(r.state != "ready" for r in records)
         watch.touched.clear()
+        stamp = ref_stamp(self.repo)  # taken before git is asked: a change after it shows next time
+        if not asked and not full and steady and stamp is not None and stamp == watch.stamp:
+            watch.skipped += 1  # and no branch or worktree moved: git would say what it said last time
+            return set()
+        watch.stamp = stamp
         try:
             report = watch.radar.scan(records, quiet)
         except (LanesError, OSError) as exc:
             log.info("the conflict radar could not look: %s", exc)
+            watch.stamp = None
             return set()
         before, watch.report = watch.report, report
         if report is before:

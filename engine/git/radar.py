@@ -165,8 +165,10 @@ class Radar:
         used_snapshots: set[tuple[str, ...]] = set()
         for record in records:
             before = self._sides.get(record.id)
+            branch = branch_for(record.id)
             if (record.id in quiet and record.state != "ready" and before is not None
-                    and before.state == record.state and branch_for(record.id) in worktrees):
+                    and before.state == record.state and branch in worktrees
+                    and targets.get(branch) == before.key[0]):  # (a lane that committed is not quiet)
                 used_committed.add((record.base_sha, before.key[0]))
                 sides.append(before)
                 self.quiet_reused += 1
