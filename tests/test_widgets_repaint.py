@@ -281,6 +281,7 @@ async def test_a_cursor_move_that_scrolls_renders_only_the_two_rows_it_changes()
     row, so at most two rows are drawn: the one the cursor reached and the one scrolled into view (B1)."""
     from textual.widgets import DataTable
 
+    from lanes_tui.widgets import _keyed_table as keyed_table
     from tests.snapshot_apps.widget_apps import lane
 
     many = [lane(f"lane-{i:03d}-a1", "running", idle_s=3.0) for i in range(60)]
@@ -295,20 +296,27 @@ async def test_a_cursor_move_that_scrolls_renders_only_the_two_rows_it_changes()
         await pilot.pause()
         assert table.scroll_y > 0
         drawn: list[int] = []
-        real = DataTable._render_line_in_row
+        real_row, real_line = DataTable._render_line_in_row, keyed_table.lean_row_line
 
-        def spy(self: Any, row_key: Any, *args: Any, **kwargs: Any) -> Any:
+        def spy(self: Any, row_key: Any, *args: Any, **kwargs: Any) -> Any:  # DataTable's way (not expected)
             if self is table:
                 drawn.append(self._row_locations.get(row_key))
-            return real(self, row_key, *args, **kwargs)
+            return real_row(self, row_key, *args, **kwargs)
+
+        def lean_spy(widget: Any, row_key: Any, row_index: int, *args: Any) -> Any:  # a body row's way
+            if widget is table:
+                drawn.append(row_index)
+            return real_line(widget, row_key, row_index, *args)
 
         DataTable._render_line_in_row = spy  # type: ignore[method-assign]
+        keyed_table.lean_row_line = lean_spy
         try:
             before, start = table.scroll_y, table.cursor_row
             await pilot.press("down")
             await pilot.pause()
         finally:
-            DataTable._render_line_in_row = real  # type: ignore[method-assign]
+            DataTable._render_line_in_row = real_row  # type: ignore[method-assign]
+            keyed_table.lean_row_line = real_line
         assert table.scroll_y == before + 1  # it scrolled
         # The row the cursor reached, and the row scrolled into view; every other line is served from cache
         # (the row it left was drawn without the cursor before, and that line is found again).

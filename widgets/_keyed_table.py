@@ -28,6 +28,7 @@ from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
 
 from lanes_tui.widgets._format import tone_style
 from lanes_tui.widgets._framed_rows import FramedRowsCache
+from lanes_tui.widgets._lean_rows import lean_row_line
 from lanes_tui.widgets._plain_cell import plain_cell_line
 
 
@@ -216,12 +217,13 @@ class KeyedTable(DataTable[Text]):
         DataTable keys its line and row caches by the cursor's coordinate, so every cursor move that
         scrolls the table rendered every visible row again from its cells (B1: ~20 ms a key-press at
         100 lanes). With a row cursor a line looks the same wherever the cursor is, as long as it is
-        not on this row: so the key says only that. The line is still made by DataTable's own code.
+        not on this row: so the key says only that. A body row's line is made from its cells in one pass
+        (`_lean_rows`), the same line DataTable makes.
         """
         if self.cursor_type != "row":
             return super()._render_line(y, x1, x2, base_style)
         try:
-            row_key, _ = self._get_offsets(y)
+            row_key, y_in_row = self._get_offsets(y)
         except LookupError:
             return super()._render_line(y, x1, x2, base_style)
         row = self._row_locations.get(row_key)
@@ -231,7 +233,8 @@ class KeyedTable(DataTable[Text]):
                self._update_count, self._pseudo_class_state)
         strip: Strip | None = self._lines_cached.get(key)
         if strip is None:
-            strip = super()._render_line(y, x1, x2, base_style)
+            if row < 0 or (strip := lean_row_line(self, row_key, row, y_in_row, x1, x2, base_style)) is None:
+                strip = super()._render_line(y, x1, x2, base_style)  # the header, or a row of another shape
             self._lines_cached[key] = strip
         return strip
 
