@@ -11,8 +11,10 @@ sideways, and another theme.
 from __future__ import annotations
 
 from rich.segment import Segment
+from rich.style import Style
 from textual.coordinate import Coordinate
 from textual.widgets import DataTable
+from textual.widgets.data_table import RowKey
 
 from lanes_tui.widgets import LanesTable
 from lanes_tui.widgets._lean_rows import lean_row_line
@@ -39,7 +41,24 @@ def _every_line_both_ways(table: LanesTable) -> int:
         index = table._row_locations.get(row_key)
         if index is not None and lean_row_line(table, row_key, index, y_in_row, x1, x2, base) is not None:
             lean += 1
+            _every_cell_both_ways(table, row_key, index, base)
     return lean
+
+
+def _every_cell_both_ways(table: LanesTable, row_key: RowKey, index: int, base: Style) -> None:
+    """Each cell of the row: the renderable DataTable formats for it, and its lines, both ways."""
+    cursor = table.cursor_row == index
+    for column_index, column in enumerate(table.ordered_columns):
+        formatted = table._get_row_renderables(index).cells[column_index]
+        assert table._cell_renderable(row_key, index, column.key, column_index) is formatted
+        width = column.get_render_width(table)
+        table._cells_cached.clear()
+        ours = table._render_cell(index, column_index, base, width, cursor=cursor)
+        table._cells_cached.clear()
+        theirs = DataTable._render_cell(table, index, column_index, base, width, cursor=cursor)
+        # (the plain cell path may split a run of one style differently: the line joins them, `simplify`)
+        assert [list(Segment.simplify(line)) for line in ours] == [list(Segment.simplify(line)) for line in theirs], \
+            f"row {index}, column {column.key.value}"
 
 
 def _segments(table: LanesTable, y: int) -> list[Segment]:

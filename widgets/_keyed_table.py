@@ -24,6 +24,7 @@ from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.strip import Strip
 from textual.widgets import DataTable
+from textual.widgets._data_table import _EMPTY_TEXT
 from textual.widgets.data_table import ColumnKey, RowDoesNotExist, RowKey
 
 from lanes_tui.widgets._format import tone_style
@@ -253,7 +254,7 @@ class KeyedTable(DataTable[Text]):
         lines: list[list[Segment]] | None = self._cells_cached.get(key)
         if lines is not None:
             return lines
-        cell = self._get_row_renderables(row_index).cells[column_index]
+        cell = self._cell_renderable(row_key, row_index, key[1], column_index)
         if isinstance(cell, Text) and self.rows[row_key].height == 1:
             component, post = self._get_styles_to_render_cell(
                 False, False, False, hover, cursor, self.show_cursor, self._show_hover_cursor,
@@ -264,6 +265,19 @@ class KeyedTable(DataTable[Text]):
                 self._cells_cached[key] = lines = [line]
                 return lines
         return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+
+    def _cell_renderable(self, row_key: RowKey, row_index: int, column_key: ColumnKey | None,
+                         column_index: int) -> Any:
+        """What DataTable's `_get_row_renderables` gives for this cell, without formatting the whole row.
+
+        DataTable formats every cell of a row again when one changes (its renderables are cached by
+        row). A cell holding a Rich `Text` (all of ours: `_cell_text`) or nothing is formatted as it
+        formats it: the text itself, or its empty text when there is none; anything else goes its way.
+        """
+        value = self._data.get(row_key, {}).get(column_key) if column_key is not None else None
+        if value is None or isinstance(value, Text):
+            return value or _EMPTY_TEXT
+        return self._get_row_renderables(row_index).cells[column_index]
 
     def _row_of_line(self, key: Any) -> Hashable:
         """The row a cached line (keyed by its y) belongs to, as the table's offsets say now."""
