@@ -24,7 +24,7 @@ from textual.widgets import Log
 from lanes_tui.widgets import LanesTable, OutputPane
 from lanes_tui.widgets._framed_rows import FramedRowsCache
 from lanes_tui.widgets.output_pane import _fitted_line
-from tests.snapshot_apps.widget_apps import NOW, WidgetHost, lane
+from tests.snapshot_apps.widget_apps import WidgetHost, lane, showing_lanes
 
 #: What agents print, and what must leave the fast path: wide and zero-width characters, a tab,
 #: an empty line, a line as wide as the pane, one wider (broken by nothing: it is cut by the view).
@@ -157,12 +157,7 @@ def _drawn_as_textual_draws(widget: OutputPane | LanesTable) -> list[list[Segmen
 
 async def test_the_lanes_table_draws_every_row_as_textual_does_and_frames_a_row_once() -> None:
     many = [lane(f"lane-{i:02d}-a1", "running" if i % 3 else "waiting", task=f"task {i}") for i in range(30)]
-    table = LanesTable()
-    app = WidgetHost(table)
-    app.CSS = "LanesTable { height: 12; }"
-    async with app.run_test(size=(120, 20)) as pilot:
-        table.sync(many, NOW)
-        await pilot.pause()
+    async with showing_lanes(many, height=12, size=(120, 20)) as (table, app, pilot):
         _drawn_as_textual_draws(table)
         table.update_meters("lane-01-a1", {"idle_s": 5, "cpu_percent": 12.5, "rss_bytes": 2 * 1024**2})
         await pilot.pause()

@@ -18,7 +18,7 @@ from textual.widgets.data_table import RowKey
 
 from lanes_tui.widgets import LanesTable
 from lanes_tui.widgets._lean_rows import lean_row_line
-from tests.snapshot_apps.widget_apps import NOW, WidgetHost, lane
+from tests.snapshot_apps.widget_apps import NOW, WidgetHost, lane, showing_lanes
 
 
 def _every_line_both_ways(table: LanesTable) -> int:
@@ -68,12 +68,7 @@ def _segments(table: LanesTable, y: int) -> list[Segment]:
 async def test_every_body_row_is_datatables_line_in_every_state() -> None:
     states = ["running", "waiting", "stalled", "ready", "rejected", "exited", "lost", "accepted"]
     lanes = [lane(f"lane-{i:02d}-a1", states[i % len(states)], task=f"task {i}") for i in range(12)]
-    table = LanesTable()
-    app = WidgetHost(table)
-    app.CSS = "LanesTable { height: 16; }"
-    async with app.run_test(size=(140, 24)) as pilot:
-        table.sync(lanes, NOW)
-        await pilot.pause()
+    async with showing_lanes(lanes, height=16, size=(140, 24)) as (table, app, pilot):
         assert _every_line_both_ways(table) == 12  # every body row made lean, the header Textual's way
         table.update_meters("lane-01-a1", {"idle_s": 5, "cpu_percent": 12.5, "rss_bytes": 2 * 1024**2})
         await pilot.pause()

@@ -5,10 +5,12 @@ Timestamps are fixed (`NOW`) so ages and elapsed times never change between runs
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widget import Widget
 
@@ -153,3 +155,18 @@ class ModalHost(App[None]):
 
     def on_mount(self) -> None:
         self.push_screen(self.make(), self.results.append)
+
+
+@asynccontextmanager
+async def showing_lanes(lanes: list[LaneStatus], *, height: int,
+                        size: tuple[int, int]) -> AsyncIterator[tuple[Any, WidgetHost, Pilot[None]]]:
+    """A Lanes table `height` lines tall in a host app of `size`, synced with `lanes` at NOW and drawn."""
+    from lanes_tui.widgets import LanesTable
+
+    table = LanesTable()
+    app = WidgetHost(table)
+    app.CSS = f"LanesTable {{ height: {height}; }}"
+    async with app.run_test(size=size) as pilot:
+        table.sync(lanes, NOW)
+        await pilot.pause()
+        yield table, app, pilot
