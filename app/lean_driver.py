@@ -76,8 +76,6 @@ class LeanLinuxDriver(LinuxDriver):
         super().__init__(app, debug=debug, mouse=mouse, size=size)
         self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.exit_event: WakingEvent = WakingEvent(self._wake_write)
-        self.input_waits = 0
-        """How many times the input thread waited (a test proves an idle thread does not poll)."""
 
     def close(self) -> None:
         super().close()
@@ -96,7 +94,6 @@ class LeanLinuxDriver(LinuxDriver):
         selector.register(self._wake_read, selectors.EVENT_READ, "wake")
         try:
             while not self.exit_event.is_set():
-                self.input_waits += 1
                 ready = selector.select(input_timeout(parser, _time.get_time()))
                 for key, _mask in ready:
                     if key.data == "wake":
