@@ -35,9 +35,10 @@ class LanesApp(App[None]):
         """Textual's driver for this terminal, but on Linux and macOS one whose input thread sleeps
         until a key comes (`app.lean_driver`); a driver named in TEXTUAL_DRIVER is left as it is."""
         driver = super().get_driver_class()
+        from textual import constants
         from textual.drivers.linux_driver import LinuxDriver  # (after: it exists only off Windows)
 
-        if driver is LinuxDriver:
+        if driver is LinuxDriver and constants.DRIVER is None:
             from lanes_tui.app.lean_driver import LeanLinuxDriver
 
             return LeanLinuxDriver

@@ -64,6 +64,10 @@ class WakingEvent(threading.Event):
         """The pipe is closing: `set` no longer writes (its number may be reused by another file)."""
         self._wake_fd = -1
 
+    def attach(self, wake_fd: int) -> None:
+        """A new pipe (the driver started again after a suspend)."""
+        self._wake_fd = wake_fd
+
 
 class LeanLinuxDriver(LinuxDriver):
     """`LinuxDriver` whose input thread wakes only for input, a parser deadline or the stop."""
@@ -74,8 +78,20 @@ class LeanLinuxDriver(LinuxDriver):
     def __init__(self, app: Any, *, debug: bool = False, mouse: bool = True,
                  size: tuple[int, int] | None = None) -> None:
         super().__init__(app, debug=debug, mouse=mouse, size=size)
-        self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self.exit_event: WakingEvent = WakingEvent(self._wake_write)
+        self._wake_read = self._wake_write = -1
+        self.exit_event: WakingEvent = WakingEvent(-1)
+        self.open_wake_pipe()
+
+    def open_wake_pipe(self) -> None:
+        """The stop's pipe, made anew if `close` closed it: a suspend (the dashboard's `t`) is
+        `stop_application_mode` and `close`, the resume `start_application_mode`."""
+        if self._wake_read < 0:
+            self._wake_read, self._wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            self.exit_event.attach(self._wake_write)
+
+    def start_application_mode(self) -> None:
+        self.open_wake_pipe()  # before the parent starts the input thread that waits on it
+        super().start_application_mode()  # type: ignore[no-untyped-call]  # (Textual leaves it unannotated)
 
     def close(self) -> None:
         super().close()

@@ -59,6 +59,9 @@ def test_attach_to_a_terminal_lane_type_see_the_echo_detach(repo: Path, tmp_path
             dashboard.wait_screen(lambda s: "echo: again from the dashboard" in s)
             dashboard.keys("C-]")
             dashboard.wait_screen(lambda s: "Lanes" in s and "Detached" in s)
+            # Back from the suspend, the dashboard reads keys again (its input thread was started anew).
+            dashboard.keys("?")
+            dashboard.wait_screen(lambda s: "escape / q / ? close" in s, timeout=30)
             dashboard.keys("q")
         finally:
             dashboard.kill()

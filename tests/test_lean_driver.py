@@ -169,3 +169,28 @@ def test_the_dashboard_uses_the_lean_driver(tmp_path: Path) -> None:
         pytest.skip("TEXTUAL_DRIVER names a driver: the app leaves it as it is")
     app = LanesApp.__new__(LanesApp)  # (get_driver_class reads nothing of the instance)
     assert LanesApp.get_driver_class(app) is LeanLinuxDriver
+
+
+def test_after_a_suspend_the_input_thread_reads_again(driver: Any) -> None:
+    """The dashboard's `t` suspends the app: `stop_application_mode` (the stop), `close` (the pipe
+    goes), then `start_application_mode` (a new pipe, a new input thread). Keys must work after it."""
+    made, write_fd, thread = driver
+    _ready(made)
+    made.exit_event.set()
+    thread.join(STEP_S)
+    assert not thread.is_alive()
+    made.exit_event.clear()
+    made.close()  # Driver.suspend_application_mode closes the driver after stopping it
+    made.open_wake_pipe()  # what start_application_mode does before its input thread starts
+    made.selector = RecordingSelector()  # (the old thread closed its selector, as each thread does)
+    again = threading.Thread(target=made.run_input_thread, name="test-input-again")
+    again.start()
+    try:
+        assert _next_wait(made) is None
+        os.write(write_fd, b"q")
+        key = made.received.get(timeout=STEP_S)
+        assert isinstance(key, events.Key) and key.key == "q"
+    finally:
+        made.exit_event.set()
+        again.join(STEP_S)
+    assert not again.is_alive(), "the stop did not wake the new input thread"
