@@ -141,8 +141,6 @@ class LeanLinuxDriver(LinuxDriver):
         return True
 
     def _drain_wake(self) -> None:
-        try:
+        with contextlib.suppress(OSError):  # empty (EAGAIN) or closed
             while os.read(self._wake_read, 64):
                 pass
-        except OSError:  # empty (EAGAIN) or closed
-            pass

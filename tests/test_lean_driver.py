@@ -7,6 +7,7 @@ at a time). Nothing here sleeps: each step waits for the thread to say it is wai
 
 from __future__ import annotations
 
+import asyncio
 import os
 import queue
 import selectors
@@ -80,8 +81,6 @@ def driver() -> Iterator[tuple[RecordingDriver, int, threading.Thread]]:
 
 
 def _in_loop(factory: Any) -> Any:
-    import asyncio
-
     async def make() -> Any:
         return factory()
 
