@@ -34,7 +34,9 @@ from lanes_tui.engine import (
     QuestionView,
     RealClock,
     StatePaths,
+    confined,
     find_repo_root,
+    relayed_create,
     split_lane_id,
     validate_lane_id,
     validate_qid,
@@ -133,7 +135,8 @@ def _guarded(handler: Handler) -> Handler:
 def _cmd_ask(args: argparse.Namespace) -> int:
     """Ask (or re-attach with --wait), wait, then deliver and report the answer by exit code."""
     home, lane, attempt = _lane_env()
-    store = InboxStore(home / "inbox")
+    # Confined by the kernel, the lane cannot write the inbox folder: its supervisor writes for it.
+    store = InboxStore(home / "inbox", create=relayed_create(home, lane) if confined() else None)
     qid: str | None = None
     try:
         with _sigterm_as_interrupt():  # installed first: a kill right after asking still prints the id

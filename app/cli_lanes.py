@@ -85,6 +85,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                       help="token cap: at this many tokens the lane pauses and asks you (0: none)")
     caps.add_argument("--allow-uncapped", action="store_true",
                       help="run even when no mechanism holds the lane's memory, or its memory cap is off")
+    caps.add_argument("--allow-uncontained", action="store_true",
+                      help="run even where the kernel cannot confine the lane's writes to its worktree (no "
+                           "Landlock); the lane's record says it ran uncontained")
     limits = p.add_argument_group("time limits for this lane (over [lanes] timeout_s / idle_timeout_s)")
     limits.add_argument("--timeout", type=cli_args.seconds, metavar="S",
                         help="wall-clock limit of each provider run, in seconds")
@@ -217,6 +220,8 @@ def _run_caps(args: argparse.Namespace) -> dict[str, Any]:
             caps[key] = value
     if args.allow_uncapped:
         caps["allow_uncapped"] = True
+    if args.allow_uncontained:
+        caps["allow_uncontained"] = True
     if args.timeout is not None:  # kept with the caps: `recover --relaunch` keeps them too
         if args.timeout == 0:
             raise LanesError("--timeout 0 would stop every run at once", "give the wall-clock limit in seconds")

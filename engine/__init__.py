@@ -93,6 +93,7 @@ _EXPORTS: dict[str, str] = {
     "run_queue": "decisions.queue", "rank_group": "decisions.ranking",
     # the inbox
     "InboxStore": "inbox.store", "QuestionView": "inbox.view", "wait_for_answer": "inbox.store",
+    "relayed_create": "inbox.store", "confined": "core.relay", "describe_confinement": "lanes.confine:describe_here",
     "QUESTION_STATES": "inbox.files:STATES", "validate_qid": "inbox.files",
     # the live engine and its queries
     "Engine": "live.engine",
@@ -128,6 +129,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
         describe_limit,
         read_text_file,
     )
+    from lanes_tui.engine.core.relay import confined
     from lanes_tui.engine.core.repo import find_repo_root
     from lanes_tui.engine.core.sizes import parse_bytes, parse_percent
     from lanes_tui.engine.decisions.abandon import AbandonPlan, abandon_lane, plan_abandon
@@ -156,9 +158,10 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.git.upstream import push_branch
     from lanes_tui.engine.inbox.files import STATES as QUESTION_STATES
     from lanes_tui.engine.inbox.files import validate_qid
-    from lanes_tui.engine.inbox.store import InboxStore, wait_for_answer
+    from lanes_tui.engine.inbox.store import InboxStore, relayed_create, wait_for_answer
     from lanes_tui.engine.inbox.view import QuestionView
     from lanes_tui.engine.lanes.caps import check_capped, governor_summary, lane_caps
+    from lanes_tui.engine.lanes.confine import describe_here as describe_confinement
     from lanes_tui.engine.lanes.control_client import (
         conversation,
         lane_hands,
@@ -274,7 +277,9 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "check_lane",
     "check_prompt",
     "check_report",
+    "confined",
     "conversation",
+    "describe_confinement",
     "describe_gates",
     "describe_heavy_slots",
     "describe_limit",
@@ -327,6 +332,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "recheck",
     "reconcile",
     "relaunch",
+    "relayed_create",
     "report_modules_at_exit",
     "resume_plan",
     "review_by_lead",

@@ -42,11 +42,12 @@ def parse_caps(checks: CapsChecks, raw: dict[str, Any]) -> dict[str, Any]:
             values[key] = checks.integer(f"lanes.{key}", raw[key], minimum=0)
     if values.get("nice", 0) > 19:
         checks.fail("lanes.nice", f"must be at most 19, got {values['nice']}", "use 0 (the lead's priority) to 19")
-    if "allow_uncapped" in raw:
-        if not isinstance(raw["allow_uncapped"], bool):
-            checks.fail("lanes.allow_uncapped", f"must be true or false, got {shown(raw['allow_uncapped'])}",
-                        "write allow_uncapped = true (no quotes)")
-        values["allow_uncapped"] = raw["allow_uncapped"]
+    for key in ("allow_uncapped", "allow_uncontained"):
+        if key in raw:
+            if not isinstance(raw[key], bool):
+                checks.fail(f"lanes.{key}", f"must be true or false, got {shown(raw[key])}",
+                            f"write {key} = true (no quotes)")
+            values[key] = raw[key]
     if "max_cost_usd" in raw:
         values["max_cost_usd"] = checks.number("lanes.max_cost_usd", raw["max_cost_usd"], positive=False)
     return values

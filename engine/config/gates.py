@@ -19,7 +19,7 @@ from lanes_tui.engine.config.review import ReviewChecks
 
 __all__ = ["GateStep", "GatesChecks", "GatesConfig", "parse_gates"]
 
-_GATES_KEYS = ("commands", "timeout_s", "slots", "slot_wait_s", "env", "steps", "venv", "shared_venvs")
+_GATES_KEYS = ("commands", "timeout_s", "slots", "slot_wait_s", "env", "steps", "venv", "shared_venvs", "writable")
 _STEP_KEYS = ("command", "timeout_s", "env")
 _STEP_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 
@@ -54,6 +54,8 @@ class GatesConfig:
     venv: str | None = None
     #: Virtualenvs (relative to the repository or absolute) that no lane may change (`decisions.shared_envs`).
     shared_venvs: tuple[str, ...] = ()
+    #: What gates may write besides the worktree, its admin folder and their TMPDIR (`lanes.confine`).
+    writable: tuple[str, ...] = ()
 
     @property
     def detect(self) -> bool:
@@ -65,6 +67,7 @@ class GatesChecks(ReviewChecks, Protocol):
     """What `parse_gates` needs besides the review's checks: environment patterns checked for safety."""
 
     def env_patterns(self, key: str, value: object) -> tuple[str, ...]: ...
+    def writable_paths(self, key: str, value: object) -> tuple[str, ...]: ...
 
 
 def parse_gates(checks: GatesChecks, raw: dict[str, Any]) -> GatesConfig:
@@ -98,6 +101,7 @@ def parse_gates(checks: GatesChecks, raw: dict[str, Any]) -> GatesConfig:
         slots=checks.integer("gates.slots", raw.get("slots", 1), minimum=1),
         slot_wait_s=checks.number("gates.slot_wait_s", raw.get("slot_wait_s", 600), positive=False),
         env=checks.env_patterns("gates.env", raw.get("env", [])),
+        writable=checks.writable_paths("gates.writable", raw.get("writable", [])),
         steps=tuple(steps),
         venv=None if venv is None else checks.string("gates.venv", venv),
         shared_venvs=checks.strings("gates.shared_venvs", raw.get("shared_venvs", [])),

@@ -56,6 +56,9 @@ class ProviderConfig:
     #: Environment variables the agent receives besides the base set (`lanes.env`): its own
     #: credentials and settings, as exact names or `PREFIX_*`; the lead's `env` is added to the preset's.
     env: tuple[str, ...] = ()
+    #: What the agent may write besides its worktree, its git admin folder and its TMPDIR
+    #: (`lanes.confine`): its own state, `~/` for its HOME, a trailing `/` for a folder.
+    writable: tuple[str, ...] = ()
     #: The model family (`anthropic`, `openai`, `google`, `sim`, …): a reviewer must come from another
     #: family than the lane's writers. "" derives it from `model` (see `provider_family`).
     family: str = ""
@@ -220,6 +223,16 @@ GEMINI_ENV = ("GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_*", "GOOGLE_GENAI_*", 
 #: (DEEPSEEK_API_KEY, OPENROUTER_API_KEY, …) with `[providers.aider] env`.
 AIDER_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AIDER_*")
 
+# --- Each CLI's own state (what `writable` adds to the worktree, its admin folder and its TMPDIR) ----
+#: claude: its settings, sessions and credentials folder, and the one state file it keeps in HOME.
+CLAUDE_WRITABLE = ("~/.claude/", "~/.claude.json", "~/.config/claude/")
+#: codex: CODEX_HOME's default (sessions, logs, auth).
+CODEX_WRITABLE = ("~/.codex/",)
+#: gemini: settings, trusted folders, its OAuth cache and checkpoints.
+GEMINI_WRITABLE = ("~/.gemini/",)
+#: aider: its caches and analytics (its chat history and tags cache live in the worktree).
+AIDER_WRITABLE = ("~/.aider/", "~/.cache/aider/")
+
 
 # --- The presets -----------------------------------------------------------------------------------
 
@@ -237,6 +250,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         budget_patterns=CLAUDE_BUDGET,
         config_patterns=CLAUDE_CONFIG,
         env=CLAUDE_ENV,
+        writable=CLAUDE_WRITABLE,
         family="anthropic",
     ),
     "codex": ProviderConfig(
@@ -252,6 +266,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         budget_patterns=CODEX_BUDGET,
         config_patterns=CODEX_CONFIG,
         env=CODEX_ENV,
+        writable=CODEX_WRITABLE,
         family="openai",
     ),
     "gemini": ProviderConfig(
@@ -265,6 +280,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         budget_patterns=GEMINI_BUDGET,
         config_patterns=GEMINI_CONFIG,
         env=GEMINI_ENV,
+        writable=GEMINI_WRITABLE,
         family="google",
     ),
     "aider": ProviderConfig(
@@ -279,6 +295,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         budget_patterns=(),
         config_patterns=(),
         env=AIDER_ENV,
+        writable=AIDER_WRITABLE,
         family="",  # the family of its model: provider_family derives it
     ),
     "sim": ProviderConfig(

@@ -64,6 +64,8 @@ class LanesSettings:
     pids: int = 512
     nice: int = 10  # 0 leaves the agent at the lead's priority
     allow_uncapped: bool = False
+    #: Run lanes even where the kernel cannot confine their writes (no Landlock): `lanes.confine`.
+    allow_uncontained: bool = False
     max_cost_usd: float = 0.0  # spend cap per lane: on reaching it the lane pauses and asks
     max_tokens: int = 0
     # A new worktree made ready (`config.worktree_keys`, docs/lanes.md#worktrees-ready-to-work-in).
@@ -299,6 +301,8 @@ class _Parser:
             values = self.provider_values(key, table)
             if "env" in values:  # the lead's names add to the preset's credentials, never replace them
                 values["env"] = tuple(dict.fromkeys((*base.env, *values["env"])))
+            if "writable" in values:  # and the lead's folders add to the preset's own state
+                values["writable"] = tuple(dict.fromkeys((*base.writable, *values["writable"])))
             result[name] = dataclasses.replace(base, **values)
         return MappingProxyType(result)
 
@@ -330,6 +334,8 @@ class _Parser:
             values["max"] = self.integer(f"{key}.max", table["max"], minimum=1)
         if "env" in table:
             values["env"] = self.env_patterns(f"{key}.env", table["env"])
+        if "writable" in table:
+            values["writable"] = self.writable_paths(f"{key}.writable", table["writable"])
         for name in ("budget_patterns", "config_patterns"):
             if name in table:
                 patterns = self.strings(f"{key}.{name}", table[name])
@@ -366,6 +372,16 @@ class _Parser:
             if problem := pv.env_pattern_problem(pattern):
                 self.fail(key, *problem)
         return patterns
+
+    def writable_paths(self, key: str, value: object) -> tuple[str, ...]:
+        """`writable = ["~/.my-agent/", "/opt/cache/x/"]`: what the kernel lets the lane write besides its
+        worktree (`lanes.confine`); absolute or under `~/`, never all of the home folder or the disk."""
+        paths = self.strings(key, value)
+        for path in paths:
+            if not (path.startswith("/") or path.startswith("~/")) or path.rstrip("/") in {"", "~"}:
+                self.fail(key, f"{path!r} is not a folder or file the agent may write",
+                          'give absolute paths or ones under ~/, a folder ending in /, e.g. ["~/.my-agent/"]')
+        return paths
 
     def keys(self, raw: dict[str, Any]) -> Mapping[str, str]:
         return MappingProxyType({name: self.string(f"keys.{name}", value) for name, value in raw.items()})

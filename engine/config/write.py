@@ -53,6 +53,8 @@ def default_config_text(repo: Path) -> str:
     _add(table, "pids", lanes.pids, "processes at once (a fork bomb stops here)")
     _add(table, "nice", lanes.nice, "CPU priority of the whole lane, 0 (yours) to 19 (lowest)")
     _add(table, "allow_uncapped", lanes.allow_uncapped, "run lanes even when nothing can hold their memory")
+    _add(table, "allow_uncontained", lanes.allow_uncontained,
+         "run lanes even where the kernel cannot confine their writes (no Landlock)")
     _add(table, "max_cost_usd", lanes.max_cost_usd, "spend cap per lane: reached, the lane pauses and asks; 0: none")
     _add(table, "max_tokens", lanes.max_tokens, "token cap per lane, the same way; 0: none")
     doc.add("lanes", table)

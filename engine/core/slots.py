@@ -49,17 +49,42 @@ def try_acquire(folder: Path, count: int, holder: dict[str, Any]) -> Slot | None
     folder.mkdir(parents=True, exist_ok=True)
     for index in range(max(1, count)):
         path = folder / f"slot-{index}.lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        fd, writable = _open_slot(path)
+        if fd < 0:
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             continue
-        info = dict(holder, pid=os.getpid(), since=time.time())
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(info).encode(), 0)
+        if writable:
+            info = dict(holder, pid=os.getpid(), since=time.time())
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(info).encode(), 0)
         return Slot(path, fd, index)
     return None
+
+
+def _open_slot(path: Path) -> tuple[int, bool]:
+    """(fd, whether the holder can be written into it); (-1, False) when the slot cannot be opened.
+
+    A lane the kernel confines (`lanes.confine`) may not write the slot folder: it opens an existing
+    slot file read-only, which `flock` takes just the same (its holder line then stays empty)."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644), True
+    except PermissionError:
+        try:
+            return os.open(path, os.O_RDONLY | os.O_CLOEXEC), False
+        except OSError:
+            return -1, False
+
+
+def ensure_files(folder: Path, count: int) -> None:
+    """Make sure `slot-0.lock` … exist, so a confined lane (which cannot create them) finds them."""
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        for index in range(max(1, count)):
+            os.close(os.open(folder / f"slot-{index}.lock", os.O_RDONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
 
 
 async def acquire(folder: Path, count: int, holder: dict[str, Any], *, budget_s: float | None,

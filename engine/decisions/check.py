@@ -21,6 +21,8 @@ from lanes_tui.engine.decisions.packet import build_packet, read_packet, state_a
 from lanes_tui.engine.decisions.scope import describe_outside
 from lanes_tui.engine.git import lead_checkout
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
+from lanes_tui.engine.lanes.caps import lane_caps
+from lanes_tui.engine.lanes.confine import confine, provider_writable
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
 from lanes_tui.engine.lanes.launcher import supervisor_alive
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
@@ -56,16 +58,28 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
                                worktree=worktree, bin_dir=ensure_cli_shim(paths.bin).parent,
                                allow=config.gates.env)  # the base set and [gates] env: no provider's keys
         steps, warnings = plan_gates(repo, worktree, config.gates)  # the project's venv, detected commands
+        try:  # the gates run under the lane's kernel fence, with a TMPDIR of their own (`lanes.confine`)
+            fence = confine(repo, record.id, worktree, kind="gates", allowed_uncontained=lane_caps(
+                config.lanes, record.caps).allow_uncontained, writable=provider_writable(config.gates.writable, env))
+        except LanesError as exc:
+            if by_lead:
+                raise
+            return _not_gated(store, record, exc, clock)
+        env.update(fence.env())
+        store.event(record.id, "confinement", of="gates", **fence.record())
 
         def progress(line: str, fields: dict[str, object]) -> None:  # the Output tab and events show it live
             append_output(lane.output, line)
             store.event(record.id, "gate", line=line, **fields)
 
-        gates = await run_gates(worktree, config.gates, env=env,
-                                holder={"lane": record.id, "repo": str(repo)}, clock=clock or RealClock(),
-                                running_file=lane.dir / RUNNING_FILE,  # found again if this check dies
-                                steps=steps, venv=project_venv(repo, config.gates, worktree),
-                                log_dir=lane.dir, progress=progress)
+        try:
+            gates = await run_gates(worktree, config.gates, env=env,
+                                    holder={"lane": record.id, "repo": str(repo)}, clock=clock or RealClock(),
+                                    running_file=lane.dir / RUNNING_FILE,  # found again if this check dies
+                                    steps=steps, venv=project_venv(repo, config.gates, worktree),
+                                    log_dir=lane.dir, progress=progress, preexec=fence.preexec())
+        finally:
+            fence.close()
         crash_point("check:gates")
     packet = build_packet(record, gates, clock=clock, previous=read_packet(lane), worktree=worktree)
     packet["warnings"] = warnings + lead_checkout.changed_since(repo, record.id,

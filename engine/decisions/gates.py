@@ -19,9 +19,10 @@ import dataclasses
 import logging
 import os
 import shlex
+import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -104,20 +105,22 @@ async def run_gates(worktree: Path, gates: GatesConfig, *, env: Mapping[str, str
                     clock: Clock | None = None, slot_dir: Path | None = None,
                     load_limit: float | None = None, running_file: Path | None = None,
                     steps: list[PlannedGate] | None = None, venv: Path | None = None,
-                    log_dir: Path | None = None, progress: Progress | None = None) -> list[GateResult]:
+                    log_dir: Path | None = None, progress: Progress | None = None,
+                    preexec: Callable[[], None] | None = None) -> list[GateResult]:
     """Run every gate in order inside one heavy slot; the first failure does not skip the rest.
 
     `steps` are the planned steps (`gate_plan.plan_gates`; planned here from `gates` with the
     worktree as the repository when not given), run in `venv`. With `running_file`, the commands and
     each gate's process are noted there while they run; with `log_dir`, each step's whole output is
-    kept in `log_dir/gates/NAME.log`; `progress` hears each step start and end.
+    kept in `log_dir/gates/NAME.log`; `progress` hears each step start and end. `preexec` runs in each
+    gate's process before exec: the lane's Landlock ruleset (`lanes.confine`).
     """
     if steps is None:
         steps = plan_gates(worktree, worktree, gates)[0]
         venv = project_venv(worktree, gates, worktree)
     if not steps:
         return []
-    run = _Run(env, venv, log_dir, progress)
+    run = _Run(env, venv, log_dir, progress, preexec)
     if running_file is None:
         return await _run_gates(worktree, gates, steps, run, holder, clock, slot_dir, load_limit, None)
     write_json_atomic(running_file, {"commands": [s.command for s in steps], "pid": None})
@@ -134,6 +137,8 @@ class _Run:
     venv: Path | None
     log_dir: Path | None
     progress: Progress | None
+    #: Run in each gate's child before exec (the lane's confinement), or None.
+    preexec: Callable[[], None] | None = None
 
 
 async def _run_gates(worktree: Path, gates: GatesConfig, steps: list[PlannedGate], run: _Run,
@@ -218,11 +223,11 @@ async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock
     env = gate_environment({**run.env, **step.env}, run.venv)
     _say(run, step.name, f"start (limit {duration_text(timeout_s)})", status="start", limit_s=timeout_s)
     try:
-        request = ProcessRequest(argv, worktree, env, stdin_pipe=False, name=f"gate {argv[0]}")
+        request = ProcessRequest(argv, worktree, env, stdin_pipe=False, name=f"gate {argv[0]}", preexec=run.preexec)
         handle = await ProcessHandle.start(request)
-    except OSError as exc:
+    except (OSError, subprocess.SubprocessError) as exc:  # SubprocessError: its confinement failed
         _say(run, step.name, "could not start", status="failed")
-        return result("failed", 127, f"cannot start {argv[0]!r}: {exc.strerror or exc}")
+        return result("failed", 127, f"cannot start {argv[0]!r}: {getattr(exc, 'strerror', None) or exc}")
     kept = None
     if run.log_dir is not None:
         with contextlib.suppress(OSError):  # a full disk loses the log, never the gate

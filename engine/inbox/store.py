@@ -31,7 +31,7 @@ import builtins
 import logging
 import math
 import os
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -39,6 +39,7 @@ from typing import Any
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import LANE_ID_RE, validate_lane_id
+from lanes_tui.engine.core.relay import relay
 from lanes_tui.engine.inbox.files import (
     BY_RE,
     FILE_RE,
@@ -76,6 +77,21 @@ __all__ = [
 _MAX_WARNED = 10_000
 
 
+#: Makes one inbox file unless it exists (False then): `files.create_json_exclusive`, or a relay.
+Create = Callable[[Path, Any], bool]
+
+
+def relayed_create(state_dir: Path, lane: str) -> Create:
+    """A confined lane's way to make its question and mark files: its supervisor writes them
+    (`core.relay`, op `inbox-write`), after checking they are its own lane's and not answers."""
+
+    def create(path: Path, value: Any) -> bool:
+        reply = relay(state_dir, lane, {"op": "inbox-write", "name": path.name, "data": value})
+        return bool(reply.get("created"))
+
+    return create
+
+
 class InboxStore:
     """Reads and writes the inbox folder; every method is safe to call from any process.
 
@@ -84,11 +100,14 @@ class InboxStore:
     """
 
     def __init__(self, inbox_root: Path, clock: Clock | None = None,
-                 logger: logging.Logger | None = None) -> None:
+                 logger: logging.Logger | None = None, create: Create | None = None) -> None:
         self.root = Path(inbox_root)
         self.clock: Clock = clock or RealClock()
         self.log = logger or logging.getLogger(__name__)
         self._warned: set[tuple[str, str]] = set()
+        #: How a new file (a question, a mark) is made: here, or by the supervisor for a confined
+        #: lane's `ask` (`core.relay`), which cannot write the inbox folder itself.
+        self.create: Create = create or create_json_exclusive
 
     # --- asking side ----------------------------------------------------------------------------
 
@@ -126,7 +145,7 @@ class InboxStore:
                 title=title, body=body, options=built, default=default, deadline=deadline,
                 correlation=MappingProxyType(dict(correlation or {})), created=created,
             )
-            if create_json_exclusive(question_file(self.root / lane, question.id), question.to_record()):
+            if self.create(question_file(self.root / lane, question.id), question.to_record()):
                 return question
         raise LanesError("could not pick a free question id", "check the inbox folder is writable")
 
@@ -281,7 +300,7 @@ class InboxStore:
     def _mark(self, view: QuestionView, suffix: str, fields: Mapping[str, Any]) -> bool:
         record = {"id": view.question.id, "at": self.clock.time(), **fields}
         path = mark_file(self.root / view.question.lane, view.question.id, suffix)
-        return create_json_exclusive(path, record)
+        return self.create(path, record)
 
     def _orphan_view(self, view: QuestionView, reason: str) -> bool:
         if view.state not in WAITING_STATES:

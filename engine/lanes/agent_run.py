@@ -15,6 +15,7 @@ import dataclasses
 import logging
 import os
 import signal
+import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -158,8 +159,9 @@ class AgentRun:
         started = self.clock.time()
         try:
             self.handle, streams = await self._start()
-        except (FileNotFoundError, PermissionError, NotADirectoryError) as exc:
-            reason = f"cannot start {self.request.argv[0]!r}: {exc.strerror or exc}"
+        except (FileNotFoundError, PermissionError, NotADirectoryError, subprocess.SubprocessError) as exc:
+            # SubprocessError: the child failed before exec (its cgroup join or Landlock ruleset).
+            reason = f"cannot start {self.request.argv[0]!r}: {getattr(exc, 'strerror', None) or exc}"
             self._write(f"lanes-tui: {reason}\n".encode())
             outcome = classify(None, self.scanner, spawn_error=reason)
             return RunOutcome(outcome, 127, started, self.clock.time())

@@ -34,7 +34,7 @@ __all__ = ["LaneCaps", "check_capped", "governor_summary", "lane_caps", "lane_ti
            "sampler_available"]
 
 #: The keys `run` may set per lane (the same names as in `[lanes]`).
-CAP_KEYS = ("cpu", "memory", "pids", "nice", "max_cost_usd", "max_tokens", "allow_uncapped")
+CAP_KEYS = ("cpu", "memory", "pids", "nice", "max_cost_usd", "max_tokens", "allow_uncapped", "allow_uncontained")
 UNCAPPED_FIX = ("set a memory cap ([lanes] memory = \"4G\" or run --memory 4G), or run uncapped on purpose "
                 "with --allow-uncapped or [lanes] allow_uncapped = true")
 
@@ -50,6 +50,8 @@ class LaneCaps:
     allow_uncapped: bool = False
     max_cost_usd: float = 0.0
     max_tokens: int = 0
+    #: Run even where the kernel cannot confine the lane's writes (`lanes.confine`).
+    allow_uncontained: bool = False
 
     def shown(self, cap: str) -> str:
         """The value as the lead reads it: `150%`, `2.0 GiB`, `512`, `off`."""
@@ -68,7 +70,8 @@ def lane_caps(settings: LanesSettings, overrides: Mapping[str, Any] | None = Non
     command line's, and a wrong one is a LanesError naming it.
     """
     caps = LaneCaps(settings.cpu, settings.memory_bytes, settings.pids, settings.nice,
-                    settings.allow_uncapped, settings.max_cost_usd, settings.max_tokens)
+                    settings.allow_uncapped, settings.max_cost_usd, settings.max_tokens,
+                    settings.allow_uncontained)
     values: dict[str, Any] = {}
     for key, value in (overrides or {}).items():
         if key not in CAP_KEYS or value is None:
@@ -79,7 +82,7 @@ def lane_caps(settings: LanesSettings, overrides: Mapping[str, Any] | None = Non
 
 def _override(key: str, value: Any) -> Any:
     bad = LanesError(f"the lane's cap {key}={value!r} is not valid", "give it as `run` takes it, e.g. --memory 4G")
-    if key == "allow_uncapped":
+    if key in ("allow_uncapped", "allow_uncontained"):
         if not isinstance(value, bool):
             raise bad
         return value

@@ -43,6 +43,7 @@ from lanes_tui.engine.config.settings import load_config
 from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.clock import RealClock
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.relay import confined, relay
 from lanes_tui.engine.core.repo import find_repo_root
 from lanes_tui.engine.state.lock_events import LockJournal, lane_events_path
 from lanes_tui.engine.state.paths import StatePaths, heavy_slot_dir
@@ -192,7 +193,7 @@ def run_locked(argv: list[str], *, environ: Mapping[str, str], cwd: Path, say: S
     holder = {"lane": environ.get("LANES_LANE") or "lead", "kind": "lock",
               "command": shlex.join(argv)[:200], "cwd": str(cwd)}
     limit = load_limit(environ)
-    journal = LockJournal(lane_events_path(environ))
+    journal = _journal(environ)
     start = time.monotonic()
     try:
         with _exit_on_stop_signals():
@@ -209,7 +210,8 @@ def run_locked(argv: list[str], *, environ: Mapping[str, str], cwd: Path, say: S
     began = time.monotonic()
     code: int | None = None
     with slot:
-        tmp = slot_tmpdir(folder, slot.index)
+        # Confined by the kernel (`lanes.confine`), a lane writes only its own TMPDIR: the slot's lives there.
+        tmp = Path(env["TMPDIR"]) / f"heavy-slot-{slot.index}" if confined(environ) else slot_tmpdir(folder, slot.index)
         empty_dir(tmp)
         env.update({HEAVY_SLOT_ENV: str(slot.index), "TMPDIR": str(tmp)})
         try:
@@ -218,6 +220,14 @@ def run_locked(argv: list[str], *, environ: Mapping[str, str], cwd: Path, say: S
         finally:
             empty_dir(tmp)
             journal.released(slot.index, time.monotonic() - began, code)
+
+
+def _journal(environ: Mapping[str, str]) -> LockJournal:
+    """Where this run's `lock-*` lines go: the lane's events, through its supervisor when confined."""
+    if confined(environ) and environ.get("LANES_HOME") and environ.get("LANES_LANE"):
+        home, lane = Path(environ["LANES_HOME"]), environ["LANES_LANE"]
+        return LockJournal(None, relay=lambda line: relay(home, lane, {"op": "lock-event", "line": line}, timeout=5))
+    return LockJournal(lane_events_path(environ))
 
 
 @contextlib.contextmanager

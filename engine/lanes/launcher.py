@@ -32,6 +32,7 @@ from lanes_tui.engine.git.lane_paths import LaneOrigin, write_origin
 from lanes_tui.engine.git.upstream import fetch_base
 from lanes_tui.engine.lanes import fork_client
 from lanes_tui.engine.lanes.caps import check_capped, lane_caps
+from lanes_tui.engine.lanes.confine import check_contained
 from lanes_tui.engine.lanes.env import supervisor_environment
 from lanes_tui.engine.lanes.load_guard import check_load_wording
 from lanes_tui.engine.lanes.preamble import read_rules
@@ -97,7 +98,9 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
         raise LanesError("the prompt is empty", "give --prompt TEXT, --prompt-file F or --plan F --phase N")
     check_prompt(request.prompt)  # 1 MB at most, stored once (the dashboard's start form comes here too)
     check_load_wording(request.prompt, allow_load=request.allow_load)  # one line naming the words and line
-    check_capped(lane_caps(config.lanes, request.caps))  # refuse to run uncapped unless the lead said so
+    caps = lane_caps(config.lanes, request.caps)
+    check_capped(caps)  # refuse to run uncapped unless the lead said so
+    check_contained(caps.allow_uncontained)  # and unconfined by the kernel (no Landlock) likewise
     if not request.raw:
         read_rules(repo)  # a rules file the supervisor could not use is refused now, not inside the lane
     slug = validate_slug(request.slug) if request.slug is not None else slugify(request.prompt)

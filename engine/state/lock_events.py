@@ -25,7 +25,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,6 +88,9 @@ class LockJournal:
 
     path: Path | None
     pid: int = 0
+    #: For a lane the kernel confines (`lanes.confine`): the line goes to its supervisor instead
+    #: (`core.relay`), which appends it; `path` is then None.
+    relay: Callable[[dict[str, Any]], object] | None = None
 
     def __post_init__(self) -> None:
         self.pid = self.pid or os.getpid()
@@ -109,10 +112,15 @@ class LockJournal:
         self._append(LOCK_GAVE_UP, waited_s=round(waited_s, 3), why=why)
 
     def _append(self, kind: str, **data: Any) -> None:
+        line = {"t": time.time(), "type": kind, "pid": self.pid, **data}
+        if self.relay is not None:
+            with contextlib.suppress(Exception):  # a lost status line never fails the command
+                self.relay(line)
+            return
         if self.path is None:
             return
         with contextlib.suppress(OSError):
-            append_jsonl(self.path, {"t": time.time(), "type": kind, "pid": self.pid, **data})
+            append_jsonl(self.path, line)
 
 
 @dataclass(frozen=True)

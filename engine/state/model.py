@@ -89,6 +89,9 @@ class LaneRecord:
     model: str | None = None
     #: What the governor enforces for this lane and how (`lanes.caps`), written by the supervisor.
     governor: dict[str, Any] | None = None
+    #: How the kernel confines the lane's writes (`lanes.confine`): `mechanism` (`landlock-abiN`, or
+    #: `none` with the `reason` and `allowed_by`), and what was writable. Written by the supervisor.
+    confinement: dict[str, Any] | None = None
     #: The plan and ticket this lane works on (`plans.scheduler` launches it as `<ticket>-aN`); None
     #: for a lane the lead started by hand. The scheduler trusts them only together with the lane's id.
     plan: str | None = None

@@ -8,17 +8,23 @@ lane's events and `lane.json`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from lanes_tui.engine.config.settings import Config
+from lanes_tui.engine.config.settings import Config, ProviderConfig
+from lanes_tui.engine.core import slots
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.lanes import confine
 from lanes_tui.engine.lanes.caps import lane_caps, lane_timeouts
 from lanes_tui.engine.lanes.governor import LaneGovernor
+from lanes_tui.engine.lanes.heavy import slot_count
 from lanes_tui.engine.procs import cgroup
 from lanes_tui.engine.procs.cgroup import LaneCgroup
 from lanes_tui.engine.state.model import LaneRecord
-from lanes_tui.engine.state.paths import repo_key
+from lanes_tui.engine.state.paths import heavy_slot_dir, repo_key
 from lanes_tui.engine.state.store import LaneStore
 
 log = logging.getLogger(__name__)
@@ -47,6 +53,8 @@ def enter(repo: Path, config: Config, store: LaneStore, record: LaneRecord, lane
     else:
         cgroup.write_record(lane_dir, made)
         store.event(record.id, "containment", mechanism=made.mechanism, cgroup=str(made.path))
+    with contextlib.suppress(LanesError):  # the slots `lanes-tui lock` takes: a confined lane cannot make them
+        slots.ensure_files(heavy_slot_dir(), max(config.gates.slots, slot_count(os.environ, repo)[0]))
     governor = LaneGovernor.start(caps, repo_key(repo), record.id, made,
                                   lambda kind, **data: store.event(record.id, kind, **data))
     record.governor = governor.record()
@@ -79,3 +87,18 @@ def check_joined(store: LaneStore, record: LaneRecord, hold: Hold | None, pid: i
     if missing:
         store.event(record.id, "governor", problem=f"the agent (pid {pid}) is outside the {', '.join(missing)} "
                                                    "cgroup: those caps do not hold for it")
+
+
+def fence(repo: Path, store: LaneStore, record: LaneRecord, worktree: Path, provider: ProviderConfig,
+          env: dict[str, str], hold: Hold | None) -> confine.Confinement:
+    """The kernel's fence round one provider run (`lanes.confine`), recorded in `lane.json` and the events.
+
+    Raises LanesError when the kernel cannot confine the agent and the lead did not allow that.
+    """
+    allowed = bool(hold and hold.governor.caps.allow_uncontained)
+    made = confine.confine(repo, record.id, worktree, kind="agent", allowed_uncontained=allowed,
+                           writable=confine.provider_writable(provider.writable, env))
+    record.confinement = {**made.record(), "provider": provider.name}
+    store.write(record)
+    store.event(record.id, "confinement", **record.confinement)
+    return made

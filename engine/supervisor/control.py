@@ -52,10 +52,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 from lanes_tui.engine.core.atomic import PRIVATE_DIR, read_json, write_json_atomic
 from lanes_tui.engine.core.digest import sha256_hex
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.peer import peer_pid
 from lanes_tui.engine.core.peer import peer_uid as socket_peer_uid
 from lanes_tui.engine.lanes.control_client import LOCATOR, MAX_PEEK_LINES, PROTOCOL, tail_lines
 from lanes_tui.engine.state.paths import runtime_dir
-from lanes_tui.engine.supervisor import viewers
+from lanes_tui.engine.supervisor import relay, viewers
 
 if TYPE_CHECKING:
     from lanes_tui.engine.lanes.agent_run import AgentRun
@@ -257,6 +258,8 @@ class ControlServer:
             reply = await self.send(text) if isinstance(text, str) else refusal("send needs a `text`")
         elif op == "watch":
             reply = self.watch(body.get("seconds"))
+        elif op in ("inbox-write", "lock-event"):  # a confined lane's writes (`supervisor.relay`)
+            reply = self.relayed(op, body, writer)
         else:
             reply = refusal(f"unknown request {op[:40]!r}",
                             "this supervisor knows hello, peek, send, watch and attach")
@@ -264,6 +267,15 @@ class ControlServer:
         await writer.drain()
 
     # --- the requests ------------------------------------------------------------------------------
+
+    def relayed(self, op: str, body: dict[str, Any], writer: asyncio.StreamWriter) -> dict[str, Any]:
+        """Write for one of this lane's own confined processes what the kernel keeps it from writing."""
+        sock = writer.get_extra_info("socket")
+        if not relay.descends_from(None if sock is None else peer_pid(sock), os.getpid()):
+            return refusal(f"only lane {self.lane_id}'s own processes may ask its supervisor to write")
+        if op == "inbox-write":
+            return relay.inbox_write(self.host.store.paths.inbox / self.lane_id, self.lane_id, body)
+        return relay.lock_event(self.lane.events, body)
 
     def _run(self) -> AgentRun | None:
         run = self.host.current

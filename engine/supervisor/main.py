@@ -29,7 +29,7 @@ from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
 from lanes_tui.engine.lanes.cadence import OutputCadence
 from lanes_tui.engine.lanes.caps import lane_timeouts
-from lanes_tui.engine.lanes.classify import PatternScanner
+from lanes_tui.engine.lanes.classify import Classification, PatternScanner
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
 from lanes_tui.engine.lanes.guard import RunGuard
 from lanes_tui.engine.lanes.notify import announce
@@ -200,9 +200,42 @@ class Supervisor:
         if self.spend is not None:
             guards.append(self.spend)
         turn = self.resume.turn(provider, self.prompt, worktree)  # resumed, or fresh with the full prompt
-        request = ProcessRequest(turn.argv(channel.render_argv(turn.prompt, worktree)), worktree, env,
-                                 stdin_pipe=channel.stdin_pipe, name=f"{record.id}:{provider.name}",
-                                 preexec=self.hold.governor.preexec() if self.hold else None)
+        try:  # the kernel's fence round what the agent may write (`lanes.confine`)
+            fence = containment.fence(self.repo, self.store, record, worktree, provider, env, self.hold)
+        except LanesError as exc:
+            outcome = self._refused(provider, f"not started: {exc}")
+        else:
+            env.update(fence.env())
+            request = ProcessRequest(turn.argv(channel.render_argv(turn.prompt, worktree)), worktree, env,
+                                     stdin_pipe=channel.stdin_pipe, name=f"{record.id}:{provider.name}",
+                                     preexec=fence.preexec(self.hold.governor.preexec() if self.hold else None))
+            try:
+                outcome = await self._run_agent(provider, turn, channel, request, inbox, guards)
+            finally:
+                fence.close()
+        self.resume.ended(turn, outcome, lambda session_id: self._on_session(attempt, session_id))
+        attempt.result = outcome.classification.result
+        attempt.reason = outcome.classification.reason
+        attempt.returncode = outcome.returncode
+        attempt.ended = self.clock.time()
+        attempt.duration_s = round(outcome.ended - outcome.started, 3)
+        record.agent_pid = None
+        if outcome.stall_report is not None:
+            record.stall = outcome.stall_report
+        if self.hold is not None:
+            record.governor = self.hold.governor.record()
+        if outcome.finding is not None:
+            self.store.event(record.id, "cap-fired" if outcome.finding.result == "FAILED-RESOURCE" else "guard",
+                             **outcome.finding.detail)
+        self.store.write(record)
+        self.store.event(record.id, "provider-exit", provider=provider.name, result=attempt.result,
+                         returncode=attempt.returncode, reason=attempt.reason, duration_s=attempt.duration_s)
+        return outcome
+
+    async def _run_agent(self, provider: ProviderConfig, turn: Any, channel: Channel, request: ProcessRequest,
+                         inbox: Any, guards: list[RunGuard]) -> RunOutcome:
+        """One provider run of the agent: its limits, file watcher and output file around `AgentRun`."""
+        record, worktree = self.record, self.worktree
         lanes = lane_timeouts(self.config.lanes, record.caps)  # run --timeout / --idle-timeout over [lanes]
         settings = RunSettings(lanes.timeout_s, lanes.idle_timeout_s, lanes.sample_s, warn_after_s=lanes.warn_after_s)
         watcher = lane_tree_watcher(worktree, self.config.lanes.watch_skip,
@@ -229,24 +262,14 @@ class Supervisor:
             finally:
                 self.current = None
                 watcher.close()
-        self.resume.ended(turn, outcome, lambda session_id: self._on_session(attempt, session_id))
-        attempt.result = outcome.classification.result
-        attempt.reason = outcome.classification.reason
-        attempt.returncode = outcome.returncode
-        attempt.ended = self.clock.time()
-        attempt.duration_s = round(outcome.ended - outcome.started, 3)
-        record.agent_pid = None
-        if outcome.stall_report is not None:
-            record.stall = outcome.stall_report
-        if self.hold is not None:
-            record.governor = self.hold.governor.record()
-        if outcome.finding is not None:
-            self.store.event(record.id, "cap-fired" if outcome.finding.result == "FAILED-RESOURCE" else "guard",
-                             **outcome.finding.detail)
-        self.store.write(record)
-        self.store.event(record.id, "provider-exit", provider=provider.name, result=attempt.result,
-                         returncode=attempt.returncode, reason=attempt.reason, duration_s=attempt.duration_s)
         return outcome
+
+    def _refused(self, provider: ProviderConfig, reason: str) -> RunOutcome:
+        """A run that could not start (its confinement was refused): CONFIG-ERROR, said in the output."""
+        now = self.clock.time()
+        with contextlib.suppress(OSError), open(self.lane.output, "ab", opener=private_opener) as output:
+            output.write(f"\n=== lanes-tui: {provider.name} not started: {reason} ===\n".encode())
+        return RunOutcome(Classification("CONFIG-ERROR", reason), None, now, now)
 
     def _channel(self, provider: ProviderConfig, attempt: ProviderAttempt, inbox: Any) -> Channel:
         """The provider's channel, wired to this lane's inbox, meters and session record."""
