@@ -26,6 +26,7 @@ from lanes_tui.engine import (
     LanesError,
     StatePaths,
     check_capped,
+    describe_confinement,
     describe_gates,
     describe_heavy_slots,
     describe_watch_limit,
@@ -156,6 +157,13 @@ def doctor_report(repo: Path) -> dict[str, Any]:
         check_capped(lane_caps(config.lanes))
     except LanesError as exc:
         problems.append(f"caps: {exc}")
+    # The kernel's fence round each lane's writes (`lanes.confine`): what is in force, what each may write.
+    report["confinement"] = {"mechanism": describe_confinement(), "allow_uncontained": config.lanes.allow_uncontained,
+                             "writable": {name: list(p.writable) for name, p in sorted(config.providers.items())
+                                          if p.writable} | {"gates": list(config.gates.writable)}}
+    if report["confinement"]["mechanism"].startswith("none") and not config.lanes.allow_uncontained:
+        problems.append(f"confinement: {report['confinement']['mechanism']}: `run` refuses lanes here; "
+                        "allow them with --allow-uncontained or [lanes] allow_uncontained = true")
     try:
         report["heavy_slots"] = describe_heavy_slots(os.environ, Path.cwd(), repo)
     except LanesError as exc:
@@ -283,6 +291,11 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     files = " over ".join(reversed(report["config"]["files"]))  # the repository's file wins: it comes first
     print(f"config: {files or 'defaults (no .lanes/config.toml; `lanes-tui init` writes one)'}")
     print(f"containment: {report['containment']}")
+    fence = report["confinement"]
+    print(f"confinement: {fence['mechanism']}" + ("; uncontained lanes allowed" if fence["allow_uncontained"] else ""))
+    print("confinement: every lane writes its worktree, its git admin folder and its own TMPDIR; besides:")
+    for name, paths in fence["writable"].items():
+        print(f"confinement {name:<8} + {', '.join(paths) or 'nothing more'}")
     for cap in report["caps"]:  # which mechanism enforces which cap on this machine
         print(f"cap {cap['cap']:<8} {cap['value']:<12} {cap['mechanism']}")
     if report["heavy_slots"] is not None:
