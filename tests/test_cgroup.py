@@ -120,7 +120,7 @@ def test_a_record_is_trusted_only_in_the_lane_cgroup_shape(tmp_path: Path) -> No
 def _escaper_config(repo: Path, pidfile: Path) -> None:
     argv = json.dumps(["{python}", "-c", ESCAPE, str(pidfile)])
     write_config(repo, chains='backend = ["escaper"]', idle_timeout_s=600,
-                 extra=f'[providers.escaper]\nargv = {argv}\nprompt = "arg"\n')
+                 extra=f'[providers.escaper]\nargv = {argv}\nprompt = "arg"\nwritable = ["{pidfile.parent}/"]\n')
 
 
 def _containment(repo: Path, lane: str) -> str:

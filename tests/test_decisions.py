@@ -20,7 +20,8 @@ def gate_recorder(log: Path, *, fail_if: str | None = None, sleep_s: float = 0.0
     code = (f"import os,sys,time,json; t0=time.time(); time.sleep({sleep_s}); "
             f"open({str(log)!r},'a').write(json.dumps([os.environ['LANES_LANE'],t0,time.time()])+chr(10)); "
             + (f"sys.exit(1 if os.path.exists({fail_if!r}) else 0)" if fail_if else "sys.exit(0)"))
-    return f"commands = [{json.dumps(PY + ' -c ' + _quote(code))}]"
+    # The log lives outside the worktree: the gates' confinement lets them write its folder (`[gates] writable`).
+    return f"commands = [{json.dumps(PY + ' -c ' + _quote(code))}]\nwritable = [{json.dumps(str(log.parent) + '/')}]"
 
 
 def _quote(code: str) -> str:

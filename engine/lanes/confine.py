@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,7 +151,22 @@ class Confinement:
         if self.ruleset is not None:
             self.ruleset.close()
         if remove_tmp and self.tmpdir is not None:
-            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            remove_tree(self.tmpdir)
+
+
+def remove_tree(folder: Path) -> None:
+    """Remove a TMPDIR and all in it, best effort, symlinks never followed. Not `shutil.rmtree`: a
+    supervisor does this every run, and shutil brings bz2 and lzma into its memory (B3)."""
+    for top, dirs, files in os.walk(folder, topdown=False):
+        for name in files:
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(top, name))
+        for name in dirs:
+            path = os.path.join(top, name)
+            with contextlib.suppress(OSError):
+                os.unlink(path) if os.path.islink(path) else os.rmdir(path)
+    with contextlib.suppress(OSError):
+        os.rmdir(folder)
 
 
 def lane_tmpdir(repo: Path, lane_id: str, kind: str) -> Path:
@@ -160,7 +174,7 @@ def lane_tmpdir(repo: Path, lane_id: str, kind: str) -> Path:
     base = runtime_dir() / "tmp" / repo_key(repo)
     base.mkdir(parents=True, exist_ok=True, mode=0o700)
     folder = base / f"{lane_id}.{kind}"
-    shutil.rmtree(folder, ignore_errors=True)  # what an earlier run left: never shared with this one
+    remove_tree(folder)  # what an earlier run left: never shared with this one
     folder.mkdir(mode=0o700)
     return folder
 
@@ -184,6 +198,6 @@ def confine(repo: Path, lane_id: str, worktree: Path, *, kind: str, writable: It
     try:
         ruleset = landlock.build(found.abi, paths)
     except OSError as exc:
-        shutil.rmtree(tmpdir, ignore_errors=True)
+        remove_tree(tmpdir)
         raise LanesError(f"the kernel refused the lane's Landlock ruleset: {exc}", UNCONTAINED_FIX) from exc
     return Confinement(ruleset, tmpdir)

@@ -8,7 +8,6 @@ lane's events and `lane.json`.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 from dataclasses import dataclass
@@ -16,11 +15,9 @@ from pathlib import Path
 
 from lanes_tui.engine.config.settings import Config, ProviderConfig
 from lanes_tui.engine.core import slots
-from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.lanes import confine
 from lanes_tui.engine.lanes.caps import lane_caps, lane_timeouts
 from lanes_tui.engine.lanes.governor import LaneGovernor
-from lanes_tui.engine.lanes.heavy import slot_count
 from lanes_tui.engine.procs import cgroup
 from lanes_tui.engine.procs.cgroup import LaneCgroup
 from lanes_tui.engine.state.model import LaneRecord
@@ -53,8 +50,12 @@ def enter(repo: Path, config: Config, store: LaneStore, record: LaneRecord, lane
     else:
         cgroup.write_record(lane_dir, made)
         store.event(record.id, "containment", mechanism=made.mechanism, cgroup=str(made.path))
-    with contextlib.suppress(LanesError):  # the slots `lanes-tui lock` takes: a confined lane cannot make them
-        slots.ensure_files(heavy_slot_dir(), max(config.gates.slots, slot_count(os.environ, repo)[0]))
+    # The slots `lanes-tui lock` may take (`lanes.heavy.slot_count`: LANES_HEAVY_SLOTS, [gates] slots or
+    # cores ÷ 2): a confined lane cannot make their files itself. `lanes.heavy` is not imported for it
+    # (it brings shutil into every supervisor).
+    env_slots = os.environ.get("LANES_HEAVY_SLOTS", "").strip()
+    slots.ensure_files(heavy_slot_dir(), min(64, max(config.gates.slots, (os.cpu_count() or 1) // 2,
+                                                     int(env_slots) if env_slots.isdigit() else 0)))
     governor = LaneGovernor.start(caps, repo_key(repo), record.id, made,
                                   lambda kind, **data: store.event(record.id, kind, **data))
     record.governor = governor.record()

@@ -26,8 +26,9 @@ from lanes_tui.engine.state.lock_events import LOCK_EVENTS
 
 __all__ = ["descends_from", "inbox_write", "lock_event"]
 
-#: The marks a lane's own `ask` writes: it was handed the answer, or it gave up waiting.
-RELAYED_MARKS = ("delivered", "cancelled")
+#: The marks a lane's own `ask` writes: it was handed the answer, it gave up waiting, or the question's
+#: deadline passed and its default applies (only once the deadline has passed: `_expired_in_time`).
+RELAYED_MARKS = ("delivered", "cancelled", "expired")
 _MAX_EVENT_BYTES = 16 * 1024
 
 
@@ -67,9 +68,20 @@ def inbox_write(inbox_dir: Path, lane: str, body: dict[str, Any]) -> dict[str, A
             parse_mark(data, qid=qid)
         except Exception as exc:
             return _refused(f"not a valid {suffix} mark: {exc}")
+        if suffix == "expired" and not _deadline_passed(inbox_dir / f"{qid}.json", lane):
+            return _refused(f"{qid} has not reached its deadline", "wait for the lead's answer")
     else:
         return _refused(f"a lane may not write {suffix} files", "only the lead answers a question")
     return {"ok": True, "created": create_json_exclusive(inbox_dir / str(name), data)}
+
+
+def _deadline_passed(path: Path, lane: str) -> bool:
+    """True when the question at `path` has a deadline and it has passed (read by lanes-tui, not the lane)."""
+    try:
+        question = parse_question(json.loads(path.read_text(encoding="utf-8")), qid=path.stem, lane=lane)
+    except Exception:
+        return False
+    return question.deadline is not None and question.deadline <= time.time()
 
 
 def lock_event(events_file: Path, body: dict[str, Any]) -> dict[str, Any]:
