@@ -42,7 +42,9 @@ from lanes_tui.engine.decisions.review_verdict import TAIL_LINES, Verdict, choos
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.git.review_tree import add_review_tree, remove_review_tree, snapshot_commit
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
-from lanes_tui.engine.lanes.classify import PatternScanner
+from lanes_tui.engine.lanes.caps import lane_caps
+from lanes_tui.engine.lanes.classify import Classification, PatternScanner
+from lanes_tui.engine.lanes.confine import confine, provider_writable
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
 from lanes_tui.engine.procs.process import ProcessRequest
 from lanes_tui.engine.state.meters import METERS_FILE, RunMeter
@@ -165,7 +167,15 @@ async def _run_reviewer(repo: Path, config: Config, store: LaneStore, record: La
                            worktree=tree, bin_dir=ensure_cli_shim(paths.bin).parent, allow=provider.env)
     env["LANES_REVIEW"] = "1"  # a reviewer is not the lane's agent: `lanes-tui ask` from it has no lane to hold
     argv = read_only_argv(channel.render_argv(prompt, tree))
-    request = ProcessRequest(argv, tree, env, stdin_pipe=channel.stdin_pipe, name=f"{record.id}:review:{provider.name}")
+    try:  # the reviewer runs under the kernel's fence as the lane's agent does, on its snapshot tree
+        fence = confine(repo, record.id, tree, kind="review", writable=provider_writable(provider.writable, env),
+                        allowed_uncontained=lane_caps(config.lanes, record.caps).allow_uncontained)
+    except LanesError as exc:
+        now = clock.time()
+        return RunOutcome(Classification("CONFIG-ERROR", f"the reviewer was not started: {exc}"), None, now, now), ""
+    env.update(fence.env())
+    request = ProcessRequest(argv, tree, env, stdin_pipe=channel.stdin_pipe, name=f"{record.id}:review:{provider.name}",
+                             preexec=fence.preexec())
     settings = RunSettings(timeout_s, max(config.lanes.idle_timeout_s, timeout_s), config.lanes.sample_s)
     output_path = lane.dir / REVIEW_OUTPUT
     with open(output_path, "wb", opener=private_opener) as output:
@@ -180,6 +190,7 @@ async def _run_reviewer(repo: Path, config: Config, store: LaneStore, record: La
         finally:
             if watch is not None:
                 watch.cancel()
+            fence.close()
             meter.flush()  # the reviewer's tokens and cost are the lane's
     store.event(record.id, "review-exit", provider=provider.name, result=outcome.classification.result,
                 returncode=outcome.returncode, reason=outcome.classification.reason)
