@@ -11,7 +11,7 @@ and is read at the live pace, every `output_pump.REST_S`. Two floors run in the 
 window (`b3_floor`): a bare asyncio loop and a bare `selectors` loop reading the same agent with
 the same rest, which is what a supervisor cannot go below on either kind of loop.
 
-    python -m tests.bench.b3 [--window 30]
+    python -m tests.bench.b3 [--window 30] [--landlock on|off]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -57,6 +58,8 @@ def switches(pid: int) -> int:
 
 
 def _cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    if args and args[0] == "run" and os.environ.get("LANES_TUI_LANDLOCK") == "off":
+        args = (*args, "--allow-uncontained")  # `--landlock off`: the lanes run without the kernel's fence
     return subprocess.run([sys.executable, "-m", "lanes_tui.app", *args], cwd=repo, capture_output=True,
                           text=True, timeout=300, check=False)
 
@@ -161,7 +164,11 @@ def row(result: dict[str, Any]) -> list[Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench.b3", description=__doc__.splitlines()[0])
     parser.add_argument("--window", type=float, default=30.0)
+    parser.add_argument("--landlock", choices=("on", "off"), default="on",
+                        help="off: the lanes run without the kernel's confinement (LANES_TUI_LANDLOCK=off)")
     args = parser.parse_args(argv)
+    if args.landlock == "off":
+        os.environ["LANES_TUI_LANDLOCK"] = "off"
     results = measure(args.window)
     rows = [row(r) for r in results]
     print(table(HEADERS, rows))

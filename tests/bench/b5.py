@@ -9,12 +9,14 @@ In a repository of `--files` files and `--commits` commits (`tests.bench.bigrepo
   first byte (polled every 2 ms). `launch_lane`'s own return time is kept too. The lane then
   runs to its end (settled) and a second passes before the next pair, so neither side shares the
   machine with a previous lane's supervisor.
-The figure is the median over `--runs` of each; ratio = lane / raw (target ≤ 1.5).
+The figure is the median over `--runs` of each; ratio = lane / raw (target ≤ 1.5). `--landlock off` runs
+the lanes without the kernel's confinement, to measure what the ruleset costs a launch.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import time
@@ -32,7 +34,7 @@ PROMPT = "Benchmark lane: say one line.\nsay first byte\n"
 HEADERS = ("files", "commits", "raw git worktree add s", "lane launch_lane s", "lane first byte s", "ratio")
 
 
-def measure(files: int, commits: int, runs: int) -> dict[str, Any]:
+def measure(files: int, commits: int, runs: int, landlock: str = "on") -> dict[str, Any]:
     raw_s: list[float] = []
     returned_s: list[float] = []
     first_s: list[float] = []
@@ -50,7 +52,9 @@ def measure(files: int, commits: int, runs: int) -> dict[str, Any]:
             subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=repo, check=True,
                            capture_output=True)
             t0 = time.perf_counter()
-            record = launch_lane(repo, config, LaunchRequest(prompt=PROMPT, slug=f"b5-{i}", allow_load=True))
+            caps = {"allow_uncontained": True} if landlock == "off" else {}
+            record = launch_lane(repo, config, LaunchRequest(prompt=PROMPT, slug=f"b5-{i}", allow_load=True,
+                                                             caps=caps))
             returned_s.append(time.perf_counter() - t0)
             output = store.lane_paths(record.id).output
             end = t0 + 60
@@ -70,7 +74,8 @@ def measure(files: int, commits: int, runs: int) -> dict[str, Any]:
             print(f"run {i + 1}: raw {raw_s[-1]:.3f}s, lane {first_s[-1]:.3f}s "
                   f"(launch_lane {returned_s[-1]:.3f}s)", file=sys.stderr, flush=True)
     raw, lane = median(raw_s), median(first_s)
-    return {"files": files, "commits": commits, "runs": runs, "raw_s": raw_s, "launch_returned_s": returned_s,
+    return {"files": files, "commits": commits, "runs": runs, "landlock": landlock, "raw_s": raw_s,
+            "launch_returned_s": returned_s,
             "first_byte_s": first_s, "raw_median_s": raw, "launch_returned_median_s": median(returned_s),
             "first_byte_median_s": lane, "ratio": lane / raw}
 
@@ -86,8 +91,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--commits", type=int, default=1000)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--out", default=None)
+    p.add_argument("--landlock", choices=("on", "off"), default="on",
+                   help="off: the lanes run without the kernel's confinement (LANES_TUI_LANDLOCK=off)")
     args = p.parse_args(argv)
-    result = measure(args.files, args.commits, args.runs)
+    if args.landlock == "off":
+        os.environ["LANES_TUI_LANDLOCK"] = "off"  # the supervisors inherit it
+    result = measure(args.files, args.commits, args.runs, args.landlock)
     return publish("b5", vars(args), [result], HEADERS, row, args.out)
 
 
