@@ -28,7 +28,7 @@ import contextlib
 import ctypes
 import errno
 import os
-import platform
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,8 +108,8 @@ def probe() -> Probe:
     """Ask the kernel for its Landlock ABI; never raises."""
     if os.environ.get(ENV_SWITCH, "").strip().lower() in {"off", "0", "no", "false"}:
         return Probe(0, f"{ENV_SWITCH}=off")
-    if platform.system() != "Linux":
-        return Probe(0, f"Landlock is Linux-only; this is {platform.system()}")
+    if not sys.platform.startswith("linux"):
+        return Probe(0, f"Landlock is Linux-only; this is {sys.platform}")
     try:
         libc = _libc()
     except OSError as exc:  # pragma: no cover - a libc without `syscall`
