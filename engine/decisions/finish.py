@@ -29,13 +29,14 @@ from lanes_tui.engine.git.commands import git_out, list_worktrees, nul_list, run
 from lanes_tui.engine.git.lane_paths import LaneLocation, locate_lane, remove_lane_worktree
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.paths import StatePaths, worktree_path
+from lanes_tui.engine.state.seals import check_fix, seal_problem
 from lanes_tui.engine.state.store import LaneStore
 
 
 @dataclass(frozen=True)
 class Leftover:
     lane_id: str
-    kind: str  # LOCKED | DIRTY | UNMERGED | RUNNING | MISPLACED
+    kind: str  # LOCKED | DIRTY | UNMERGED | RUNNING | MISPLACED | CHANGED (lane.json not as lanes-tui wrote it)
     path: Path | None  # None: a `lane/` branch with no worktree
     fix: str
     branch: str = ""
@@ -60,6 +61,9 @@ def finish(repo: Path, config: Config) -> FinishReport:
         target = record.target_branch if record else (worktrees.current_branch(repo) or "HEAD")
         if record is not None and (record.state in LIVE_STATES or record.state == "checking"):
             leftovers.append(Leftover(lane_id, "RUNNING", entry.path, f"lanes-tui wait {lane_id}"))
+            continue
+        if record is not None and (changed := _changed_record(store, lane_id)):
+            leftovers.append(Leftover(lane_id, "CHANGED", entry.path, changed, entry.branch))
             continue
         if entry.locked:
             leftovers.append(Leftover(lane_id, "LOCKED", entry.path, f"git worktree unlock {entry.path}"))
@@ -137,6 +141,9 @@ def _branches_alone(repo: Path, store: LaneStore, records: dict[str, LaneRecord]
         if record is not None and (record.state in LIVE_STATES or record.state == "checking"):
             leftovers.append(Leftover(lane_id, "RUNNING", None, f"lanes-tui wait {lane_id}", branch))
             continue
+        if record is not None and (changed := _changed_record(store, lane_id)):
+            leftovers.append(Leftover(lane_id, "CHANGED", None, changed, branch))
+            continue
         target = record.target_branch if record else (worktrees.current_branch(repo) or "HEAD")
         proc = run_git(repo, "rev-parse", "--verify", "--quiet", f"{target}^{{commit}}", check=False)
         target_sha = proc.stdout.decode().strip()
@@ -158,6 +165,18 @@ def _branches_alone(repo: Path, store: LaneStore, records: dict[str, LaneRecord]
         removed.append(f"branch {branch}")
         if record is not None and record.state not in ("accepted", "abandoned"):
             store.transition(record, "abandoned", "finish: its work was already on the target; cleaned up")
+
+
+def _changed_record(store: LaneStore, lane_id: str) -> str:
+    """'' when lane.json is the one lanes-tui last wrote; else the problem and its fix. finish takes
+    the target and the state from the record, so a retargeted record could make unmerged work look
+    merged and have its branch deleted."""
+    problem = seal_problem(store.lane_paths(lane_id).record)
+    if problem is None:
+        return ""
+    if store.read(lane_id).state in ("accepted", "abandoned"):  # `check` refuses a decided lane
+        return f"{problem}; restore it, or remove the worktree and lane/{lane_id} by hand after a look"
+    return f"{problem}; {check_fix(lane_id)}"
 
 
 def _location(repo: Path, config: Config, lane_id: str, record: LaneRecord | None) -> LaneLocation:
