@@ -17,6 +17,7 @@ Hostile agents, each a real process in a real lane (issue 28, items 5 and 6):
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shlex
@@ -29,9 +30,13 @@ import pytest
 
 from lanes_tui.engine.core.clock import FakeClock
 from lanes_tui.engine.decisions.reconcile import reconcile
+from lanes_tui.engine.lanes.launcher import LaunchRequest
+from lanes_tui.engine.live.engine import Engine
 from lanes_tui.engine.procs import cgroup
+from lanes_tui.engine.state.events import LaneChanged
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.seals import seal_problem, write_sealed
+from lanes_tui.engine.state.status import LaneStatus
 from tests.conftest import git
 from tests.helpers import cli, status, wait_for, wait_state, write_config
 
@@ -295,6 +300,32 @@ def test_agent_that_stops_its_supervisor_is_unreachable_and_ended_past_its_deadl
     assert "wall-clock limit of 30s" in row["state_reason"] and "stopped" in row["state_reason"]
     receipt = _lane_dir(repo, lane) / "receipt.json"
     assert json.loads(receipt.read_text())["ended_by"] == "engine" and seal_problem(receipt) is None
+
+
+async def test_the_dashboards_watch_sees_a_stopped_supervisor(repo: Path, tmp_path: Path) -> None:
+    """No file changes when a supervisor is stopped and no pidfd fires: the watch's own look sees it."""
+    pidfile = tmp_path / "agent.pid"
+    write_config(repo, chains='backend = ["hostile"]', idle_timeout_s=600,
+                 extra=f'[providers.hostile]\nargv = {json.dumps(["{python}", "-c", STOPPER, str(pidfile)])}\n'
+                       'prompt = "stdin"\n')
+    engine = Engine(repo, poll_s=0.05)
+    await engine.start()
+    try:
+        seen = asyncio.create_task(_until_state(engine, "watched-a1", "unreachable"))
+        await asyncio.sleep(0)  # subscribed before the lane starts
+        await engine.run_lane(LaunchRequest(prompt="work", slug="watched"))
+        status_seen = await asyncio.wait_for(seen, 10)  # the watch reads supervisors' states once a second
+    finally:
+        await engine.aclose()
+    assert "is stopped" in status_seen.state_reason
+    assert cli(repo, "abandon", "watched-a1", "--force").returncode == 0
+
+
+async def _until_state(engine: Engine, lane_id: str, state: str) -> LaneStatus:
+    async for event in engine.events():
+        if isinstance(event, LaneChanged) and event.lane_id == lane_id and event.status.state == state:
+            return event.status
+    raise AssertionError("the engine's event stream ended")
 
 
 @pytest.mark.slow

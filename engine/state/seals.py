@@ -25,12 +25,12 @@ a changed one (deleting the seal must not be a way around it).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.core.atomic import write_bytes_atomic
+from lanes_tui.engine.core.digest import sha256_hex
 
 #: The records that are sealed: each is written by lanes-tui alone and read by a decisive step.
 SEALED = ("lane.json", "packet.json", "receipt.json")
@@ -43,7 +43,8 @@ def encode(value: Any) -> bytes:
 
 
 def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    """CPython's own sha256 (`core.digest`): a supervisor writes lane.json often and must not load OpenSSL."""
+    return sha256_hex(data)
 
 
 def seal_path(path: Path) -> Path:
