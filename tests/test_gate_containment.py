@@ -225,39 +225,45 @@ def test_forged_packet_from_an_escaped_daemon_is_refused_by_accept(repo: Path, t
 
 def test_a_hand_edited_record_is_kept_from_finish_and_accept_until_a_check(repo: Path) -> None:
     git(repo, "checkout", "-q", "-b", "programme")
+    git(repo, "branch", "other")
     write_config(repo)
-    proc = cli(repo, "run", "--prompt", "write feature.txt new\n", "--id", "edited", check=True)
+    proc = cli(repo, "run", "--prompt", "say nothing to merge\n", "--id", "edited", check=True)
     lane = proc.stdout.split()[-1]
     wait_state(repo, lane)
     record_path = _lane_dir(repo, lane) / "lane.json"
     record = json.loads(record_path.read_text())
-    record["scope"] = []  # e.g. a scope widened by hand or by a leftover process
-    record["target_branch"] = "other"  # retargeted
-    git(repo, "branch", "other")
+    record["scope"] = ["docs/"]  # e.g. a scope changed by hand or by a leftover process
+    record["target_branch"] = "other"  # retargeted: finish judges "merged" against it
     record_path.write_text(json.dumps(record))
     finish = json.loads(cli(repo, "finish", "--json", "--no-push").stdout)
     changed = [left for left in finish["leftovers"] if left["kind"] == "CHANGED"]
     assert changed and "lane.json was changed outside lanes-tui" in changed[0]["fix"], finish
+    assert Path(str(changed[0]["path"])).is_dir() and status(repo, lane)["state"] == "ready"  # nothing removed
     refused = cli(repo, "accept", lane)
-    assert refused.returncode != 0 and "lane.json" in refused.stderr
+    assert refused.returncode != 0 and "lane.json was changed outside lanes-tui" in refused.stderr
     checked = cli(repo, "check", lane)
     assert checked.returncode == 0, checked.stderr
-    assert "lane.json was changed outside lanes-tui" in checked.stdout + checked.stderr
+    assert "WARNING: " in checked.stdout and "lane.json was changed outside lanes-tui" in checked.stdout
     assert seal_problem(record_path) is None
 
 
 def test_seals_catch_an_edit_a_missing_seal_and_a_torn_write(tmp_path: Path) -> None:
     lane_dir = tmp_path / "state" / "lanes" / "seal-a1"
     path = lane_dir / "packet.json"
+    seal = tmp_path / "state" / "seals" / "seal-a1" / "packet.json.sha256"
     assert seal_problem(path) is None  # nothing written yet: nothing to check
-    write_sealed(path, {"gates_status": "failed"})
-    assert seal_problem(path) is None
-    assert (tmp_path / "state" / "seals" / "seal-a1" / "packet.json.sha256").exists()
+    write_sealed(path, {"gates_status": "failed", "next": "redo"})
+    assert seal_problem(path) is None and seal.exists()
     path.write_text(path.read_text().replace("failed", "passed"))
     assert "changed outside lanes-tui" in str(seal_problem(path))
-    write_sealed(path, {"gates_status": "passed"})
-    (tmp_path / "state" / "seals" / "seal-a1" / "packet.json.sha256").unlink()
+    path.write_text(json.dumps({"next": "redo", "gates_status": "failed"}))  # put back: the same content
+    assert seal_problem(path) is None
+    path.write_text("{ torn")
+    assert "changed outside lanes-tui" in str(seal_problem(path))
+    seal.unlink()
     assert "has no seal" in str(seal_problem(path))
+    seal.parent.rmdir()  # a lane no lanes-tui with seals wrote: nothing to compare with
+    assert seal_problem(path) is None
 
 
 # --- a stopped or killed supervisor is seen --------------------------------------------------------

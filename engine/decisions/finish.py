@@ -62,9 +62,6 @@ def finish(repo: Path, config: Config) -> FinishReport:
         if record is not None and (record.state in LIVE_STATES or record.state == "checking"):
             leftovers.append(Leftover(lane_id, "RUNNING", entry.path, f"lanes-tui wait {lane_id}"))
             continue
-        if record is not None and (changed := _changed_record(store, lane_id)):
-            leftovers.append(Leftover(lane_id, "CHANGED", entry.path, changed, entry.branch))
-            continue
         if entry.locked:
             leftovers.append(Leftover(lane_id, "LOCKED", entry.path, f"git worktree unlock {entry.path}"))
             continue
@@ -87,6 +84,9 @@ def finish(repo: Path, config: Config) -> FinishReport:
             leftovers.append(Leftover(lane_id, "MISPLACED", entry.path,
                                       f"git has {entry.branch} in {entry.path}, not in the lane's folder "
                                       f"{location.worktree}; `git worktree move` it there, or remove it by hand"))
+            continue
+        if record is not None and (changed := _changed_record(store, lane_id)):  # before anything is removed
+            leftovers.append(Leftover(lane_id, "CHANGED", entry.path, changed, entry.branch))
             continue
         try:
             removed.extend(remove_lane_worktree(location))
@@ -141,9 +141,6 @@ def _branches_alone(repo: Path, store: LaneStore, records: dict[str, LaneRecord]
         if record is not None and (record.state in LIVE_STATES or record.state == "checking"):
             leftovers.append(Leftover(lane_id, "RUNNING", None, f"lanes-tui wait {lane_id}", branch))
             continue
-        if record is not None and (changed := _changed_record(store, lane_id)):
-            leftovers.append(Leftover(lane_id, "CHANGED", None, changed, branch))
-            continue
         target = record.target_branch if record else (worktrees.current_branch(repo) or "HEAD")
         proc = run_git(repo, "rev-parse", "--verify", "--quiet", f"{target}^{{commit}}", check=False)
         target_sha = proc.stdout.decode().strip()
@@ -151,6 +148,9 @@ def _branches_alone(repo: Path, store: LaneStore, records: dict[str, LaneRecord]
             fix = (f"lanes-tui accept {lane_id}  (or: lanes-tui abandon {lane_id} --force)" if record is not None
                    else f"merge it, or delete it: git branch -D {branch}")
             leftovers.append(Leftover(lane_id, "UNMERGED", None, fix, branch))
+            continue
+        if record is not None and (changed := _changed_record(store, lane_id)):  # its target said "merged"
+            leftovers.append(Leftover(lane_id, "CHANGED", None, changed, branch))
             continue
         holder = next((e.path for e in list_worktrees(repo) if e.branch == branch), None)
         if holder is not None:  # checked out since the listing above: never deleted from under anyone

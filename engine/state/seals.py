@@ -17,10 +17,15 @@ included, is not writable by lane processes at all; and the gates' and agents' c
 before a check or a lane ends (`procs.gate_scope`, `supervisor.containment`), so nothing of the lane
 is left running to try. The seal is the second line behind those.
 
+The seal is over the content, not the bytes: the JSON is read and encoded the one way lanes-tui
+writes it, so a value edited and then put back exactly as it was is the same record again.
+
 Order and failure: the file first, then its seal. A writer killed between the two leaves a file
 whose seal is older: that reads as changed, and is refused until `check` writes both again (the
 safe side). A file that does not exist has nothing to check; a file without a seal is refused like
-a changed one (deleting the seal must not be a way around it).
+a changed one, except in a lane that has no seal at all: one written by a lanes-tui from before
+seals, whose records were never sealed (an agent that could delete the folder could as well have
+rewritten the seals; under Landlock it can do neither).
 """
 
 from __future__ import annotations
@@ -60,14 +65,18 @@ def write_sealed(path: Path, value: Any) -> None:
     write_bytes_atomic(seal_path(path), f"sha256 {digest(data)}\n".encode("ascii"))
 
 
-def reseal(path: Path) -> None:
-    """Seal the file as it is now: for a writer that had to write it another way (none today)."""
-    write_bytes_atomic(seal_path(path), f"sha256 {digest(path.read_bytes())}\n".encode("ascii"))
+def content_digest(data: bytes) -> str:
+    """The digest of a record's content as lanes-tui would write it (of the raw bytes when it is not
+    JSON at all: then it matches no seal)."""
+    try:
+        return digest(encode(json.loads(data)))
+    except (ValueError, RecursionError):
+        return digest(data)
 
 
 def seal_problem(path: Path) -> str | None:
-    """None when the file is the one lanes-tui last wrote (or there is no file); else what is wrong,
-    as the start of a sentence naming the file."""
+    """None when the file is the one lanes-tui last wrote (or there is no file, or the lane is from
+    before seals); else what is wrong, as the start of a sentence naming the file."""
     try:
         data = path.read_bytes()
     except FileNotFoundError:
@@ -77,10 +86,12 @@ def seal_problem(path: Path) -> str | None:
     try:
         seal = seal_path(path).read_text(encoding="ascii", errors="replace").split()
     except FileNotFoundError:
+        if not seal_path(path).parent.exists():
+            return None  # a lane no lanes-tui with seals ever wrote
         return f"{path} has no seal ({seal_path(path)} is missing): it was not written by lanes-tui"
     except OSError as exc:
         return f"{path}'s seal cannot be read ({exc.strerror})"
-    if len(seal) != 2 or seal[0] != "sha256" or seal[1] != digest(data):
+    if len(seal) != 2 or seal[0] != "sha256" or seal[1] != content_digest(data):
         return (f"{path} was changed outside lanes-tui (its sha256 is not the one lanes-tui last wrote "
                 f"in {seal_path(path)})")
     return None
