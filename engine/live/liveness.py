@@ -83,15 +83,16 @@ class SupervisorLiveness:
         return dead
 
     def poll_stopped(self) -> set[str]:
-        """Lanes whose supervisor is stopped now (state T or t: a pidfd says nothing of a SIGSTOP),
-        or was at the last poll and runs again: reconcile marks the first `unreachable`, keeps their
-        deadline, and restores the second. One `/proc/<pid>/stat` read per tracked supervisor."""
+        """Lanes whose supervisor was stopped since the last poll (state T or t: a pidfd says nothing
+        of a SIGSTOP), or runs again: reconcile marks the first `unreachable` and restores the second;
+        a stopped lane's deadline is kept by the engine's regular reconcile. One `/proc/<pid>/stat`
+        read per tracked supervisor."""
         now = set()
         for lane_id, key in self._keys.items():
             stat = read_stat(key.pid)
             if stat is not None and stat.state in ("T", "t") and abs(stat.create_time - key.create_time) <= 0.05:
                 now.add(lane_id)
-        changed = now | (self._stopped - now)
+        changed = now ^ self._stopped
         self._stopped = now
         return changed
 

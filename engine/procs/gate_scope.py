@@ -57,7 +57,8 @@ class Swept:
     def describe(self) -> str:
         left = (f"stopped {len(self.pids)} process(es) it left behind (pids {' '.join(map(str, self.pids))})"
                 if self.pids else "nothing left behind")
-        return f"contained by {self.mechanism}: {left}"
+        how = self.mechanism if self.mechanism != "none" else f"the process group and the {GATE_ENV} marker (no cgroup)"
+        return f"contained by {how}: {left}"
 
 
 @dataclass
