@@ -349,6 +349,18 @@ def test_a_supervisor_let_go_again_takes_its_lane_back(repo: Path, tmp_path: Pat
     assert not _alive(int(pidfile.read_text()))
 
 
+def test_a_stopped_supervisor_killed_afterwards_leaves_its_lane_lost(repo: Path, tmp_path: Path) -> None:
+    lane, pidfile = _agent_lane(repo, tmp_path, STOPPER, "stopkill")
+    wait_for(pidfile.exists, timeout=30)
+    agent = int(pidfile.read_text())
+    assert status(repo, lane)["state"] == "unreachable"
+    os.kill(_supervisor_pid(repo, lane), signal.SIGKILL)
+    row = wait_for(lambda: (r := status(repo, lane))["state"] != "unreachable" and r, timeout=10)
+    assert row["state"] == "lost" and "left no receipt" in row["state_reason"], row
+    assert cli(repo, "check", lane).returncode == 0  # stops the orphaned agent first
+    assert not _alive(agent)
+
+
 @pytest.mark.slow
 def test_a_stopped_supervisor_is_ended_by_abandon_without_its_grace(repo: Path, tmp_path: Path) -> None:
     lane, pidfile = _agent_lane(repo, tmp_path, STOPPER, "halted")

@@ -1,12 +1,14 @@
-"""Rebuild lane states from disk: receipts, supervisor pids and their start times.
+"""Rebuild lane states from disk: receipts, supervisor pids, their start times and their state letters.
 
 Run on every engine start and by `status`: a lane whose supervisor is gone is either finished (its
 receipt says how) or `lost`; a `checking` lane whose checker is gone had its check interrupted (its
 gates are stopped and it goes back to `exited`). A corrupt record is skipped, never fatal for all.
 A pid alone proves nothing, since pids are recycled; the supervisor's recorded create time must
-match too. Only a local lane (`record.runner == "local"`) is judged here: a Ray lane has no supervisor
-on this machine by design, and its runner (`RemoteRunner.sync`) says whether it is alive, unreachable
-or lost.
+match too. A supervisor that lives but is stopped (state T) makes its lane `unreachable`, and a lane
+whose supervisor is stopped or gone is ended here once its wall-clock limit has passed
+(`decisions.deadlines`). A receipt is believed only with its seal (`state.seals`). Only a local
+lane (`record.runner == "local"`) is judged here: a Ray lane has no supervisor on this machine by
+design, and its runner (`RemoteRunner.sync`) says whether it is alive, unreachable or lost.
 """
 
 from __future__ import annotations
@@ -81,10 +83,12 @@ def reconcile(repo: Path, clock: Clock | None = None) -> list[Reconciled]:
 
 def reconcile_lane(repo: Path, store: LaneStore, record: LaneRecord, *,
                    lock_held: bool = False) -> Reconciled | None:
-    """Settle one lane whose supervisor is gone. The lane's lock is taken for the repair, so no
-    check or accept starts half-way through it; a lane someone holds (a check or an accept runs
-    its gates outside the supervisor) is left alone. `lock_held`: the caller (recover) holds it —
-    it used to be taken for a busy lane, so recover never settled the lane it was inspecting.
+    """Settle one lane whose supervisor is gone or stopped (`unreachable`, and back when it runs
+    again), or whose wall-clock limit passed with nobody to keep it (`decisions.deadlines`). The
+    lane's lock is taken for the repair, so no check or accept starts half-way through it; a lane
+    someone holds (a check or an accept runs its gates outside the supervisor) is left alone.
+    `lock_held`: the caller (recover) holds it — it used to be taken for a busy lane, so recover
+    never settled the lane it was inspecting.
     """
     if not judged_locally(record):
         return None
@@ -126,11 +130,10 @@ def _settle(repo: Path, store: LaneStore, record: LaneRecord) -> Reconciled | No
     lane = store.lane_paths(record.id)
     if record.providers_tried and (change := _overdue(repo, store, record, "gone")) is not None:
         return change  # its agent may still run: the limit the supervisor kept ends it now
-    if before == UNREACHABLE:  # stopped, then killed: judged by what it was doing when stopped
-        record.state = state_before(store, record.id)
-    if before == "checking":
+    judged = state_before(store, record.id) if before == UNREACHABLE else before  # stopped, then killed
+    if judged == "checking":
         return _interrupted_check(repo, store, record)
-    if before == "reviewing":
+    if judged == "reviewing":
         return _interrupted_review(repo, store, record)
     try:
         receipt = read_json(lane.receipt)
