@@ -27,6 +27,7 @@ CATEGORIES: dict[str, str] = {
     "tests/test_secrets.py": "secrets and file modes",
     "tests/test_cgroup.py": "escaped processes",
     "tests/test_landlock.py": "kernel confinement of a lane's writes and signals",
+    "tests/test_gate_containment.py": "gates, forged records and stopped supervisors",
     "tests/test_lead_only.py": "lead-only commands",
     "tests/test_state_faults.py": "bad records, killed commands, full disks",
     "tests/test_crash_points.py": "kill -9 at every step of run and check",

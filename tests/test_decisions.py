@@ -144,6 +144,10 @@ def test_protected_target_and_dirty_checkout_are_refused(repo: Path) -> None:
     record = json.loads(store_record.read_text())
     record["target_branch"] = "programme"
     store_record.write_text(json.dumps(record))
+    # A record edited by hand is refused until a check writes it again (its seal: docs/reliability.md).
+    edited = cli(repo, "accept", lane)
+    assert edited.returncode != 0 and "lane.json was changed outside lanes-tui" in edited.stderr
+    assert cli(repo, "check", lane).returncode == 0
     (repo / "calc.py").write_text("# the lead's own unsaved edit\n")
     refused = cli(repo, "accept", lane)
     assert refused.returncode != 0 and "uncommitted changes" in refused.stderr and "calc.py" in refused.stderr

@@ -5,7 +5,8 @@ project's venv, detected commands, timeouts), `gate_log` (progress lines and eac
 `shared_envs` (the digest of shared virtualenvs a lane must not change), `packet` (the result record), `check`
 (gates → packet → ready / rejected), `accept`, `accept_plan` and `accept_journal` (the guarded,
 journalled accept, and the journals it could not finish), `abandon`, `recover`, `finish`,
-`reconcile` (state rebuilt from receipts after a restart), `scope` (files a lane changed outside its
+`reconcile` (state rebuilt from receipts after a restart), `deadlines` (a stopped supervisor's lane
+`unreachable`, and the wall-clock limit kept when the supervisor cannot), `scope` (files a lane changed outside its
 ticket's scope), `review_verdict` (who reviews a lane across model families, and the verdict read
 from the reviewer's output), `lane_diff` (the lane's scoped diff with per-file digests: what a
 reviewer and accept see), `review_prompt` (the reviewer's prompt, the text of its output, its

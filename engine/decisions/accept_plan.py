@@ -27,6 +27,7 @@ from lanes_tui.engine.git.commands import git_out, list_worktrees, nul_list, run
 from lanes_tui.engine.git.lane_paths import LaneLocation, locate_lane, working_tree
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.paths import LanePaths, StatePaths
+from lanes_tui.engine.state.seals import check_fix, seal_problem
 from lanes_tui.engine.state.store import LaneStore
 
 #: States from which an accept may go ahead with `--override REASON`.
@@ -159,6 +160,7 @@ def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | Non
     if target in config.lanes.protected_branches:
         refusals.append(f"the target branch {target!r} is protected (lanes.protected_branches); "
                         "accept into a programme branch, or change the config")
+    check_seals(plan.refusals, store.lane_paths(lane_id), lane_id)  # last: a more exact refusal reads first
     if refusals:
         return plan
     if packet:
@@ -218,6 +220,7 @@ def plan_remote_accept(repo: Path, config: Config, record: LaneRecord, *, overri
                         "accept into a programme branch, or change the config")
     if target_sha and record.base_sha and target_sha != record.base_sha:
         refusals.append(target_moved(record, target_sha))
+    check_seals(refusals, StatePaths(repo).lane(record.id), record.id)  # the mirror's copies, as written here
     if packet and not files and not refusals:
         refusals.append(f"nothing to merge: abandon it (`lanes-tui abandon {record.id}`)")
     plan.outside_scope = outside_scope(files, plan.scope)
@@ -335,6 +338,15 @@ def _check_journal(plan: AcceptPlan, lane: LanePaths) -> None:
     else:
         plan.refusals.append("an interrupted accept of this lane is not finished yet; `lanes-tui status` finishes "
                              "or rolls it back")
+
+
+def check_seals(refusals: list[str], lane: LanePaths, lane_id: str) -> None:
+    """The packet and the record must be the ones lanes-tui last wrote (`state.seals`): a gate's
+    daemon or a hand edit that flipped `gates_status` or retargeted the lane is refused here."""
+    for path in (lane.packet, lane.record):
+        problem = seal_problem(path)
+        if problem is not None:
+            refusals.append(f"{problem}; {check_fix(lane_id)}")
 
 
 def checkout_of(repo: Path, branch: str) -> Path | None:

@@ -24,9 +24,11 @@ from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.caps import lane_caps
 from lanes_tui.engine.lanes.confine import confine, provider_writable
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
-from lanes_tui.engine.lanes.launcher import supervisor_alive
+from lanes_tui.engine.lanes.launcher import stop_leftovers_now, supervisor_alive
+from lanes_tui.engine.procs.gate_scope import GateScope
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
-from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.paths import StatePaths, repo_key
+from lanes_tui.engine.state.seals import seal_problem
 from lanes_tui.engine.state.store import LaneStore, lane_operation
 
 #: States whose worktree the lead may check again.
@@ -51,13 +53,18 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
         return _not_gated(store, record, exc, clock)
     gates = []
     warnings: list[str] = []
+    contained: dict[str, str] | None = None
+    changed = seal_problem(lane.record)
+    if changed:  # this check writes the record again, sealed: the lead is told what it carried over
+        warnings.append(f"{changed}; this check kept its fields: look at `lanes-tui status {record.id} --json`")
     if record.result == "OK" or by_lead:
         store.transition(record, "checking", "running the gates")
         crash_point("check:checking")  # tests kill -9 `check` at each step (LANES_TUI_CRASH_AT)
         env = lane_environment(os.environ, lane_id=record.id, attempt=record.attempt, state_dir=paths.state,
                                worktree=worktree, bin_dir=ensure_cli_shim(paths.bin).parent,
                                allow=config.gates.env)  # the base set and [gates] env: no provider's keys
-        steps, warnings = plan_gates(repo, worktree, config.gates)  # the project's venv, detected commands
+        steps, planned = plan_gates(repo, worktree, config.gates)  # the project's venv, detected commands
+        warnings += planned
         try:  # the gates run under the lane's kernel fence, with a TMPDIR of their own (`lanes.confine`)
             fence = confine(repo, record.id, worktree, kind="gates", allowed_uncontained=lane_caps(
                 config.lanes, record.caps).allow_uncontained, writable=provider_writable(config.gates.writable, env))
@@ -72,16 +79,23 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
             append_output(lane.output, line)
             store.event(record.id, "gate", line=line, **fields)
 
+        # The gates' own cgroup (or the fallback's marker): when run_gates returns, nothing they started runs.
+        scope = GateScope.create(repo_key(repo), record.id)
+        contained = scope.describe()
+        restrict = fence.preexec()  # the kernel's fence, after the cgroup join
         try:
             gates = await run_gates(worktree, config.gates, env=env,
                                     holder={"lane": record.id, "repo": str(repo)}, clock=clock or RealClock(),
                                     running_file=lane.dir / RUNNING_FILE,  # found again if this check dies
                                     steps=steps, venv=project_venv(repo, config.gates, worktree),
-                                    log_dir=lane.dir, progress=progress, preexec=fence.preexec())
+                                    log_dir=lane.dir, progress=progress, scope=scope,
+                                    preexec=(restrict,) if restrict else ())
         finally:
             fence.close()
         crash_point("check:gates")
     packet = build_packet(record, gates, clock=clock, previous=read_packet(lane), worktree=worktree)
+    if contained is not None and gates:
+        packet["gate_containment"] = contained
     packet["warnings"] = warnings + lead_checkout.changed_since(repo, record.id,
                                                                 location.origin and location.origin.lead_checkout)
     if packet["outside_scope"]:  # `check` prints the warnings: the lead learns it before trying to accept
@@ -121,12 +135,20 @@ async def check_lane(repo: Path, config: Config, lane_id: str, *, clock: Clock |
 async def _check_lane(repo: Path, config: Config, lane_id: str, clock: Clock | None) -> dict[str, object]:
     store = LaneStore(StatePaths(repo), clock)
     record = store.read(lane_id)
-    if record.state in LIVE_STATES or record.state == "checking":
+    if record.state == "unreachable" and record.runner == "local":
+        raise LanesError(f"lane {lane_id} is unreachable: {record.state_reason}",
+                         f"end it first (`lanes-tui abandon {lane_id} --force`), or let its supervisor go on")
+    if record.state in LIVE_STATES or record.state == "checking" or record.state == "lost":
         if supervisor_alive(repo, lane_id):
             raise LanesError(f"lane {lane_id} is still {record.state}",
                              f"wait for it (`lanes-tui wait {lane_id}`) or stop it first")
-        # An interrupted check's gates may still run: stop them before running the gates again.
-        await asyncio.to_thread(stop_leftover_gates, store.lane_paths(lane_id).dir)
+        # What the lane left running is stopped before anything is judged: an interrupted check's
+        # gates, and a lost lane's agent (its cgroup, its marked processes), which would otherwise
+        # go on writing in the worktree the gates are about to judge.
+        await asyncio.to_thread(stop_leftover_gates, store.lane_paths(lane_id).dir, repo_key(repo))
+        stopped = await asyncio.to_thread(stop_leftovers_now, repo, lane_id)
+        if stopped:
+            store.event(lane_id, "leftovers-stopped", pids=stopped, by="check")
     elif record.state not in CHECKABLE:
         raise LanesError(f"lane {lane_id} is {record.state}; there is nothing left to check")
     # gate_lane refuses a worktree that is gone, or that lane.json names wrongly.

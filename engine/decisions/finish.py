@@ -29,13 +29,14 @@ from lanes_tui.engine.git.commands import git_out, list_worktrees, nul_list, run
 from lanes_tui.engine.git.lane_paths import LaneLocation, locate_lane, remove_lane_worktree
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.paths import StatePaths, worktree_path
+from lanes_tui.engine.state.seals import check_fix, seal_problem
 from lanes_tui.engine.state.store import LaneStore
 
 
 @dataclass(frozen=True)
 class Leftover:
     lane_id: str
-    kind: str  # LOCKED | DIRTY | UNMERGED | RUNNING | MISPLACED
+    kind: str  # LOCKED | DIRTY | UNMERGED | RUNNING | MISPLACED | CHANGED (lane.json not as lanes-tui wrote it)
     path: Path | None  # None: a `lane/` branch with no worktree
     fix: str
     branch: str = ""
@@ -83,6 +84,9 @@ def finish(repo: Path, config: Config) -> FinishReport:
             leftovers.append(Leftover(lane_id, "MISPLACED", entry.path,
                                       f"git has {entry.branch} in {entry.path}, not in the lane's folder "
                                       f"{location.worktree}; `git worktree move` it there, or remove it by hand"))
+            continue
+        if record is not None and (changed := _changed_record(store, lane_id)):  # before anything is removed
+            leftovers.append(Leftover(lane_id, "CHANGED", entry.path, changed, entry.branch))
             continue
         try:
             removed.extend(remove_lane_worktree(location))
@@ -145,6 +149,9 @@ def _branches_alone(repo: Path, store: LaneStore, records: dict[str, LaneRecord]
                    else f"merge it, or delete it: git branch -D {branch}")
             leftovers.append(Leftover(lane_id, "UNMERGED", None, fix, branch))
             continue
+        if record is not None and (changed := _changed_record(store, lane_id)):  # its target said "merged"
+            leftovers.append(Leftover(lane_id, "CHANGED", None, changed, branch))
+            continue
         holder = next((e.path for e in list_worktrees(repo) if e.branch == branch), None)
         if holder is not None:  # checked out since the listing above: never deleted from under anyone
             leftovers.append(Leftover(lane_id, "LOCKED", holder, f"{branch} is checked out in {holder}", branch))
@@ -158,6 +165,18 @@ def _branches_alone(repo: Path, store: LaneStore, records: dict[str, LaneRecord]
         removed.append(f"branch {branch}")
         if record is not None and record.state not in ("accepted", "abandoned"):
             store.transition(record, "abandoned", "finish: its work was already on the target; cleaned up")
+
+
+def _changed_record(store: LaneStore, lane_id: str) -> str:
+    """'' when lane.json is the one lanes-tui last wrote; else the problem and its fix. finish takes
+    the target and the state from the record, so a retargeted record could make unmerged work look
+    merged and have its branch deleted."""
+    problem = seal_problem(store.lane_paths(lane_id).record)
+    if problem is None:
+        return ""
+    if store.read(lane_id).state in ("accepted", "abandoned"):  # `check` refuses a decided lane
+        return f"{problem}; restore it, or remove the worktree and lane/{lane_id} by hand after a look"
+    return f"{problem}; {check_fix(lane_id)}"
 
 
 def _location(repo: Path, config: Config, lane_id: str, record: LaneRecord | None) -> LaneLocation:

@@ -22,7 +22,7 @@ import shlex
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,15 @@ from lanes_tui.engine.decisions.gate_log import Progress, StepLog, duration_text
 from lanes_tui.engine.decisions.gate_plan import PlannedGate, gate_environment, plan_gates, project_venv
 from lanes_tui.engine.lanes.heavy import HEAVY_SLOT_ENV
 from lanes_tui.engine.lanes.heavy import load_limit as heavy_load_limit
-from lanes_tui.engine.procs.process import ProcessHandle, ProcessRequest, ProcKey, StopDeadlines, stop_group_now
+from lanes_tui.engine.procs.gate_scope import GateScope
+from lanes_tui.engine.procs.process import (
+    ProcessHandle,
+    ProcessRequest,
+    ProcKey,
+    StopDeadlines,
+    chain_preexec,
+    stop_group_now,
+)
 from lanes_tui.engine.state.paths import heavy_slot_dir
 
 log = logging.getLogger(__name__)
@@ -64,6 +72,10 @@ class GateResult:
     shown: str = ""
     timeout_s: float = 0.0
     log: str = ""
+    #: What held the gate's processes (`cgroup-v2`, `cgroup-v1`, `none`: `procs.gate_scope`), and the
+    #: pids it found still running when the gate returned (a daemon it started), all stopped then.
+    containment: str = ""
+    left_behind: tuple[int, ...] = ()
 
     @property
     def label(self) -> str:
@@ -106,27 +118,37 @@ async def run_gates(worktree: Path, gates: GatesConfig, *, env: Mapping[str, str
                     load_limit: float | None = None, running_file: Path | None = None,
                     steps: list[PlannedGate] | None = None, venv: Path | None = None,
                     log_dir: Path | None = None, progress: Progress | None = None,
-                    preexec: Callable[[], None] | None = None) -> list[GateResult]:
+                    scope: GateScope | None = None, preexec: Sequence[Callable[[], None]] = ()
+                    ) -> list[GateResult]:
     """Run every gate in order inside one heavy slot; the first failure does not skip the rest.
 
     `steps` are the planned steps (`gate_plan.plan_gates`; planned here from `gates` with the
     worktree as the repository when not given), run in `venv`. With `running_file`, the commands and
     each gate's process are noted there while they run; with `log_dir`, each step's whole output is
-    kept in `log_dir/gates/NAME.log`; `progress` hears each step start and end. `preexec` runs in each
-    gate's process before exec: the lane's Landlock ruleset (`lanes.confine`).
+    kept in `log_dir/gates/NAME.log`; `progress` hears each step start and end.
+
+    `scope` holds the gates' processes (`procs.gate_scope`: the check's cgroup, or the fallback's
+    marker; a marker-only scope when none is given) and is closed here: when this returns, nothing
+    any gate started is running. `preexec` runs in each gate's child after the cgroup join (a kernel
+    ruleset that confines it).
     """
     if steps is None:
         steps = plan_gates(worktree, worktree, gates)[0]
         venv = project_venv(worktree, gates, worktree)
-    if not steps:
-        return []
-    run = _Run(env, venv, log_dir, progress, preexec)
-    if running_file is None:
-        return await _run_gates(worktree, gates, steps, run, holder, clock, slot_dir, load_limit, None)
-    write_json_atomic(running_file, {"commands": [s.command for s in steps], "pid": None})
-    results = await _run_gates(worktree, gates, steps, run, holder, clock, slot_dir, load_limit, running_file)
-    running_file.unlink(missing_ok=True)  # kept when the gates did not finish: reconcile reads it
-    return results
+    scope = scope or GateScope.create(None, None)
+    try:
+        if not steps:
+            return []
+        run = _Run(env, venv, log_dir, progress, scope, tuple(preexec))
+        if running_file is None:
+            return await _run_gates(worktree, gates, steps, run, holder, clock, slot_dir, load_limit, None)
+        write_json_atomic(running_file, {"commands": [s.command for s in steps], "pid": None,
+                                         "scope": scope.to_json()})
+        results = await _run_gates(worktree, gates, steps, run, holder, clock, slot_dir, load_limit, running_file)
+        running_file.unlink(missing_ok=True)  # kept when the gates did not finish: reconcile reads it
+        return results
+    finally:
+        await asyncio.shield(asyncio.to_thread(scope.close))
 
 
 @dataclass(frozen=True)
@@ -137,8 +159,9 @@ class _Run:
     venv: Path | None
     log_dir: Path | None
     progress: Progress | None
-    #: Run in each gate's child before exec (the lane's confinement), or None.
-    preexec: Callable[[], None] | None = None
+    #: The check's scope (None: a marker-only one per step) and what else runs before each gate's exec.
+    scope: GateScope | None = None
+    preexec: tuple[Callable[[], None], ...] = ()
 
 
 async def _run_gates(worktree: Path, gates: GatesConfig, steps: list[PlannedGate], run: _Run,
@@ -171,12 +194,13 @@ async def _run_gates(worktree: Path, gates: GatesConfig, steps: list[PlannedGate
                 for step in steps]
 
 
-def stop_leftover_gates(lane_dir: Path) -> tuple[list[str], list[int]]:
-    """After a check died: (the commands it was running, the pids of the gate group stopped).
+def stop_leftover_gates(lane_dir: Path, repo_key: str | None = None) -> tuple[list[str], list[int]]:
+    """After a check died: (the commands it was running, the pids of the gate processes stopped).
 
     Gates run in their own process group, so killing the check leaves them running; the running
-    file names the gate's leader by (pid, create time), so a recycled pid is never signalled.
-    The file is removed once its gate is gone.
+    file names the gate's leader by (pid, create time), so a recycled pid is never signalled, and
+    the check's scope (its gate cgroup, checked against its derived shape, and its marker), so a
+    daemon a gate started is stopped too. The file is removed once its gates are gone.
     """
     path = lane_dir / RUNNING_FILE
     try:
@@ -188,8 +212,12 @@ def stop_leftover_gates(lane_dir: Path) -> tuple[list[str], list[int]]:
     stopped: list[int] = []
     with contextlib.suppress(KeyError, TypeError, ValueError):
         stopped = stop_group_now(ProcKey(int(data["pid"]), float(data["create_time"])))
+    scope = GateScope.from_json(data.get("scope"), repo_key, lane_dir.name)
+    if scope is not None:
+        stopped += scope.sweep(None).pids
+        scope.close()
     path.unlink(missing_ok=True)
-    return commands, stopped
+    return commands, sorted(set(stopped))
 
 
 async def run_gate(worktree: Path, command: str, *, env: Mapping[str, str], timeout_s: float,
@@ -202,8 +230,12 @@ async def run_gate(worktree: Path, command: str, *, env: Mapping[str, str], time
     except ValueError as exc:
         argv, problem = (), f"cannot parse the gate command: {exc}"
     step = PlannedGate(command, command, argv, timeout_s, {}, problem)
-    return await run_step(worktree, step, run=_Run(env, None, None, None), clock=clock,
-                          running_file=running_file, commands=commands)
+    scope = GateScope.create(None, None)
+    try:
+        return await run_step(worktree, step, run=_Run(env, None, None, None, scope), clock=clock,
+                              running_file=running_file, commands=commands)
+    finally:
+        scope.close()
 
 
 async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock, running_file: Path | None = None,
@@ -214,16 +246,21 @@ async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock
     started = time.monotonic()
     argv = list(step.argv)
 
+    scope = run.scope or GateScope.create(None, None)
+    swept = None
+
     def result(status: str, code: int | None, text: str, log: str = "") -> GateResult:
         return GateResult(command, status, code, text, round(time.monotonic() - started, 3), started_wall,
-                          step.name, step.shown, timeout_s, log)
+                          step.name, step.shown, timeout_s, log, scope.mechanism,
+                          tuple(swept.pids) if swept is not None else ())
 
     if step.problem or not argv:
         return result("failed", None, step.problem or "empty gate command")
-    env = gate_environment({**run.env, **step.env}, run.venv)
+    env = {**gate_environment({**run.env, **step.env}, run.venv), **scope.env()}
     _say(run, step.name, f"start (limit {duration_text(timeout_s)})", status="start", limit_s=timeout_s)
     try:
-        request = ProcessRequest(argv, worktree, env, stdin_pipe=False, name=f"gate {argv[0]}", preexec=run.preexec)
+        request = ProcessRequest(argv, worktree, env, stdin_pipe=False, name=f"gate {argv[0]}",
+                                 preexec=chain_preexec(scope.preexec(), *run.preexec))  # the join first
         handle = await ProcessHandle.start(request)
     except (OSError, subprocess.SubprocessError) as exc:  # SubprocessError: its confinement failed
         _say(run, step.name, "could not start", status="failed")
@@ -235,9 +272,11 @@ async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock
     if running_file is not None:
         try:
             write_json_atomic(running_file, {"commands": list(commands), "command": command,
-                                             "pid": handle.pid, "create_time": handle.key.create_time})
+                                             "pid": handle.pid, "create_time": handle.key.create_time,
+                                             "scope": scope.to_json()})
         except BaseException:  # a gate nobody could find again must not run on
             await asyncio.shield(handle.stop(StopDeadlines(steps=("sigterm", "sigkill"))))
+            scope.sweep(handle.pgid)
             raise
     tail = bytearray()
 
@@ -257,6 +296,7 @@ async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock
         code = await handle.wait(timeout_s)
     except asyncio.CancelledError:  # the lane was stopped mid-check: never leave the gate running
         await asyncio.shield(handle.stop(StopDeadlines(steps=("sigterm", "sigkill"))))
+        scope.sweep(handle.pgid)  # and nothing it started
         readers.cancel()
         if kept is not None:
             kept.close("[lanes-tui: stopped by the lead]")
@@ -265,6 +305,9 @@ async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock
     if code is None:
         await handle.stop(StopDeadlines(steps=("sigterm", "sigkill"), sigterm=5.0, sigkill=5.0))
         status = "timeout"
+    # Whatever the gate started is stopped now, daemons included (before its output is drained: a
+    # daemon holding the gate's stdout open would keep the pipe from ending).
+    swept = await asyncio.to_thread(scope.sweep, handle.pgid)
     await asyncio.wait_for(readers, 10.0)
     text = bytes(tail[-TAIL_BYTES:]).decode("utf-8", errors="replace")
     if status != "timeout":
@@ -275,6 +318,7 @@ async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock
     exit_code = handle.proc.returncode if status != "timeout" else None
     took = duration_text(time.monotonic() - started)
     ending = f"timed out after {took}" if status == "timeout" else f"done in {took} (exit {exit_code})"
+    ending += f"; {swept.describe()}"
     if kept is not None:
         with contextlib.suppress(OSError):
             kept.close(f"[lanes-tui: {step.name} {ending}]")

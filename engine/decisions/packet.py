@@ -9,13 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lanes_tui.engine.core.atomic import read_json, write_json_atomic
+from lanes_tui.engine.core.atomic import read_json
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.decisions.gates import GateResult, summarise
 from lanes_tui.engine.decisions.scope import outside_scope
 from lanes_tui.engine.git import worktrees
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import LanePaths
+from lanes_tui.engine.state.seals import write_sealed
 
 REVIEW_MISSING = "MISSING"
 
@@ -106,7 +107,8 @@ def read_packet(lane: LanePaths) -> dict[str, Any] | None:
 
 
 def write_packet(lane: LanePaths, packet: dict[str, Any]) -> None:
-    write_json_atomic(lane.packet, packet)
+    """Every writer of packet.json comes here: the file, then its seal (`state.seals`)."""
+    write_sealed(lane.packet, packet)
 
 
 def state_after_gates(record: LaneRecord, gates_status: str, *, by_lead: bool = False) -> tuple[str, str]:

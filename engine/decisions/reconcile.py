@@ -1,12 +1,14 @@
-"""Rebuild lane states from disk: receipts, supervisor pids and their start times.
+"""Rebuild lane states from disk: receipts, supervisor pids, their start times and their state letters.
 
 Run on every engine start and by `status`: a lane whose supervisor is gone is either finished (its
 receipt says how) or `lost`; a `checking` lane whose checker is gone had its check interrupted (its
 gates are stopped and it goes back to `exited`). A corrupt record is skipped, never fatal for all.
 A pid alone proves nothing, since pids are recycled; the supervisor's recorded create time must
-match too. Only a local lane (`record.runner == "local"`) is judged here: a Ray lane has no supervisor
-on this machine by design, and its runner (`RemoteRunner.sync`) says whether it is alive, unreachable
-or lost.
+match too. A supervisor that lives but is stopped (state T) makes its lane `unreachable`, and a lane
+whose supervisor is stopped or gone is ended here once its wall-clock limit has passed
+(`decisions.deadlines`). A receipt is believed only with its seal (`state.seals`). Only a local
+lane (`record.runner == "local"`) is judged here: a Ray lane has no supervisor on this machine by
+design, and its runner (`RemoteRunner.sync`) says whether it is alive, unreachable or lost.
 """
 
 from __future__ import annotations
@@ -20,21 +22,31 @@ from lanes_tui.engine.core.atomic import read_json
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept import recover_interrupted_accepts
+from lanes_tui.engine.decisions.deadlines import (
+    UNREACHABLE,
+    end_overdue,
+    mark_unreachable,
+    overdue,
+    restore,
+    state_before,
+)
 from lanes_tui.engine.decisions.gates import GateResult, stop_leftover_gates
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
 from lanes_tui.engine.git.lane_paths import locate_lane
 from lanes_tui.engine.git.review_tree import remove_review_tree
-from lanes_tui.engine.lanes.launcher import leftover_processes, supervisor_alive
+from lanes_tui.engine.lanes.launcher import leftover_processes, supervisor_condition, supervisor_key
 from lanes_tui.engine.lanes.notify import announce_lanes
 from lanes_tui.engine.procs.process import kill_processes_now
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
-from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.paths import StatePaths, repo_key
+from lanes_tui.engine.state.seals import seal_problem
 from lanes_tui.engine.state.store import LaneStore, lane_busy, lane_operation
 
 log = logging.getLogger(__name__)
 
-#: States a supervisor owns: it must be alive for the lane to be in one of them.
-SUPERVISED_STATES = LIVE_STATES | {"checking", "reviewing"}
+#: States a supervisor owns: it must be alive for the lane to be in one of them (`unreachable`: alive
+#: but stopped, `decisions.deadlines`).
+SUPERVISED_STATES = LIVE_STATES | {"checking", "reviewing", UNREACHABLE}
 
 
 @dataclass(frozen=True)
@@ -71,12 +83,19 @@ def reconcile(repo: Path, clock: Clock | None = None) -> list[Reconciled]:
 
 def reconcile_lane(repo: Path, store: LaneStore, record: LaneRecord, *,
                    lock_held: bool = False) -> Reconciled | None:
-    """Settle one lane whose supervisor is gone. The lane's lock is taken for the repair, so no
-    check or accept starts half-way through it; a lane someone holds (a check or an accept runs
-    its gates outside the supervisor) is left alone. `lock_held`: the caller (recover) holds it —
-    it used to be taken for a busy lane, so recover never settled the lane it was inspecting.
+    """Settle one lane whose supervisor is gone or stopped (`unreachable`, and back when it runs
+    again), or whose wall-clock limit passed with nobody to keep it (`decisions.deadlines`). The
+    lane's lock is taken for the repair, so no check or accept starts half-way through it; a lane
+    someone holds (a check or an accept runs its gates outside the supervisor) is left alone.
+    `lock_held`: the caller (recover) holds it — it used to be taken for a busy lane, so recover
+    never settled the lane it was inspecting.
     """
-    if not judged_locally(record) or record.state not in SUPERVISED_STATES or supervisor_alive(repo, record.id):
+    if not judged_locally(record):
+        return None
+    if record.state == "lost":  # gone already; an agent it left may still run past its limit
+        if overdue(repo, record, store.clock.time()) is None:
+            return None
+    elif record.state not in SUPERVISED_STATES or _quiet(repo, record):
         return None
     if lock_held:
         return _settle(repo, store, record)
@@ -90,20 +109,39 @@ def reconcile_lane(repo: Path, store: LaneStore, record: LaneRecord, *,
         return None
 
 
+def _quiet(repo: Path, record: LaneRecord) -> bool:
+    """Nothing for reconcile to do: the supervisor runs, and the lane does not say otherwise."""
+    return supervisor_condition(repo, record.id) == "running" and record.state != UNREACHABLE
+
+
 def _settle(repo: Path, store: LaneStore, record: LaneRecord) -> Reconciled | None:
     # The supervisor may still be writing its last lines: re-read before judging.
     record = store.read(record.id)
-    if not judged_locally(record) or record.state not in SUPERVISED_STATES or supervisor_alive(repo, record.id):
+    if not judged_locally(record):
         return None
     before = record.state
+    if before == "lost":
+        return _overdue(repo, store, record, "gone")
+    condition = supervisor_condition(repo, record.id)
+    if record.state not in SUPERVISED_STATES or (condition == "running" and before != UNREACHABLE):
+        return None
+    if condition != "gone":
+        return _unreachable(repo, store, record, condition)
     lane = store.lane_paths(record.id)
-    if before == "checking":
+    if record.providers_tried and (change := _overdue(repo, store, record, "gone")) is not None:
+        return change  # its agent may still run: the limit the supervisor kept ends it now
+    judged = state_before(store, record.id) if before == UNREACHABLE else before  # stopped, then killed
+    if judged == "checking":
         return _interrupted_check(repo, store, record)
-    if before == "reviewing":
+    if judged == "reviewing":
         return _interrupted_review(repo, store, record)
     try:
         receipt = read_json(lane.receipt)
     except (FileNotFoundError, ValueError):
+        receipt = None
+    forged = receipt is not None and seal_problem(lane.receipt)
+    if forged:  # a receipt lanes-tui did not write says nothing about how the lane ended
+        log.warning("ignored the receipt of %s: %s", record.id, forged)
         receipt = None
     if isinstance(receipt, dict) and receipt.get("result"):
         result = str(receipt["result"])
@@ -112,11 +150,39 @@ def _settle(repo: Path, store: LaneStore, record: LaneRecord) -> Reconciled | No
         reason = f"reconciled from the receipt: {receipt.get('reason', result)}"
     else:
         after = "lost"
-        reason = "its supervisor is gone and left no receipt"
+        reason = ("its supervisor is gone and left no receipt" if not forged else
+                  "its supervisor is gone; its receipt was changed outside lanes-tui and is not trusted")
     store.transition(record, after, reason)
     _orphan_questions(store.paths, record.id, reason)
     log.info("reconciled %s: %s -> %s (%s)", record.id, before, after, reason)
     return Reconciled(record.id, before, after, reason)
+
+
+def _unreachable(repo: Path, store: LaneStore, record: LaneRecord, condition: str) -> Reconciled | None:
+    """The supervisor lives: stopped, the lane shows `unreachable` and its deadline is kept here;
+    running again, the lane goes back to what it was."""
+    before = record.state
+    if condition == "running":
+        after, reason = restore(store, record)
+        return Reconciled(record.id, before, after, reason)
+    change = _overdue(repo, store, record, "stopped")
+    if change is not None or before == UNREACHABLE:
+        return change
+    key = supervisor_key(repo, record.id)
+    reason = mark_unreachable(store, record, key.pid if key is not None else 0)
+    log.warning("lane %s: %s", record.id, reason)
+    return Reconciled(record.id, before, UNREACHABLE, reason)
+
+
+def _overdue(repo: Path, store: LaneStore, record: LaneRecord, why: str) -> Reconciled | None:
+    """Past its wall-clock limit with nobody to enforce it: the engine ends the lane."""
+    limit = overdue(repo, record, store.clock.time())
+    if limit is None:
+        return None
+    before = record.state
+    reason, _ = end_overdue(repo, store, record, limit, why)
+    _orphan_questions(store.paths, record.id, reason)
+    return Reconciled(record.id, before, "exited", reason)
 
 
 def judged_locally(record: LaneRecord) -> bool:
@@ -132,7 +198,7 @@ def _interrupted_check(repo: Path, store: LaneStore, record: LaneRecord) -> Reco
     with the gates `not-run` in its packet, so nothing reads an old `passed` as current.
     """
     lane = store.lane_paths(record.id)
-    commands, stopped = stop_leftover_gates(lane.dir)
+    commands, stopped = stop_leftover_gates(lane.dir, repo_key(repo))
     stopped += kill_processes_now(leftover_processes(repo, record.id))
     previous = read_packet(lane)
     if not commands and previous:

@@ -11,6 +11,7 @@ import contextlib
 import math
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -42,9 +43,11 @@ from lanes_tui.engine.procs.process import (
     ProcKey,
     StopDeadlines,
     kill_processes,
+    kill_processes_now,
     processes_with_env,
     same_process,
 )
+from lanes_tui.engine.procs.procfs import read_stat
 from lanes_tui.engine.state.model import FINAL_STATES, LaneRecord
 from lanes_tui.engine.state.paths import StatePaths, repo_key, worktree_path
 from lanes_tui.engine.state.store import LaneStore, lane_operation
@@ -297,6 +300,32 @@ def supervisor_alive(repo: Path, lane_id: str) -> bool:
     return key is not None and same_process(key.pid, key.create_time)
 
 
+def supervisor_condition(repo: Path, lane_id: str) -> str:
+    """`running`, `stopped` or `gone`. Stopped is state T or t in `/proc/PID/stat` (SIGSTOP, SIGTSTP,
+    a tracer): the process lives, so `supervisor_alive` is True, yet it can enforce nothing, neither
+    the wall-clock limit nor the watchdog. An agent can stop its supervisor (same user, and its
+    parent's pid is one `getppid` away), so only the engine's own look can tell."""
+    key = supervisor_key(repo, lane_id)
+    if key is None or not key.alive():
+        return "gone"
+    stat = read_stat(key.pid)
+    if stat is None or stat.zombie:
+        return "gone"
+    return "stopped" if stat.state in ("T", "t") else "running"
+
+
+def stop_leftovers_now(repo: Path, lane_id: str) -> list[int]:
+    """What a lane whose supervisor is gone (or was killed for it) left running: its cgroup (every
+    process it started, however it escaped) and every process with the lane's environment marker.
+    Synchronous, for reconcile and `check`; the pids stopped."""
+    lane_dir = StatePaths(repo).lane(lane_id).dir
+    killed = cgroup.kill_recorded(lane_dir, repo_key(repo), lane_id)
+    left = leftover_processes(repo, lane_id)
+    signalled = kill_processes_now(left) if left else []
+    caps_cgroup.remove_lane_folders(repo_key(repo), lane_id)
+    return sorted({*killed, *signalled})
+
+
 #: How long a stopped supervisor gets to run its own stop sequence (EOF, SIGINT, SIGTERM, SIGKILL on
 #: the agent's group, each with its deadline, then its cgroup) before it is killed itself: longer
 #: than that sequence, so a lane is never cut off half-way through stopping its agent.
@@ -313,6 +342,9 @@ async def stop_lane(repo: Path, lane_id: str, *, grace_s: float = SUPERVISOR_STO
     if key is not None and key.alive():
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(key.pid, 15)
+            # A supervisor its agent stopped (SIGSTOP) would sit on the SIGTERM for the whole grace:
+            # let it run its own stop sequence instead (a stop again is met by the SIGKILL below).
+            os.kill(key.pid, signal.SIGCONT)
         await _wait_gone(key, grace_s)
         if key.alive():
             await kill_processes([key], term_s=0.0, kill_s=3.0)

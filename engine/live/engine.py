@@ -330,6 +330,8 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
             self._last_liveness_poll = now
             if self._liveness.poll_dead():  # only where pidfds are unavailable
                 self._reconcile_wanted = True
+            if self._liveness.poll_stopped():  # a SIGSTOPped supervisor: unreachable, its deadline kept
+                self._reconcile_wanted = True
         synced = self.synced_lanes()  # the mirror's files changed too: inotify may not have said so yet
         if self._lane_watch is None:
             return None, synced

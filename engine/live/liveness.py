@@ -9,6 +9,10 @@ when the process ends, whoever its parent is. The engine keeps one per lane in a
 A pidfd is opened for the pid in `supervisor.json` and only then checked against the recorded start
 time, so it cannot refer to a recycled pid. Where `os.pidfd_open` is missing or refused (old kernel,
 seccomp), `poll_dead` checks those pids once per tick instead (one `/proc/<pid>/stat` read each).
+
+A pidfd says nothing when a supervisor is stopped (SIGSTOP: an agent can do it to its parent) and
+so can enforce no limit; `poll_stopped` reads each tracked supervisor's state letter once a second,
+and the engine reconciles while one is stopped (`decisions.deadlines`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lanes_tui.engine.lanes.launcher import supervisor_key
+from lanes_tui.engine.procs.procfs import read_stat
 from lanes_tui.engine.procs.tree import ProcKey
 
 
@@ -33,6 +38,7 @@ class SupervisorLiveness:
         self._keys: dict[str, ProcKey] = {}
         self._fds: dict[str, int] = {}
         self._polled: set[str] = set()  # lanes tracked without a pidfd
+        self._stopped: set[str] = set()  # lanes whose supervisor was stopped at the last `poll_stopped`
 
     @property
     def tracked(self) -> set[str]:
@@ -62,6 +68,7 @@ class SupervisorLiveness:
     def untrack(self, lane_id: str) -> None:
         self._keys.pop(lane_id, None)
         self._polled.discard(lane_id)
+        self._stopped.discard(lane_id)
         fd = self._fds.pop(lane_id, None)
         if fd is not None:
             with contextlib.suppress(ValueError, OSError, RuntimeError):
@@ -74,6 +81,20 @@ class SupervisorLiveness:
         for lane_id in dead:
             self.untrack(lane_id)
         return dead
+
+    def poll_stopped(self) -> set[str]:
+        """Lanes whose supervisor was stopped since the last poll (state T or t: a pidfd says nothing
+        of a SIGSTOP), or runs again: reconcile marks the first `unreachable` and restores the second;
+        a stopped lane's deadline is kept by the engine's regular reconcile. One `/proc/<pid>/stat`
+        read per tracked supervisor."""
+        now = set()
+        for lane_id, key in self._keys.items():
+            stat = read_stat(key.pid)
+            if stat is not None and stat.state in ("T", "t") and abs(stat.create_time - key.create_time) <= 0.05:
+                now.add(lane_id)
+        changed = now ^ self._stopped
+        self._stopped = now
+        return changed
 
     def close(self) -> None:
         for lane_id in list(self._keys):

@@ -33,7 +33,8 @@ from lanes_tui.engine.procs.tree import (
 )
 
 __all__ = [  # the tree reads live in `tree`; they are re-exported for the callers that stop processes
-    "TREE_READS", "ProcKey", "ProcessHandle", "ProcessOutcome", "ProcessRequest", "StopDeadlines", "child_pids",
+    "TREE_READS", "ProcKey", "ProcessHandle", "ProcessOutcome", "ProcessRequest", "StopDeadlines", "chain_preexec",
+    "child_pids",
     "descendant_pids", "descendants", "kill_processes", "kill_processes_now", "process_create_time",
     "processes_with_env", "reap_adopted_zombies", "same_process", "set_child_subreaper", "stop_group_now",
 ]
@@ -52,7 +53,8 @@ class ProcessRequest:
     env: Mapping[str, str] = field(repr=False)  # never in a log line: it holds the provider's keys
     stdin_pipe: bool = True
     name: str = "agent"
-    #: Run in the child between fork and exec (e.g. `LaneCgroup.joiner()`); system calls only.
+    #: Run in the child between fork and exec (e.g. `LaneCgroup.joiner()`); system calls only. Several
+    #: steps (the cgroup join, then a confinement that forbids writing cgroupfs) are one `chain_preexec`.
     preexec: Callable[[], None] | None = None
     #: stdout and stderr as plain non-blocking pipe ends (`ProcessHandle.output_fds`) for a reader that
     #: polls them itself (`lanes.output_pump.pump_fd`), instead of asyncio stream readers.
@@ -87,6 +89,25 @@ class StopDeadlines:
     def total_s(self) -> float:
         """The longest a whole stop sequence can take."""
         return float(sum(getattr(self, step) for step in self.steps))
+
+
+def chain_preexec(*steps: Callable[[], None] | None) -> Callable[[], None] | None:
+    """One `preexec_fn` that runs each step in order (None steps left out; None when none is left).
+
+    Order matters: a cgroup join writes `cgroup.procs`, which a kernel ruleset applied after it may
+    forbid, so the join comes first and a step that confines the child comes after it.
+    """
+    chosen = tuple(step for step in steps if step is not None)
+    if not chosen:
+        return None
+    if len(chosen) == 1:
+        return chosen[0]
+
+    def run_all() -> None:
+        for step in chosen:
+            step()
+
+    return run_all
 
 
 def set_child_subreaper() -> bool:

@@ -7,6 +7,7 @@ the per-lane operation lock), `record_cache` (every record, re-read only when it
 `events` (the frozen events the engine streams), `meters` (tokens and cost in meters.json),
 `lock_events` (the `lock-*` events an agent's `lanes-tui lock` appends to its lane, and the wait and
 counts read back from them), `allow` (the lead's "allow always" rules for a lane's permission
-prompts, in `allow.json`).
+prompts, in `allow.json`), `seals` (the sha256 of `lane.json`, `packet.json` and `receipt.json` as
+lanes-tui last wrote them, outside the lane's folder: a record changed behind its back is refused).
 May import: `core`. Never imports config, git, processes or anything above; never textual or rich.
 """

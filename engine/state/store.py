@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.core import slots
-from lanes_tui.engine.core.atomic import PRIVATE_DIR, append_jsonl, read_json, write_json_atomic
+from lanes_tui.engine.core.atomic import PRIVATE_DIR, append_jsonl, read_json
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import validate_lane_id
 from lanes_tui.engine.state.model import STATES, LaneRecord
 from lanes_tui.engine.state.paths import LanePaths, StatePaths
+from lanes_tui.engine.state.seals import write_sealed
 
 
 class CorruptRecord(LanesError):
@@ -98,8 +99,10 @@ class LaneStore:
         self.event(record.id, "state", state=record.state, reason=record.state_reason)
 
     def write(self, record: LaneRecord) -> None:
+        """The one writer of lane.json: atomically, then its seal (`state.seals`), so the decisive
+        steps can tell a record lanes-tui wrote from one changed behind its back."""
         record.updated = self.clock.time()
-        write_json_atomic(self.lane_paths(record.id).record, record.to_json())
+        write_sealed(self.lane_paths(record.id).record, record.to_json())
 
     def transition(self, record: LaneRecord, state: str, reason: str, **data: Any) -> LaneRecord:
         if state not in STATES:

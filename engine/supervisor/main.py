@@ -22,7 +22,7 @@ from typing import Any
 from lanes_tui.engine.channels import Channel, ChannelContext, make_channel
 from lanes_tui.engine.config.settings import Config, ProviderConfig, load_config
 from lanes_tui.engine.core import slots
-from lanes_tui.engine.core.atomic import private_opener, write_json_atomic
+from lanes_tui.engine.core.atomic import private_opener
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
@@ -40,6 +40,7 @@ from lanes_tui.engine.procs.process import ProcessRequest, process_create_time
 from lanes_tui.engine.state.meters import METERS_FILE, RunMeter
 from lanes_tui.engine.state.model import ProviderAttempt
 from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.seals import write_sealed
 from lanes_tui.engine.state.store import LaneStore
 from lanes_tui.engine.supervisor import after_run, budget, containment, setup
 from lanes_tui.engine.supervisor.containment import Hold
@@ -337,7 +338,7 @@ class Supervisor:
             "providers_tried": [a.__dict__ for a in record.providers_tried],
             "supervisor_pid": os.getpid(),
         }
-        write_json_atomic(self.lane.receipt, receipt)
+        write_sealed(self.lane.receipt, receipt)  # reconcile trusts only a receipt with its seal
         state = "stalled" if result == "LANE-STALLED" else "exited"
         self.store.transition(record, state, reason, result=result)
         _orphan_open_questions(self.paths, record.id)
