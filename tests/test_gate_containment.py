@@ -13,6 +13,11 @@ Hostile agents, each a real process in a real lane (issue 28, items 5 and 6):
   past the lane's wall-clock limit (a clock moved forward, not a wait) reconcile ends the lane;
 * a supervisor killed with SIGKILL while its agent runs: `lost`, and `check` stops the orphaned
   agent before it runs a gate.
+
+Under the kernel's confinement (Landlock) the daemon could not write the records and the agent could
+not signal its supervisor at all: `tests/test_landlock.py` shows the kernel refusing both. These tests
+hold the second line, so they run their lanes uncontained (`LANES_TUI_LANDLOCK=off` and
+`allow_uncontained`), as on a machine without Landlock.
 """
 
 from __future__ import annotations
@@ -37,8 +42,19 @@ from lanes_tui.engine.state.events import LaneChanged
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.seals import seal_problem, write_sealed
 from lanes_tui.engine.state.status import LaneStatus
+from tests import helpers
 from tests.conftest import git
-from tests.helpers import cli, status, wait_for, wait_state, write_config
+from tests.helpers import cli, status, wait_for, wait_state
+
+
+def write_config(repo: Path, **kwargs: object) -> Path:
+    """The suite's config, for a lane the lead allowed to run uncontained (see the module's docstring)."""
+    return helpers.write_config(repo, lanes_extra="allow_uncontained = true", **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture(autouse=True)
+def uncontained(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LANES_TUI_LANDLOCK", "off")
 
 #: The gate script the agent writes into its worktree: `gate_check.py MODE PIDFILE PACKET RECORD`.
 #: It starts a daemon (double fork, setsid, its std streams on /dev/null) that writes its pid to
