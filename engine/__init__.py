@@ -85,6 +85,8 @@ _EXPORTS: dict[str, str] = {
     "FinishReport": "decisions.finish", "finish": "decisions.finish",
     "check_gh": "decisions.shipping", "open_pr": "decisions.shipping", "install_pre_push": "decisions.shipping",
     "programme_branch": "decisions.shipping", "push_branch": "git.upstream",
+    "git_watch_warnings": "git.watch", "confirm_git_watch": "git.watch", "accept_git_config": "git.watch",
+    "push_url": "git.watch",
     "Findings": "decisions.recover", "RECOVERABLE": "decisions.recover", "inspect_lane": "decisions.recover",
     "recheck": "decisions.recover", "relaunch": "decisions.recover",
     "reconcile": "decisions.reconcile",
@@ -154,6 +156,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.decisions.stop import StopReport, live_lane_ids, stop_lanes
     from lanes_tui.engine.decisions.verify import verify_lane
     from lanes_tui.engine.git.upstream import push_branch
+    from lanes_tui.engine.git.watch import accept_git_config, confirm_git_watch, git_watch_warnings, push_url
     from lanes_tui.engine.inbox.files import STATES as QUESTION_STATES
     from lanes_tui.engine.inbox.files import validate_qid
     from lanes_tui.engine.inbox.store import InboxStore, wait_for_answer
@@ -217,7 +220,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.state.paths import StatePaths
     from lanes_tui.engine.state.status import LaneStatus
 
-__all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
+__all__ = [
     "LIVE_STATES",
     "MAX_PLAN_BYTES",
     "MAX_PROMPT_BYTES",
@@ -266,6 +269,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "TicketStatus",
     "Turn",
     "abandon_lane",
+    "accept_git_config",
     "amend_plan",
     "build_demo",
     "cancel_plan",
@@ -274,6 +278,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "check_lane",
     "check_prompt",
     "check_report",
+    "confirm_git_watch",
     "conversation",
     "describe_gates",
     "describe_heavy_slots",
@@ -285,6 +290,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "duration_text",
     "find_repo_root",
     "finish",
+    "git_watch_warnings",
     "governor_summary",
     "group_members",
     "inspect_lane",
@@ -320,6 +326,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "programme_branch",
     "provider_family",
     "push_branch",
+    "push_url",
     "rank_group",
     "read_lane",
     "read_layers",

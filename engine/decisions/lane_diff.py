@@ -30,6 +30,7 @@ from typing import Any
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.scope import outside_scope
+from lanes_tui.engine.git import git_snapshot
 from lanes_tui.engine.git.commands import nul_list, refuse_option, run_git
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.git.patches import one_pass_patches
@@ -124,6 +125,7 @@ def lane_diff(repo: Path, config: Config, lane_id: str, *, max_bytes: int = MAX_
     record = LaneStore(StatePaths(repo)).read(lane_id)  # validates the id; "no lane" for an unknown one
     location = locate_lane(repo, lane_id, record, default_root=config.lanes.worktree_root)
     worktree = working_tree(location)  # the derived folder, and git must list it on lane/<id>
+    git_snapshot.refuse_if_changed(repo, lane_id)  # the shared config, hooks, attributes: as at its start
     base = record.base_sha
     refuse_option(base, "base commit")
     files = worktree_files(worktree, base, max_bytes=max_bytes)

@@ -27,7 +27,7 @@ from lanes_tui.engine.core.debug import crash_point
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import MAX_SLUG, branch_for, lane_id_for, slugify, validate_slug
 from lanes_tui.engine.core.limits import check_prompt
-from lanes_tui.engine.git import lead_checkout, worktrees
+from lanes_tui.engine.git import git_snapshot, lead_checkout, watch, worktrees
 from lanes_tui.engine.git.lane_paths import LaneOrigin, write_origin
 from lanes_tui.engine.git.upstream import fetch_base
 from lanes_tui.engine.lanes import fork_client
@@ -115,6 +115,7 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
     crash_point("run:validated")  # tests kill -9 `run` at each step (LANES_TUI_CRASH_AT)
     paths.ensure()
     lead = lead_checkout.snapshot(repo)  # compared by check and accept: did an agent write outside its worktree?
+    shared = git_snapshot.snapshot(repo)  # the shared git config, hooks, attributes: compared at every decision
     fetched = fetch_base(repo, target)  # capped; offline or slow: the last fetched state, and a notice below
     base_sha = worktrees.rev_parse(repo, request.base or target)
     path, branch = worktree_path(root, repo, lane_id), branch_for(lane_id)  # where create_worktree puts it
@@ -138,6 +139,8 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
             write_origin(paths.lane(lane_id), LaneOrigin(
                 id=lane_id, repo=str(repo.resolve()), worktree_root=str(root), worktree=str(path),
                 branch=branch, created=record.created, lead_checkout=lead))
+            git_snapshot.write_lane_snapshot(repo, lane_id, shared)
+            watch.record_lane_start(repo, target)  # the target's commit and the remotes, once (git.watch)
             crash_point("run:origin")
             info = worktrees.create_worktree(repo, root, lane_id, base_sha)
             copy_into_worktree(repo, info.path, config.lanes.copy, store, lane_id)  # never committed
