@@ -37,6 +37,7 @@ from lanes_tui.engine import (
     recheck,
     relaunch,
     run_queue,
+    trusted_hooks,
     wake_parked,
 )
 
@@ -297,7 +298,8 @@ def cmd_finish(args: argparse.Namespace) -> int:
     where = None if args.no_push or branch in config.lanes.protected_branches else push_url(repo, branch)
     if where is not None and not args.json:
         print(f"pushing {branch} to {where}")  # where it goes, before it goes
-    pushed = None if args.no_push else push_branch(repo, branch, protected=set(config.lanes.protected_branches))
+    pushed = None if args.no_push else push_branch(repo, branch, protected=set(config.lanes.protected_branches),
+                                                   hooks=trusted_hooks(repo))
     pr = open_pr(repo, branch) if args.pr and (pushed is None or pushed.ok) else None
     code = 1 if report.leftovers or (pushed is not None and not pushed.ok) else 0
     if args.json:

@@ -86,7 +86,7 @@ _EXPORTS: dict[str, str] = {
     "check_gh": "decisions.shipping", "open_pr": "decisions.shipping", "install_pre_push": "decisions.shipping",
     "programme_branch": "decisions.shipping", "push_branch": "git.upstream",
     "git_watch_warnings": "git.watch", "confirm_git_watch": "git.watch", "accept_git_config": "git.watch",
-    "push_url": "git.watch",
+    "push_url": "git.watch", "trusted_hooks": "git.watch",
     "Findings": "decisions.recover", "RECOVERABLE": "decisions.recover", "inspect_lane": "decisions.recover",
     "recheck": "decisions.recover", "relaunch": "decisions.recover",
     "reconcile": "decisions.reconcile",
@@ -156,7 +156,13 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.decisions.stop import StopReport, live_lane_ids, stop_lanes
     from lanes_tui.engine.decisions.verify import verify_lane
     from lanes_tui.engine.git.upstream import push_branch
-    from lanes_tui.engine.git.watch import accept_git_config, confirm_git_watch, git_watch_warnings, push_url
+    from lanes_tui.engine.git.watch import (
+        accept_git_config,
+        confirm_git_watch,
+        git_watch_warnings,
+        push_url,
+        trusted_hooks,
+    )
     from lanes_tui.engine.inbox.files import STATES as QUESTION_STATES
     from lanes_tui.engine.inbox.files import validate_qid
     from lanes_tui.engine.inbox.store import InboxStore, wait_for_answer
@@ -355,6 +361,7 @@ __all__ = [
     "strip_ansi",
     "stuck_accepts",
     "supervisor_alive",
+    "trusted_hooks",
     "validate_lane_id",
     "validate_qid",
     "verification",

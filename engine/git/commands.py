@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.core.repo import GIT_ENV_DROP, NOT_A_REPO_FIX
+from lanes_tui.engine.core.repo import GIT_ENV_DROP, NOT_A_REPO_FIX, with_git_config
 from lanes_tui.engine.git.harden import hardened_env
 
 __all__ = [
@@ -72,14 +72,15 @@ def run_git(cwd: Path, *args: str, fix: str = DEFAULT_FIX, check: bool = True,
     return proc
 
 
-def run_git_capped(cwd: Path, *args: str, timeout_s: float) -> subprocess.CompletedProcess[bytes]:
+def run_git_capped(cwd: Path, *args: str, timeout_s: float,
+                   config: tuple[tuple[str, str], ...] = ()) -> subprocess.CompletedProcess[bytes]:
     """Run `git args…` (a fetch, a push) for at most `timeout_s`; never raises on git's own failure.
 
     The network commands start helpers (ssh, git-remote-https) that would keep the output pipes open
     after git itself is killed, so git runs in a session of its own and the whole session is killed
     when the time is up: the cap holds even when the remote never answers. A timeout is a LanesError.
     """
-    env = hardened_env(cwd)  # and no terminal in the new session: ssh cannot prompt
+    env = with_git_config(hardened_env(cwd), config)  # and no terminal in the new session: ssh cannot prompt
     try:
         proc = subprocess.Popen(["git", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)

@@ -36,7 +36,7 @@ from lanes_tui.engine.git.upstream import upstream_of
 from lanes_tui.engine.state.paths import StatePaths
 
 __all__ = ["WATCH_FILE", "accept_config", "accept_git_config", "confirm_git_watch", "git_watch_warnings", "push_url",
-           "read_watch", "record", "record_accept", "record_lane_start", "warnings"]
+           "read_watch", "record", "record_accept", "record_lane_start", "trusted_hooks", "warnings"]
 
 WATCH_FILE = "git-watch.json"
 
@@ -183,3 +183,18 @@ def accept_git_config(repo: Path, lane_id: str) -> list[str]:
     changed = accept_current(repo, lane_id)
     accept_config(repo)
     return changed
+
+
+def trusted_hooks(repo: Path) -> str | None:
+    """The shared hooks folder when it holds exactly what it held when the watch was recorded (before
+    the first lane could write it): then its hooks are the lead's, and `finish`'s push runs them (the
+    pre-push hook of `init --hooks`). None otherwise: the push runs no hook."""
+    data = read_watch(repo)
+    before = data.get("snapshot") if data is not None else None
+    if not isinstance(before, dict) or before.get("hooks") != snapshot(repo)["hooks"]:
+        return None
+    config = before.get("config")
+    if isinstance(config, dict) and any(str(k).lower() == "core.hookspath" for pairs in config.values()
+                                        if isinstance(pairs, list) for k, *_ in pairs):
+        return None  # the lead points hooks elsewhere: not a folder this snapshot covers
+    return str(common_dir(repo) / "hooks")
