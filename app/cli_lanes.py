@@ -267,7 +267,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     # The target moved without an accept, a remote or branch key changed (git.watch): on every row
     # (the list stays the contract), and as WARNING lines.
     watched = git_watch_warnings(repo)
-    for row in rows:
+    for row in rows if watched else ():  # the key only when there is something to say
         row["git_watch"] = list(watched)
     stuck += [f"WARNING: {line} (`lanes-tui finish` refuses to push until `--push-anyway`)" for line in watched]
     if args.json:

@@ -186,7 +186,7 @@ def test_a_push_url_written_by_an_agent_stops_finish_and_is_named(hostile: Path,
     # The lead confirms: finish says exactly where it pushes before it does.
     anyway = cli(hostile, "finish", "--push-anyway")
     assert f"pushing programme to origin/main at {evil}" in anyway.stdout, anyway.stdout
-    assert cli(hostile, "status", "--json").returncode == 0 and status(hostile)[0]["git_watch"] == []
+    assert "git_watch" not in status(hostile)[0]  # confirmed: nothing more to say
 
 
 def test_a_minus_diff_attribute_cannot_hide_code_from_the_review_diff(hostile: Path, tmp_path: Path) -> None:

@@ -58,9 +58,9 @@ BIG_FILE_BYTES = 8 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8000
 #: GitPython reads these while opening a repository, so overriding them afterwards is too late.
 _OPEN_ENV = ("GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
-#: The dashboard's diff shows what is in the files: no textconv or external diff, and a `-diff`
-#: attribute a lane wrote cannot turn code into "Binary files differ".
-VIEW_DIFF = ("--no-color", "--no-ext-diff", "--no-textconv", "--text")
+#: The dashboard's diff: no textconv or external diff a lane could have configured (the review's
+#: `lanes-tui diff` also shows the text of a file only an attribute calls binary: `decisions.lane_diff`).
+VIEW_DIFF = ("--no-color", "--no-ext-diff", "--no-textconv")
 
 
 def lane_diff(record: LaneRecord) -> str:

@@ -11,9 +11,11 @@ later lane adds its target if new. An accept lanes-tui makes moves the recorded 
 target (`record_accept`). Then `warnings` says, for `status` (text and `--json`), the dashboard's
 attention bar and `doctor`:
 
-- a target that is not at its recorded commit: it moved without an accept. lanes-tui cannot tell
-  the lead's own commits from an agent's (`update-ref` takes any commit, and the agent commits as the
-  lead), so it says so either way, with how many commits and how many of them are on a `lane/` branch;
+- a target that moved without an accept *to lane work*: the commits it gained include some on a
+  `lane/` branch, or it no longer contains the recorded commit. The lead's own commits (a commit, a
+  squash merge or cherry-pick by hand) are on no lane branch and are not reported: an agent commits as
+  the lead, so nothing else tells them apart (an agent that commits detached and then moves the target
+  is seen only by the kernel ruleset, which keeps refs out of its reach);
 - a `remote.*` or `branch.<target>.*` key that is not what it was.
 
 `finish` refuses to push while there is a warning, and names the URL it would push to; the lead
@@ -110,8 +112,9 @@ def warnings(repo: Path) -> list[str]:
     found = []
     for target, was in sorted(data["targets"].items()):
         now = _sha(repo, str(target))
-        if now != was:
-            found.append(_moved(repo, str(target), str(was), now))
+        moved = _moved(repo, str(target), str(was), now) if now != was else None
+        if moved is not None:
+            found.append(moved)
     before = data.get("snapshot")
     if isinstance(before, dict):
         targets = {str(t) for t in data["targets"]}
@@ -128,20 +131,27 @@ def _watched_key(what: str, targets: set[str]) -> bool:
     return any(key.startswith(f"branch.{t}.") for t in targets)
 
 
-def _moved(repo: Path, target: str, was: str, now: str) -> str:
+def _moved(repo: Path, target: str, was: str, now: str) -> str | None:
+    """The warning for a target not at its recorded commit, or None when the move is the lead's own work.
+
+    Flagged: the target is gone; it no longer contains the recorded commit (a reset, a rewrite); or
+    the commits it gained include any on a `lane/` branch (an agent's `update-ref` to its own work; an
+    accept records its commit, so accepted work is never here). Commits on no lane branch are taken as
+    the lead's (a commit, a squash merge or cherry-pick by hand) and are not reported.
+    """
     if not now:
         return f"target {target} is gone (it was at {was[:10]})"
     text = f"target {target} moved from {was[:10] or '(none)'} to {now[:10]} without an accept"
+    if was and run_git(repo, "merge-base", "--is-ancestor", was, now, check=False).returncode != 0:
+        return text + "; it no longer contains the recorded commit"
     new = _revs(repo, f"{was}..{now}" if was else now)
+    on_lanes = _revs(repo, "--branches=lane/*", *([f"^{was}"] if was else [])) or set()
     if new is None:
         return text
-    on_lanes = _revs(repo, "--branches=lane/*", *([f"^{was}"] if was else [])) or set()
     lanes = len(new & on_lanes)
-    text += f" ({len(new)} commit{'s' if len(new) != 1 else ''}" + (f", {lanes} of them from lane/ branches" if lanes
-                                                                        else "") + ")"
-    if was and run_git(repo, "merge-base", "--is-ancestor", was, now, check=False).returncode != 0:
-        text += "; it no longer contains the recorded commit"
-    return text
+    if not lanes:
+        return None
+    return text + f" ({len(new)} commit{'s' if len(new) != 1 else ''}, {lanes} of them from lane/ branches)"
 
 
 def _revs(repo: Path, *spec: str) -> set[str] | None:
