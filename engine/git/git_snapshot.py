@@ -36,10 +36,17 @@ SNAPSHOT_FILE = "git-snapshot.json"
 _MAX_HASHED = 4 << 20
 
 
-def snapshot(repo: Path) -> dict[str, Any]:
-    """{config: {file: [[key, value], …]}, hooks: {name: "mode:sha256"}, attributes: sha256 | None}."""
+def snapshot(repo: Path, lane_id: str | None = None) -> dict[str, Any]:
+    """{config: {file: [[key, value], …]}, hooks: {name: "mode:sha256"}, attributes: sha256 | None}.
+
+    The config files are the shared `config` and `config.worktree`, and the lane's own
+    `worktrees/<id>/config.worktree` (other lanes' files apply only to their worktrees, and a lane
+    started later writes its own: not a change to this one).
+    """
     common = common_dir(repo)
-    config = {_rel(common, path): [[k, v] for k, v in config_entries(path)] for path in repo_config_files(common)}
+    mine = common / "worktrees" / lane_id / "config.worktree" if lane_id else None
+    files = [p for p in repo_config_files(common) if p.parent == common or p == mine]
+    config = {_rel(common, path): [[k, v] for k, v in config_entries(path)] for path in files}
     hooks: dict[str, str] = {}
     folder = common / "hooks"
     with contextlib.suppress(OSError):
@@ -156,7 +163,7 @@ def refuse_if_changed(repo: Path, lane_id: str) -> None:
     before = read_lane_snapshot(repo, lane_id)
     if before is None:
         return
-    found = differences(repo, before, snapshot(repo))
+    found = differences(repo, before, snapshot(repo, lane_id))
     if not found:
         return
     shown = found[:4]
@@ -170,7 +177,7 @@ def refuse_if_changed(repo: Path, lane_id: str) -> None:
 
 def accept_current(repo: Path, lane_id: str) -> list[str]:
     """The lead took the repository's git config as it is now: the lane's new snapshot. Returns what changed."""
-    now = snapshot(repo)
+    now = snapshot(repo, lane_id)
     before = read_lane_snapshot_or_none(repo, lane_id)
     changed = [what for what, _ in differences(repo, before, now)] if before is not None else []
     write_lane_snapshot(repo, lane_id, now)

@@ -115,7 +115,6 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
     crash_point("run:validated")  # tests kill -9 `run` at each step (LANES_TUI_CRASH_AT)
     paths.ensure()
     lead = lead_checkout.snapshot(repo)  # compared by check and accept: did an agent write outside its worktree?
-    shared = git_snapshot.snapshot(repo)  # the shared git config, hooks, attributes: compared at every decision
     fetched = fetch_base(repo, target)  # capped; offline or slow: the last fetched state, and a notice below
     base_sha = worktrees.rev_parse(repo, request.base or target)
     path, branch = worktree_path(root, repo, lane_id), branch_for(lane_id)  # where create_worktree puts it
@@ -139,11 +138,13 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
             write_origin(paths.lane(lane_id), LaneOrigin(
                 id=lane_id, repo=str(repo.resolve()), worktree_root=str(root), worktree=str(path),
                 branch=branch, created=record.created, lead_checkout=lead))
-            git_snapshot.write_lane_snapshot(repo, lane_id, shared)
             watch.record_lane_start(repo, target)  # the target's commit and the remotes, once (git.watch)
             crash_point("run:origin")
             info = worktrees.create_worktree(repo, root, lane_id, base_sha)
             copy_into_worktree(repo, info.path, config.lanes.copy, store, lane_id)  # never committed
+            # The shared git config, hooks, attributes, compared at every decision: taken once lanes-tui's
+            # own writes (the worktree's excludes, `extensions.worktreeConfig`) are done, before any agent.
+            git_snapshot.write_lane_snapshot(repo, lane_id, git_snapshot.snapshot(repo, lane_id))
             crash_point("run:worktree")
             if detach:
                 spawn_supervisor(repo, lane_id, config)
