@@ -31,6 +31,7 @@ from lanes_tui.engine import (
     describe_heavy_slots,
     describe_watch_limit,
     detect_containment,
+    git_watch_warnings,
     governor_summary,
     lane_caps,
     load_config,
@@ -202,6 +203,9 @@ def doctor_report(repo: Path) -> dict[str, Any]:
     report["stale"] = [{"lane": c.lane_id, "before": c.before, "after": c.after, "reason": c.reason}
                        for c in reconcile(repo)]
     problems.extend(stuck.describe() for stuck in stuck_accepts(repo))
+    # The target branches and remotes as the first live lane found them (git.watch, docs/reliability.md).
+    report["git_watch"] = git_watch_warnings(repo)
+    problems.extend(f"git watch: {line}" for line in report["git_watch"])
     report["lost"] = []
     for row in statuses(repo):
         if row.get("problem"):  # a corrupt record: already a problem above, with its fix
@@ -318,6 +322,8 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         print(f"stale: {change['lane']} was {change['before']}, now {change['after']} ({change['reason']})")
     for lane_id in report["lost"]:
         print(f"lost lane {lane_id}: `lanes-tui recover {lane_id}`")
+    if not report["git_watch"]:
+        print("git watch: the targets and remotes are as lanes-tui left them")
     for problem in report["problems"]:
         print(f"PROBLEM: {problem}")
     print(f"{len(report['problems'])} problem(s)")

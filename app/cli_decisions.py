@@ -15,10 +15,13 @@ from lanes_tui.engine import (
     Accept,
     LanesError,
     abandon_lane,
+    accept_git_config,
     check_gh,
     check_lane,
+    confirm_git_watch,
     duration_text,
     finish,
+    git_watch_warnings,
     group_members,
     inspect_lane,
     lane_diff,
@@ -29,10 +32,12 @@ from lanes_tui.engine import (
     plan_queue,
     programme_branch,
     push_branch,
+    push_url,
     read_lane,
     recheck,
     relaunch,
     run_queue,
+    trusted_hooks,
     wake_parked,
 )
 
@@ -43,6 +48,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
     p.add_argument("--log", action="store_true",
                    help="print the last check's steps and the failing step's output; runs nothing (docs/gates.md)")
+    p.add_argument("--accept-git-config", action="store_true",
+                   help="the shared git config, hooks and attributes as they are now are yours: record them as the "
+                        "lane's (and the git watch's) before the check (docs/decisions.md)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("accept", help="the guarded accept: gates, digest, commit, rebase if needed, fast-forward")
@@ -80,6 +88,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
     p.add_argument("--no-push", action="store_true", help="do not push the programme branch to its upstream")
     p.add_argument("--pr", action="store_true", help="then open a pull request with gh (installed and logged in)")
+    p.add_argument("--push-anyway", action="store_true",
+                   help="push although the git watch saw the target move without an accept or a remote change; "
+                        "records the watch anew (docs/decisions.md)")
     p.set_defaults(func=cmd_finish)
 
     p = sub.add_parser("diff", help="a lane's diff against its base, with per-file digests")
@@ -95,6 +106,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.log:
         return _print_gate_log(repo, args.lane_id)
     config = load_config(repo)
+    if args.accept_git_config:  # the lead says the change is theirs: printed, so it is never silent
+        for change in accept_git_config(repo, args.lane_id):
+            print(f"accepted as yours: {change}")
     if config.runner.kind != "local":  # a lane on a cluster node: its gates run there, through the runner
         from lanes_tui.app.cli_remote import check_remote, is_remote
 
@@ -272,14 +286,26 @@ def cmd_finish(args: argparse.Namespace) -> int:
     branch = programme_branch(repo, config)
     if args.pr:
         check_gh(repo)  # refused before anything is touched
+    watched = [] if args.no_push else git_watch_warnings(repo)
+    if watched and not args.push_anyway:  # refused before anything is touched, like a missing gh
+        raise LanesError("finish will not push: " + "; ".join(watched),
+                         "look at it (`git log`, `git config --get-regexp '^remote\\.'`); restore it, or confirm it is "
+                         "yours with `lanes-tui finish --push-anyway`")
+    if watched:
+        for line in confirm_git_watch(repo):
+            print(f"confirmed: {line}")
     report = finish(repo, config)
-    pushed = None if args.no_push else push_branch(repo, branch, protected=set(config.lanes.protected_branches))
+    where = None if args.no_push or branch in config.lanes.protected_branches else push_url(repo, branch)
+    if where is not None and not args.json:
+        print(f"pushing {branch} to {where}")  # where it goes, before it goes
+    pushed = None if args.no_push else push_branch(repo, branch, protected=set(config.lanes.protected_branches),
+                                                   hooks=trusted_hooks(repo))
     pr = open_pr(repo, branch) if args.pr and (pushed is None or pushed.ok) else None
     code = 1 if report.leftovers or (pushed is not None and not pushed.ok) else 0
     if args.json:
         push = None if pushed is None else {"branch": branch, "upstream": pushed.upstream.name if pushed.upstream
                                             else None, "status": pushed.status, "detail": pushed.detail,
-                                            "line": pushed.line()}
+                                            "line": pushed.line(), "url": where}
         return _json({"removed": list(report.removed), "leftovers": [
             {"kind": left.kind, "id": left.lane_id, "path": str(left.path) if left.path else None, "fix": left.fix,
              "branch": left.branch}

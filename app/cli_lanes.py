@@ -26,6 +26,7 @@ from lanes_tui.engine import (
     check_prompt,
     describe_limit,
     find_repo_root,
+    git_watch_warnings,
     install_pre_push,
     lane_settled,
     lane_statuses,
@@ -268,6 +269,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     rows = statuses(repo, args.lane_id)
     # An accept journal reconcile could not finish: named with its fix, never blocking the rest.
     stuck = [f"PROBLEM: {s.describe()}" for s in stuck_accepts(repo)]
+    # The target moved without an accept, a remote or branch key changed (git.watch): on every row
+    # (the list stays the contract), and as WARNING lines.
+    watched = git_watch_warnings(repo)
+    for row in rows if watched else ():  # the key only when there is something to say
+        row["git_watch"] = list(watched)
+    stuck += [f"WARNING: {line} (`lanes-tui finish` refuses to push until `--push-anyway`)" for line in watched]
     if args.json:
         print(json.dumps(rows, indent=2))
         for line in stuck:  # on stderr: stdout stays the JSON list scripts parse
@@ -275,6 +282,8 @@ def cmd_status(args: argparse.Namespace) -> int:
         return 0
     if not rows:
         print("no lanes yet: start one with `lanes-tui run --prompt TEXT`")
+        for line in stuck:
+            print(line)
         return 0
     print(f"{'LANE':<28} {'STATE':<10} {'RESULT':<15} {'PROVIDER':<10} {'IDLE':>6} {'CPU%':>6} {'RSS':>8}")
     for row in rows:

@@ -85,6 +85,8 @@ _EXPORTS: dict[str, str] = {
     "FinishReport": "decisions.finish", "finish": "decisions.finish",
     "check_gh": "decisions.shipping", "open_pr": "decisions.shipping", "install_pre_push": "decisions.shipping",
     "programme_branch": "decisions.shipping", "push_branch": "git.upstream",
+    "git_watch_warnings": "git.watch", "confirm_git_watch": "git.watch", "accept_git_config": "git.watch",
+    "push_url": "git.watch", "trusted_hooks": "git.watch",
     "Findings": "decisions.recover", "RECOVERABLE": "decisions.recover", "inspect_lane": "decisions.recover",
     "recheck": "decisions.recover", "relaunch": "decisions.recover",
     "reconcile": "decisions.reconcile",
@@ -156,6 +158,13 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.decisions.stop import StopReport, live_lane_ids, stop_lanes
     from lanes_tui.engine.decisions.verify import verify_lane
     from lanes_tui.engine.git.upstream import push_branch
+    from lanes_tui.engine.git.watch import (
+        accept_git_config,
+        confirm_git_watch,
+        git_watch_warnings,
+        push_url,
+        trusted_hooks,
+    )
     from lanes_tui.engine.inbox.files import STATES as QUESTION_STATES
     from lanes_tui.engine.inbox.files import validate_qid
     from lanes_tui.engine.inbox.store import InboxStore, relayed_create, wait_for_answer
@@ -220,7 +229,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.state.paths import StatePaths
     from lanes_tui.engine.state.status import LaneStatus
 
-__all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
+__all__ = [
     "LIVE_STATES",
     "MAX_PLAN_BYTES",
     "MAX_PROMPT_BYTES",
@@ -269,6 +278,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "TicketStatus",
     "Turn",
     "abandon_lane",
+    "accept_git_config",
     "amend_plan",
     "build_demo",
     "cancel_plan",
@@ -278,6 +288,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "check_prompt",
     "check_report",
     "confined",
+    "confirm_git_watch",
     "conversation",
     "describe_confinement",
     "describe_gates",
@@ -290,6 +301,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "duration_text",
     "find_repo_root",
     "finish",
+    "git_watch_warnings",
     "governor_summary",
     "group_members",
     "inspect_lane",
@@ -325,6 +337,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "programme_branch",
     "provider_family",
     "push_branch",
+    "push_url",
     "rank_group",
     "read_lane",
     "read_layers",
@@ -354,6 +367,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "strip_ansi",
     "stuck_accepts",
     "supervisor_alive",
+    "trusted_hooks",
     "validate_lane_id",
     "validate_qid",
     "verification",

@@ -34,6 +34,7 @@ CATEGORIES: dict[str, str] = {
     "tests/test_abandon_corrupt.py": "abandoning a lane whose record is corrupt",
     "tests/test_fuzz_files.py": "fuzzed config, record, question and state files",
     "tests/test_bad_input.py": "bad input at the command line",
+    "tests/test_git_hardening.py": "git config, hooks, refs and remotes",
 }
 
 

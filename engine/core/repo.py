@@ -19,14 +19,45 @@ NOT_A_REPO_FIX = "run lanes-tui in a repository or pass --repo PATH"
 #: Set by git hooks and wrappers; they would silently point our calls at another repository.
 GIT_ENV_DROP = (
     "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_PREFIX", "GIT_EXTERNAL_DIFF",
 )
 _TIMEOUT_S = 30.0
+#: Set over every git lanes-tui runs, whatever the repository's config says (issue 28): an agent's
+#: `git config core.fsmonitor PROG` or a hook it writes into the shared hooks folder must never run
+#: as the lead. The hooks path is a file, so git finds no hook in it. `git.harden` adds the
+#: lane-written filter, diff and merge drivers on top; this part needs no repository, so `ask` has it too.
+GIT_FIXED_CONFIG = (("core.fsmonitor", "false"), ("core.hooksPath", os.devnull))
+
+
+def with_git_config(env: dict[str, str], pairs: tuple[tuple[str, str], ...] | list[tuple[str, str]]) -> dict[str, str]:
+    """`env` with `pairs` added as git's command-line config (`GIT_CONFIG_COUNT`, git 2.31+).
+
+    Through the environment rather than `-c`, so it reaches every git a git starts (a rebase's own
+    commits) and GitPython's processes alike; added after any the environment already carries, so
+    ours win (the last value of a key is the one git uses).
+    """
+    try:
+        count = max(int(env.get("GIT_CONFIG_COUNT", "0") or "0"), 0)
+    except ValueError:
+        count = 0
+    for key, value in pairs:
+        env[f"GIT_CONFIG_KEY_{count}"] = key
+        env[f"GIT_CONFIG_VALUE_{count}"] = value
+        count += 1
+    env["GIT_CONFIG_COUNT"] = str(count)
+    return env
+
+
+def git_env() -> dict[str, str]:
+    """The environment every git lanes-tui runs starts from: no hook's variables, fixed messages, no
+    prompt, and `GIT_FIXED_CONFIG`."""
+    env = {k: v for k, v in os.environ.items() if k not in GIT_ENV_DROP}
+    env.update(LC_ALL="C", GIT_TERMINAL_PROMPT="0")
+    return with_git_config(env, GIT_FIXED_CONFIG)
 
 
 def _git(where: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    env = {k: v for k, v in os.environ.items() if k not in GIT_ENV_DROP}
-    env.update(LC_ALL="C", GIT_TERMINAL_PROMPT="0")
+    env = git_env()
     try:
         return subprocess.run(["git", *args], cwd=where, env=env, capture_output=True, check=False,
                               stdin=subprocess.DEVNULL, timeout=_TIMEOUT_S)

@@ -29,6 +29,7 @@ from lanes_tui.engine.decisions.accept_remote import discard_after_accept, fetch
 from lanes_tui.engine.decisions.check import gate_lane
 from lanes_tui.engine.decisions.packet import read_packet, write_packet
 from lanes_tui.engine.decisions.runners import remote_runner
+from lanes_tui.engine.git import watch
 from lanes_tui.engine.git.commands import git_out, nul_list, run_git
 from lanes_tui.engine.git.lane_paths import LaneLocation, git_witness, locate_lane, remove_lane_worktree
 from lanes_tui.engine.git.upstream import fetch_base
@@ -211,6 +212,7 @@ def fast_forward(repo: Path, target: str, expected: str, new: str) -> None:
     else:
         run_git(repo, "update-ref", "-m", f"lanes-tui accept {new[:10]}", f"refs/heads/{target}", new, expected,
                 fix="the target changed under the accept; run the accept again")
+    watch.record_accept(repo, target, expected, new)  # moved by an accept: not a warning (git.watch)
 
 
 def _first_line(text: str) -> str:

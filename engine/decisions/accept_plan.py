@@ -22,7 +22,7 @@ from lanes_tui.engine.decisions.lane_diff import diff_digest
 from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.decisions.review_prompt import describe_review, describe_verification, review_detail, verification
 from lanes_tui.engine.decisions.scope import describe_outside, outside_scope
-from lanes_tui.engine.git import lead_checkout, upstream, worktrees
+from lanes_tui.engine.git import git_snapshot, lead_checkout, upstream, worktrees
 from lanes_tui.engine.git.commands import git_out, list_worktrees, nul_list, run_git
 from lanes_tui.engine.git.lane_paths import LaneLocation, locate_lane, working_tree
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
@@ -150,6 +150,7 @@ def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | Non
         location = locate_lane(repo, lane_id, record, default_root=config.lanes.worktree_root)
         plan.worktree, plan.branch = location.worktree, location.branch
         worktree = working_tree(location)
+        git_snapshot.refuse_if_changed(repo, lane_id)  # the shared config, hooks, attributes: as at its start
     except LanesError as exc:
         refusals.append(str(exc))
     if location is not None and location.origin is not None:

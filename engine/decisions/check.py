@@ -19,7 +19,7 @@ from lanes_tui.engine.decisions.gate_plan import plan_gates, project_venv
 from lanes_tui.engine.decisions.gates import RUNNING_FILE, run_gates, stop_leftover_gates, summarise
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, state_after_gates, write_packet
 from lanes_tui.engine.decisions.scope import describe_outside
-from lanes_tui.engine.git import lead_checkout
+from lanes_tui.engine.git import git_snapshot, lead_checkout
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.caps import lane_caps
 from lanes_tui.engine.lanes.confine import confine, provider_writable
@@ -47,6 +47,7 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
     try:  # gates run only in the folder derived from the lane's id and root, and listed by git as its own
         location = locate_lane(repo, record.id, record, default_root=config.lanes.worktree_root)
         worktree = working_tree(location)
+        git_snapshot.refuse_if_changed(repo, record.id)  # the shared config, hooks, attributes: as at its start
     except LanesError as exc:
         if by_lead:
             raise

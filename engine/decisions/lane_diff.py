@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.scope import outside_scope
+from lanes_tui.engine.git import git_snapshot
 from lanes_tui.engine.git.commands import nul_list, refuse_option, run_git
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.git.patches import one_pass_patches
@@ -45,6 +47,8 @@ STATUS_WORDS = {"A": "added", "M": "modified", "D": "deleted", "T": "type-change
 #: Global options for every read: take no optional lock (no index refresh), pathspecs are literal.
 READ_ONLY = ("--no-optional-locks", "--literal-pathspecs")
 DIFF_OPTIONS = ("--no-color", "--no-ext-diff", "--no-textconv", "--no-renames")
+#: git calls a file binary when a NUL is in its first 8000 bytes; so do we (`_text_after_all`).
+BINARY_SNIFF_BYTES = 8000
 
 
 @dataclass(frozen=True)
@@ -121,6 +125,7 @@ def lane_diff(repo: Path, config: Config, lane_id: str, *, max_bytes: int = MAX_
     record = LaneStore(StatePaths(repo)).read(lane_id)  # validates the id; "no lane" for an unknown one
     location = locate_lane(repo, lane_id, record, default_root=config.lanes.worktree_root)
     worktree = working_tree(location)  # the derived folder, and git must list it on lane/<id>
+    git_snapshot.refuse_if_changed(repo, lane_id)  # the shared config, hooks, attributes: as at its start
     base = record.base_sha
     refuse_option(base, "base commit")
     files = worktree_files(worktree, base, max_bytes=max_bytes)
@@ -198,13 +203,14 @@ def _file_diff(worktree: Path, base: str, path: str, letter: str, budget: int, *
                patch: bytes | None = None) -> FileDiff:
     """One path's FileDiff, from its part of the one-pass patch or, without one, its own git diff."""
     kind, digest = _file_digest(worktree, path)
-    if patch is not None:
+    text_too = ("--text",) if _text_after_all(worktree, path) else ()
+    if patch is not None and not (text_too and b"\nBinary files " in b"\n" + patch):
         out = patch
     elif untracked and letter == "A" and kind != "missing":
-        out = run_git(worktree, *READ_ONLY, "diff", "--no-index", *DIFF_OPTIONS, "--", "/dev/null", path,
+        out = run_git(worktree, *READ_ONLY, "diff", "--no-index", *DIFF_OPTIONS, *text_too, "--", "/dev/null", path,
                       check=False).stdout  # exits 1 when the files differ, which they do
     else:
-        out = run_git(worktree, *READ_ONLY, "diff", *DIFF_OPTIONS, base, "--", path).stdout
+        out = run_git(worktree, *READ_ONLY, "diff", *DIFF_OPTIONS, *text_too, base, "--", path).stdout
     text = out.decode("utf-8", "replace")
     added, removed, binary = _count(text)
     cut = False
@@ -215,6 +221,19 @@ def _file_diff(worktree: Path, base: str, path: str, letter: str, budget: int, *
         cut = True
     return FileDiff(path=path, letter=letter, added=added, removed=removed, digest=digest, kind=kind, diff=text,
                     binary=binary, cut=cut)
+
+
+def _text_after_all(worktree: Path, path: str) -> bool:
+    """The lane's file has no NUL where git looks: if git still calls it binary, an attribute did (`-diff`,
+    `binary`, which the lane can write), and the reviewer gets its text (`--text`) instead."""
+    try:
+        if not stat.S_ISREG((worktree / path).lstat().st_mode):
+            return False  # a link, a FIFO: never opened
+        with (worktree / path).open("rb") as handle:
+            head = handle.read(BINARY_SNIFF_BYTES)
+    except OSError:
+        return False  # deleted, a folder, unreadable: git's own verdict stands
+    return b"\0" not in head
 
 
 def _count(patch: str) -> tuple[int, int, bool]:

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import subprocess
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.git.commands import run_git
 from lanes_tui.engine.lanes.launcher import (
     LaunchRequest,
     launch_lane,
@@ -158,11 +159,10 @@ class LocalRunner:
         """The lane's branch is already in the lead's repository: name it and the commit it is at."""
         self.paths.lane(lane_id)  # refuses an id that is not one
         ref = f"refs/heads/lane/{lane_id}"
-        done = await asyncio.to_thread(subprocess.run, ["git", "rev-parse", "--verify", "--quiet", ref],
-                                       cwd=self.repo, capture_output=True, text=True, check=False)
+        done = await asyncio.to_thread(run_git, self.repo, "rev-parse", "--verify", "--quiet", ref, check=False)
         if done.returncode != 0:
             raise LanesError(f"lane {lane_id} has no branch lane/{lane_id}", "`lanes-tui status` lists the lanes")
-        return Published(ref=ref, commit=done.stdout.strip(), where="local")
+        return Published(ref=ref, commit=os.fsdecode(done.stdout).strip(), where="local")
 
     async def stop(self, lane_id: str) -> list[int]:
         return await stop_lane(self.repo, lane_id)

@@ -22,7 +22,8 @@ from lanes_tui.engine.config.settings import Config, load_config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.gates import run_gates
 from lanes_tui.engine.git import worktrees
-from lanes_tui.engine.git.commands import git_out
+from lanes_tui.engine.git.commands import git_out, run_git
+from lanes_tui.engine.git.harden import common_dir
 
 GH_TIMEOUT_S = 60.0
 #: The first lines of the hook `init --hooks` writes; `--force` is needed to replace any other file.
@@ -69,7 +70,12 @@ def open_pr(repo: Path, branch: str) -> str:
 
 def hook_path(repo: Path) -> Path:
     """The pre-push hook's file, where git looks for it (`core.hooksPath` included)."""
-    hooks = Path(git_out(repo, "rev-parse", "--git-path", "hooks"))
+    # `--git-path hooks` with the lead's own core.hooksPath: lanes-tui's git runs with hooks off (git.harden).
+    configured = os.fsdecode(run_git(repo, "config", "--get-all", "--show-scope", "core.hooksPath", check=False).stdout)
+    lead = [line.split("\t", 1)[1] for line in configured.splitlines()
+            if "\t" in line and not line.startswith("command\t")]
+    hooks = Path(git_out(repo, "-c", f"core.hooksPath={lead[-1]}", "rev-parse", "--git-path", "hooks")) if lead \
+        else common_dir(repo) / "hooks"
     return (hooks if hooks.is_absolute() else repo / hooks) / "pre-push"
 
 

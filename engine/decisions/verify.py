@@ -17,6 +17,7 @@ from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.lane_diff import diff_digest
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
+from lanes_tui.engine.git import git_snapshot
 from lanes_tui.engine.git.commands import run_git
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.state.model import LIVE_STATES
@@ -62,6 +63,7 @@ def verify_lane(repo: Path, config: Config, lane_id: str, evidence: str, *, by: 
             raise LanesError(f"lane {lane_id} is still {record.state}",
                              f"wait for it (`lanes-tui wait {lane_id}`) and verify it then")
         worktree = working_tree(locate_lane(repo, lane_id, record, default_root=config.lanes.worktree_root))
+        git_snapshot.refuse_if_changed(repo, lane_id)
         lane = store.lane_paths(lane_id)
         packet = read_packet(lane) or build_packet(record, [], clock=clock, worktree=worktree)
         done = {"by": by or lead_name(repo), "at": (clock or RealClock()).time(), "evidence": text,

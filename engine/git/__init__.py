@@ -8,7 +8,10 @@ derived from its id and the root recorded at creation, with git as the second wi
 (the conflict radar: files two lanes both changed, trial merges with `git merge-tree`), `review_tree`
 (a reviewer's read-only view: a snapshot commit made through a temporary index, checked out detached
 beside the lane worktrees, removed with the same guards), `upstream` (the target's upstream: the capped
-fetch before lanes are cut and accepts rebase, behind-upstream warnings, `finish`'s push).
+fetch before lanes are cut and accepts rebase, behind-upstream warnings, `finish`'s push), `harden`
+(every git lanes-tui runs: no fsmonitor, hook or lane-written driver; a lane's git dir derived from its
+id), `git_snapshot` (the shared config, hooks and attributes as a lane found them, compared at each
+decision), `watch` (the targets and remotes as the first lane found them: status, doctor, finish).
 May import: `core`, `state`. Only `views` imports GitPython (lazily, per call, closed after use),
 so a supervisor or `lanes-tui ask` never loads it.
 """

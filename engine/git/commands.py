@@ -4,6 +4,8 @@ The layer under `git.worktrees` (which re-exports the constants and `WorktreeEnt
 through `run_git` with an argv list, never a shell, so a lane id, a path or a branch name can never
 be read as shell syntax, and with the variables of a surrounding hook removed, so it always acts on
 the repository it was pointed at. Output stays bytes so file names that are not UTF-8 survive.
+Every call is hardened by `git.harden` (issue 28): nothing a lane wrote into the shared config or
+hooks folder runs as the lead.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.core.repo import GIT_ENV_DROP, NOT_A_REPO_FIX
+from lanes_tui.engine.core.repo import GIT_ENV_DROP, NOT_A_REPO_FIX, with_git_config
+from lanes_tui.engine.git.harden import hardened_env
 
 __all__ = [
     "DEFAULT_FIX", "GIT_ENV_DROP", "GIT_TIMEOUT_S", "NOT_A_REPO_FIX", "WorktreeEntry", "branch_exists", "first_line",
@@ -48,11 +51,10 @@ def run_git(cwd: Path, *args: str, fix: str = DEFAULT_FIX, check: bool = True,
 
     Output stays bytes so file names that are not UTF-8 survive (decoded with `os.fsdecode`).
     `extra_env` is set over the cleaned environment (a temporary `GIT_INDEX_FILE`, an author).
+    The environment is `git.harden`'s: no fsmonitor, hook or lane-written driver runs, and in a
+    registered lane's worktree the git dir is the one derived from the lane's id, not its `.git` file.
     """
-    env = {k: v for k, v in os.environ.items() if k not in GIT_ENV_DROP}
-    env.update(extra_env or {})
-    env["LC_ALL"] = "C"  # stable, untranslated messages
-    env["GIT_TERMINAL_PROMPT"] = "0"
+    env = hardened_env(cwd, dict(extra_env or {}))
     try:
         proc = subprocess.run(
             ["git", *args], cwd=cwd, env=env, capture_output=True, timeout=GIT_TIMEOUT_S,
@@ -70,15 +72,15 @@ def run_git(cwd: Path, *args: str, fix: str = DEFAULT_FIX, check: bool = True,
     return proc
 
 
-def run_git_capped(cwd: Path, *args: str, timeout_s: float) -> subprocess.CompletedProcess[bytes]:
+def run_git_capped(cwd: Path, *args: str, timeout_s: float,
+                   config: tuple[tuple[str, str], ...] = ()) -> subprocess.CompletedProcess[bytes]:
     """Run `git args…` (a fetch, a push) for at most `timeout_s`; never raises on git's own failure.
 
     The network commands start helpers (ssh, git-remote-https) that would keep the output pipes open
     after git itself is killed, so git runs in a session of its own and the whole session is killed
     when the time is up: the cap holds even when the remote never answers. A timeout is a LanesError.
     """
-    env = {k: v for k, v in os.environ.items() if k not in GIT_ENV_DROP}
-    env.update(LC_ALL="C", GIT_TERMINAL_PROMPT="0")  # and no terminal in the new session: ssh cannot prompt
+    env = with_git_config(hardened_env(cwd), config)  # and no terminal in the new session: ssh cannot prompt
     try:
         proc = subprocess.Popen(["git", *args], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, start_new_session=True)

@@ -38,6 +38,7 @@ from lanes_tui.engine.core.digest import sha256_hex
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import branch_for, validate_lane_id
 from lanes_tui.engine.git.commands import WorktreeEntry, list_worktrees, run_git
+from lanes_tui.engine.git.harden import dotgit_problem, register_lane, repair_dotgit
 from lanes_tui.engine.git.worktrees import remove_worktree
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import LanePaths, StatePaths, repo_key, worktree_path
@@ -147,7 +148,14 @@ def locate_lane(repo: Path, lane_id: str, record: LaneRecord, *, default_root: P
     if os.path.normpath(record.worktree) != str(expected):
         raise LanesError(f"{where} names worktree {record.worktree}, not this lane's folder {expected}",
                          f'restore "worktree": "{expected}" in it')
-    return LaneLocation(lane_id, repo, root, expected, branch, origin)
+    return _registered(LaneLocation(lane_id, repo, root, expected, branch, origin))
+
+
+def _registered(loc: LaneLocation) -> LaneLocation:
+    """From here on, every git lanes-tui runs in the lane's folder uses the git dir derived from its id
+    (`git.harden`), whatever its `.git` file says."""
+    register_lane(loc.repo, loc.lane_id, loc.worktree)
+    return loc
 
 
 def _root_from_origin(lane: LanePaths, origin: LaneOrigin, repo: Path, lane_id: str) -> Path:
@@ -210,7 +218,8 @@ def locate_by_id(repo: Path, lane_id: str, *, default_root: Path) -> LaneLocatio
         root = _root_from_origin(lane, origin, repo, lane_id)
     else:
         root = _root_from_git(repo, lane_id) or default_root.expanduser().resolve()
-    return LaneLocation(lane_id, repo, root, worktree_path(root, repo, lane_id), branch_for(lane_id), origin)
+    worktree = worktree_path(root, repo, lane_id)
+    return _registered(LaneLocation(lane_id, repo, root, worktree, branch_for(lane_id), origin))
 
 
 def git_witness(loc: LaneLocation) -> WorktreeEntry | None:
@@ -265,10 +274,23 @@ def working_tree(loc: LaneLocation) -> Path:
     if git_witness(loc) is None or not loc.worktree.is_dir():
         raise LanesError(f"the worktree of {loc.lane_id} is gone ({loc.worktree})",
                          f"`lanes-tui recover {loc.lane_id} --relaunch` starts a new attempt")
+    check_dotgit(loc)
     return loc.worktree
+
+
+def check_dotgit(loc: LaneLocation) -> None:
+    """Refuse a decision on a lane whose `.git` file was pointed elsewhere (lanes-tui's own git ignores
+    it, but the lead's git in that folder and the agent's do not): one line, and how to restore it."""
+    dirs = register_lane(loc.repo, loc.lane_id, loc.worktree)
+    problem = dotgit_problem(dirs)
+    if problem is not None:
+        raise LanesError(f"lane {loc.lane_id}: {problem}",
+                         f"restore it with `printf 'gitdir: {dirs.git_dir}\\n' > {loc.worktree / '.git'}`, "
+                         f"or `lanes-tui abandon {loc.lane_id} --force`")
 
 
 def remove_lane_worktree(loc: LaneLocation, *, force: bool = True) -> list[str]:
     """Remove the lane's worktree and `lane/<id>` branch, after asking git once more (plans age)."""
-    git_witness(loc)
+    if git_witness(loc) is not None and force:
+        repair_dotgit(register_lane(loc.repo, loc.lane_id, loc.worktree))  # else `git worktree remove` refuses it
     return remove_worktree(loc.repo, loc.root, loc.worktree, loc.branch, force=force)

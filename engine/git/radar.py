@@ -42,7 +42,8 @@ from typing import Any
 
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import branch_for
-from lanes_tui.engine.git.commands import GIT_ENV_DROP, GIT_TIMEOUT_S, first_line, list_worktrees, nul_list, run_git
+from lanes_tui.engine.git.commands import GIT_TIMEOUT_S, first_line, list_worktrees, nul_list, run_git
+from lanes_tui.engine.git.harden import hardened_env
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.status import LaneStatus
 
@@ -380,8 +381,7 @@ def _nul_join(names: list[str]) -> bytes:
 
 def _git_env(cwd: Path, extra: Mapping[str, str], *args: str, stdin: bytes | None = None) -> str:
     """`run_git` with some variables set (a temporary index): the same clean environment and timeout."""
-    env = {k: v for k, v in os.environ.items() if k not in GIT_ENV_DROP}
-    env.update(LC_ALL="C", GIT_TERMINAL_PROMPT="0", **extra)
+    env = hardened_env(cwd, dict(extra))
     try:
         proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, timeout=GIT_TIMEOUT_S,
                               input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL, check=False)

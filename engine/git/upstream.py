@@ -129,11 +129,13 @@ class PushResult:
         return f"PUSH-FAILED: {self.detail}"
 
 
-def push_branch(repo: Path, branch: str, *, protected: frozenset[str] | set[str] = frozenset()) -> PushResult:
+def push_branch(repo: Path, branch: str, *, protected: frozenset[str] | set[str] = frozenset(),
+                hooks: str | None = None) -> PushResult:
     """Push the local branch to its upstream (never forced: a rejected push is reported, not overridden).
 
     A protected branch (`lanes.protected_branches`, `main` by default) is not pushed: lanes never merge
-    into it, so what it holds is the lead's own to publish.
+    into it, so what it holds is the lead's own to publish. No hook runs (`git.harden`) unless `hooks`
+    names the folder to run them from: the lead's own, as the git watch found it (`trusted_hooks`).
     """
     upstream = upstream_of(repo, branch)
     if upstream is None:
@@ -144,7 +146,8 @@ def push_branch(repo: Path, branch: str, *, protected: frozenset[str] | set[str]
     timeout = _seconds("LANES_PUSH_TIMEOUT_S", PUSH_TIMEOUT_S)
     try:
         proc = run_git_capped(repo, "push", "--quiet", "--", upstream.remote,
-                              f"refs/heads/{branch}:refs/heads/{upstream.remote_branch}", timeout_s=timeout)
+                              f"refs/heads/{branch}:refs/heads/{upstream.remote_branch}", timeout_s=timeout,
+                              config=(("core.hooksPath", hooks),) if hooks else ())
     except LanesError as exc:
         return PushResult(branch, upstream, "failed", exc.what)
     if proc.returncode != 0:

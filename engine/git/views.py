@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.git.commands import GIT_ENV_DROP, run_git
+from lanes_tui.engine.git.harden import LaneGitDirs, common_dir, dotgit_problem, hardened_env
 from lanes_tui.engine.git.patches import one_pass_patches
 from lanes_tui.engine.state.model import LaneRecord
 
@@ -57,6 +58,9 @@ BIG_FILE_BYTES = 8 * 1024 * 1024
 BINARY_SNIFF_BYTES = 8000
 #: GitPython reads these while opening a repository, so overriding them afterwards is too late.
 _OPEN_ENV = ("GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY")
+#: The dashboard's diff: no textconv or external diff a lane could have configured (the review's
+#: `lanes-tui diff` also shows the text of a file only an attribute calls binary: `decisions.lane_diff`).
+VIEW_DIFF = ("--no-color", "--no-ext-diff", "--no-textconv")
 
 
 def lane_diff(record: LaneRecord) -> str:
@@ -64,18 +68,18 @@ def lane_diff(record: LaneRecord) -> str:
     worktree = Path(record.worktree)
     if not worktree.is_dir():
         return f"(the worktree {worktree} is gone)"
-    tracked = run_git(worktree, "diff", "--no-color", "--no-ext-diff", record.base_sha, check=False).stdout
+    tracked = run_git(worktree, "diff", *VIEW_DIFF, record.base_sha, check=False).stdout
     untracked = run_git(worktree, "ls-files", "--others", "--exclude-standard", "-z", check=False).stdout
     parts = [os.fsdecode(tracked)]
     names = [os.fsdecode(n) for n in untracked.split(b"\0") if n]
     try:  # one pass for every new file (git.patches); the lane's own index is never written
-        patches = one_pass_patches(worktree, record.base_sha, names, ("--no-color", "--no-ext-diff", "--no-renames"))
+        patches = one_pass_patches(worktree, record.base_sha, names, (*VIEW_DIFF, "--no-renames"))
     except LanesError:
         patches = {}
     for name in names:
         new = patches.get(name)
         if new is None:
-            new = run_git(worktree, "diff", "--no-color", "--no-index", "--", "/dev/null", name, check=False).stdout
+            new = run_git(worktree, "diff", *VIEW_DIFF, "--no-index", "--", "/dev/null", name, check=False).stdout
         parts.append(os.fsdecode(new))
     text = "".join(parts)
     if len(text) > MAX_DIFF_BYTES:
@@ -99,7 +103,7 @@ def worktree_row(repo: Path, record: LaneRecord) -> dict[str, Any]:
                            "insertions": None, "deletions": None, "ahead": None, "behind": None}
     _fill(row, record.id, "ahead/behind", lambda: _ahead_behind(repo, record.branch, record.target_branch))
     if worktree.is_dir():
-        _fill(row, record.id, "changes", lambda: _changes(worktree, record.base_sha))
+        _fill(row, record.id, "changes", lambda: _changes(_checked(repo, record), record.base_sha))
     else:
         row["path"] += " (gone)"
     row["commits"] = lane_commits(record, limit=COMMITS_SHOWN)
@@ -134,6 +138,16 @@ def _ahead_behind(repo: Path, branch: str, target: str) -> dict[str, int]:
         ours, theirs = git_repo.commit(branch).hexsha, git_repo.commit(target).hexsha
         counts = _porcelain(git_repo, "rev-list", "--left-right", "--count", f"{ours}...{theirs}").split()
     return {"ahead": int(counts[0]), "behind": int(counts[1])}
+
+
+def _checked(repo: Path, record: LaneRecord) -> Path:
+    """The lane's worktree, once its `.git` file points at the lane's own git folder (`git.harden`):
+    GitPython reads that file, so a redirected one would show another repository's changes."""
+    dirs = LaneGitDirs(Path(record.worktree).resolve(), common_dir(repo) / "worktrees" / record.id, common_dir(repo))
+    problem = dotgit_problem(dirs)
+    if problem is not None:
+        raise LanesError(problem)
+    return dirs.worktree
 
 
 def _changes(worktree: Path, base_sha: str) -> dict[str, int]:
@@ -217,6 +231,8 @@ def _open(path: Path) -> Iterator[Repo]:
 
     with Repo(path) as git_repo:
         _pin_environment(git_repo)
+        git_repo.git.update_environment(**{k: v for k, v in hardened_env(path).items()
+                                           if k.startswith("GIT_CONFIG_")})  # git.harden: nothing of a lane's runs
         yield git_repo
 
 

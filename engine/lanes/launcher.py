@@ -28,7 +28,7 @@ from lanes_tui.engine.core.debug import crash_point
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import MAX_SLUG, branch_for, lane_id_for, slugify, validate_slug
 from lanes_tui.engine.core.limits import check_prompt
-from lanes_tui.engine.git import lead_checkout, worktrees
+from lanes_tui.engine.git import git_snapshot, lead_checkout, watch, worktrees
 from lanes_tui.engine.git.lane_paths import LaneOrigin, write_origin
 from lanes_tui.engine.git.upstream import fetch_base
 from lanes_tui.engine.lanes import fork_client
@@ -144,9 +144,13 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
             write_origin(paths.lane(lane_id), LaneOrigin(
                 id=lane_id, repo=str(repo.resolve()), worktree_root=str(root), worktree=str(path),
                 branch=branch, created=record.created, lead_checkout=lead))
+            watch.record_lane_start(repo, target)  # the target's commit and the remotes, once (git.watch)
             crash_point("run:origin")
             info = worktrees.create_worktree(repo, root, lane_id, base_sha)
             copy_into_worktree(repo, info.path, config.lanes.copy, store, lane_id)  # never committed
+            # The shared git config, hooks, attributes, compared at every decision: taken once lanes-tui's
+            # own writes (the worktree's excludes, `extensions.worktreeConfig`) are done, before any agent.
+            git_snapshot.write_lane_snapshot(repo, lane_id, git_snapshot.snapshot(repo, lane_id))
             crash_point("run:worktree")
             if detach:
                 spawn_supervisor(repo, lane_id, config)
