@@ -43,8 +43,15 @@ def hostile(repo: Path, tmp_path: Path) -> Path:
     script.write_text(HOSTILE)
     write_config(repo, extra=f'[providers.hostile]\nargv = ["{{python}}", "{script}"]\nprompt = "arg"\n'
                              'channel = "plain"\n', chains='backend = ["hostile"]',
-                 lanes_extra="protected_branches = []")  # accepts go into main here
+                 lanes_extra="protected_branches = []\nallow_uncontained = true")  # accepts go into main here
     return repo
+
+
+@pytest.fixture(autouse=True)
+def uncontained(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under Landlock every write here is refused by the kernel (tests/test_landlock.py); these tests
+    hold the second line, on the path of a machine without it."""
+    monkeypatch.setenv("LANES_TUI_LANDLOCK", "off")
 
 
 def program(tmp_path: Path, name: str) -> tuple[Path, Path]:

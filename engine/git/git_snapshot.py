@@ -134,7 +134,7 @@ def _config_changes(common: Path, name: str, old: list[Any], new: list[Any]) -> 
 
 def _show(values: list[str] | None) -> str:
     text = ", ".join(repr(v) for v in values or [])
-    return text if len(text) <= 80 else text[:77] + "…"
+    return text if len(text) <= 300 else text[:297] + "…"  # a URL or a program path is what the lead must see
 
 
 def write_lane_snapshot(repo: Path, lane_id: str, snap: dict[str, Any]) -> None:
