@@ -19,6 +19,7 @@ from textual.message import Message
 
 from lanes_tui.app.messages import (
     EngineNoticed,
+    GitWatchWarned,
     LanesChanged,
     MetersChanged,
     OutputChanged,
@@ -29,6 +30,7 @@ from lanes_tui.engine import (
     Engine,
     EngineEvent,
     EngineNotice,
+    GitWatchChanged,
     LaneChanged,
     LaneRemoved,
     LaneStatus,
@@ -95,6 +97,9 @@ class EngineBridge:
             return
         elif isinstance(event, EngineNotice):
             self.target.post_message(EngineNoticed(event.message, event.severity))
+            return
+        elif isinstance(event, GitWatchChanged):
+            self.target.post_message(GitWatchWarned(event.warnings))
             return
         self._schedule()
 

@@ -49,3 +49,10 @@ class StallRaised(Message):
 class EngineNoticed(Message):
     message: str
     severity: str = "information"
+
+
+@dataclass
+class GitWatchWarned(Message):
+    """The git watch's warnings now (empty: all clear): a target moved without an accept, a remote changed."""
+
+    warnings: tuple[str, ...]

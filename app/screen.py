@@ -29,6 +29,7 @@ from lanes_tui.app.keys import bindings
 from lanes_tui.app.lean_compositor import LeanCompositor
 from lanes_tui.app.messages import (
     EngineNoticed,
+    GitWatchWarned,
     LanesChanged,
     MetersChanged,
     OutputChanged,
@@ -204,6 +205,15 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
         self.app.notify(f"{message.lane_id} went silent for {message.report.get('idle_s')}s and was stopped",
                         title="Stall", severity="error", timeout=10)
         self.app.bell()
+
+    @on(GitWatchWarned)
+    def _git_watch_warned(self, message: GitWatchWarned) -> None:
+        """A target moved without an accept, or a remote changed: the bar says so until it is cleared."""
+        fresh = [w for w in message.warnings if w not in self.query_one(AttentionBar).warnings]
+        self.query_one(AttentionBar).warnings = message.warnings
+        if fresh:
+            self.app.notify(fresh[0], title="git watch", severity="error", timeout=15)
+            self.app.bell()
 
     @on(EngineNoticed)
     def _engine_noticed(self, message: EngineNoticed) -> None:

@@ -45,7 +45,8 @@ _EXPORTS: dict[str, str] = {
     "LaneRecord": "state.model", "STATES": "state.model", "RESULTS": "state.model",
     "TASK_TYPES": "state.model", "LIVE_STATES": "state.model", "SETTLED_STATES": "state.model",
     "LaneStatus": "state.status",
-    "EngineEvent": "state.events", "EngineNotice": "state.events", "LaneChanged": "state.events",
+    "EngineEvent": "state.events", "EngineNotice": "state.events", "GitWatchChanged": "state.events",
+    "LaneChanged": "state.events",
     "LaneRemoved": "state.events", "MetersSampled": "state.events", "OutputAppended": "state.events",
     "QuestionsChanged": "state.events", "StallDetected": "state.events",
     # config
@@ -218,6 +219,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.state.events import (
         EngineEvent,
         EngineNotice,
+        GitWatchChanged,
         LaneChanged,
         LaneRemoved,
         MetersSampled,
@@ -256,6 +258,7 @@ __all__ = [
     "FinishReport",
     "GateReport",
     "GateStepView",
+    "GitWatchChanged",
     "InboxStore",
     "LaneChanged",
     "LaneRecord",

@@ -10,6 +10,7 @@ that must stay absent) and that each decision is refused in one line naming what
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import stat
@@ -213,3 +214,49 @@ def test_the_fixed_hardening_reaches_every_git_lanes_tui_runs() -> None:
     env = git_env()
     pairs = {env[f"GIT_CONFIG_KEY_{i}"]: env[f"GIT_CONFIG_VALUE_{i}"] for i in range(int(env["GIT_CONFIG_COUNT"]))}
     assert pairs["core.fsmonitor"] == "false" and pairs["core.hooksPath"] == os.devnull
+
+
+async def test_the_dashboard_hears_the_git_watch_and_the_bar_names_it(repo: Path, tmp_path: Path) -> None:
+    """The watch reaches the dashboard, not only `status` and `doctor`: the engine's look emits the
+    warnings when they change, and the attention bar leads with them in `$error` until they clear."""
+    from lanes_tui.app.dashboard import LanesApp
+    from lanes_tui.engine import Engine, GitWatchChanged
+    from lanes_tui.engine.git.watch import record
+    from lanes_tui.widgets import AttentionBar
+    from tests.fake_engine import FakeEngine
+
+    record(repo, ["main"])
+    engine = Engine(repo, poll_s=0.02)
+    engine.git_watch_s = 0.0
+    seen: list[GitWatchChanged] = []
+
+    async def heard(count: int) -> None:
+        async for event in engine.events():
+            if isinstance(event, GitWatchChanged):
+                seen.append(event)
+                if len(seen) == count:
+                    return
+
+    await engine.start()
+    try:
+        git(repo, "config", "remote.origin.pushurl", str(tmp_path / "elsewhere.git"))
+        await asyncio.wait_for(heard(1), 60)
+        assert "remote.origin.pushurl" in seen[0].warnings[0]
+        git(repo, "config", "--unset", "remote.origin.pushurl")
+        await asyncio.wait_for(heard(2), 60)
+        assert seen[1].warnings == ()
+    finally:
+        await engine.aclose()
+
+    fake = FakeEngine(tmp_path / "fake", [])
+    app = LanesApp(fake.repo, engine=fake, flush_s=0.01)  # type: ignore[arg-type]
+    async with app.run_test(size=(120, 36)) as pilot:
+        fake.emit(seen[0])
+        await pilot.pause()
+        bar = app.screen.query_one(AttentionBar)
+        assert "git watch: " in str(bar.render()) and "remote.origin.pushurl" in str(bar.render())
+        assert bar.has_class("-stalls")
+        assert any("remote.origin.pushurl" in n.message for n in app._notifications)
+        fake.emit(seen[1])
+        await pilot.pause()
+        assert "git watch" not in str(bar.render()) and not bar.has_class("-stalls")

@@ -4,7 +4,9 @@ The counts are one reactive tuple, so setting the same counts every tick neither
 re-toggles classes; the watcher flips CSS classes and the look lives in DEFAULT_CSS (stalls and plan
 tickets to take over are `$error`, questions `$warning`, only ready lanes `$success`). A `takeover`
 ticket (its attempts used up) has a count of its own rather than joining the stalls: the lead acts on
-it in the Plan pane, not in Stalls & caps; it is left out of the line while it is zero.
+it in the Plan pane, not in Stalls & caps; it is left out of the line while it is zero. The git watch's
+warnings (a target moved without an accept, a remote changed: `git.watch`) lead the line in `$error`
+while there are any, the first one named and the others counted.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ class AttentionBar(Static):
 
     counts: reactive[Counts] = reactive((0, 0, 0, 0))
     """(open questions, stalls, ready lanes, plan tickets in `takeover`)."""
+    warnings: reactive[tuple[str, ...]] = reactive(())
+    """The git watch's warnings, newest set (`GitWatchWarned`)."""
 
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(_describe((0, 0, 0, 0)), name=name, id=id, classes=classes)
@@ -57,12 +61,22 @@ class AttentionBar(Static):
         return (max(0, int(counts[0])), max(0, int(counts[1])), max(0, int(counts[2])), max(0, int(counts[3])))
 
     def watch_counts(self, counts: Counts) -> None:
-        questions, stalls, ready, takeover = counts
-        urgent = stalls + takeover  # both are `$error`: the lead must act before anything else moves
+        self._show()
+
+    def watch_warnings(self, warnings: tuple[str, ...]) -> None:
+        self._show()
+
+    def _show(self) -> None:
+        questions, stalls, ready, takeover = self.counts
+        urgent = stalls + takeover + len(self.warnings)  # all `$error`: the lead must act before anything else
         self.set_class(urgent > 0, "-stalls")
         self.set_class(questions > 0 and not urgent, "-questions")
         self.set_class(ready > 0 and not questions and not urgent, "-ready")
-        self.update(_describe(counts))
+        described = _describe(self.counts)
+        if self.warnings:
+            more = f" (+{len(self.warnings) - 1} more: lanes-tui status)" if len(self.warnings) > 1 else ""
+            described = Content(f"git watch: {self.warnings[0]}{more}  ·  ") + described
+        self.update(described)
 
 
 def _describe(counts: Counts) -> Content:

@@ -36,6 +36,7 @@ from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.lanes.inotify import TreeWatcher
 from lanes_tui.engine.lanes.launcher import LaunchRequest
 from lanes_tui.engine.lanes.runner import Runner
+from lanes_tui.engine.live.git_watch_tick import GitWatchTick
 from lanes_tui.engine.live.lane_inotify import LaneWatch
 from lanes_tui.engine.live.liveness import SupervisorLiveness
 from lanes_tui.engine.live.machine import machine_meters
@@ -68,7 +69,7 @@ LIVENESS_POLL_S = 1.0
 _LIVENESS_FILES = frozenset({"lane.json", "supervisor.json", "receipt.json"})
 
 
-class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTick, WatchLeases):
+class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTick, WatchLeases, GitWatchTick):
     """`poll_s`: the tick; `reconcile_every_s`: reconcile's timer when polling; `idle_reconcile_s`:
     its timer when inotify and pidfds say when it is needed; `full_scan_s`: how often every lane is
     scanned anyway with inotify on (a writer that keeps a file open and rewrites it is seen then);
@@ -133,6 +134,7 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
         await self.stop_plan_ticks()
         await self.stop_remote()
         await self.stop_leases()
+        await self.stop_git_watch()
         if self._inbox_watcher is not None:
             with contextlib.suppress(ValueError, OSError):
                 asyncio.get_running_loop().remove_reader(self._inbox_watcher.fileno())
@@ -319,6 +321,7 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
         self.tick_plans_soon(now)  # open plans advance while the dashboard is open (`plans.ticker`)
         self.sync_soon(now)  # a remote runner's mirror, refreshed in the background (`remote_tick`)
         self.lease_soon(now)  # the lane on screen is read at the live pace (`watch_lease`)
+        self.git_watch_soon(now)  # targets and remotes (`git_watch_tick`)
         if only is None or only or self._radar_due(now):
             await self._scan_and_emit(only=only, recheck=recheck)
         if self._inbox_watcher is None:

@@ -63,5 +63,12 @@ class EngineNotice:
     severity: str = "information"
 
 
+@dataclass(frozen=True)
+class GitWatchChanged:
+    """The git watch's warnings now (`git.watch`): a target moved without an accept, a remote changed."""
+
+    warnings: tuple[str, ...]
+
+
 EngineEvent = (LaneChanged | LaneRemoved | OutputAppended | MetersSampled | StallDetected
-               | QuestionsChanged | EngineNotice)
+               | QuestionsChanged | EngineNotice | GitWatchChanged)
