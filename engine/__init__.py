@@ -38,6 +38,7 @@ _EXPORTS: dict[str, str] = {
     # containment
     "detect_containment": "procs.cgroup:detect",
     "split_lane_id": "core.ids", "validate_lane_id": "core.ids", "strip_ansi": "core.ansi",
+    "terminal_text": "core.ansi",
     "MAX_PROMPT_BYTES": "core.limits", "MAX_PLAN_BYTES": "core.limits", "check_prompt": "core.limits",
     "read_text_file": "core.limits", "describe_limit": "core.limits",
     # the state and its typed models
@@ -116,7 +117,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.config.providers import PRESETS, provider_family
     from lanes_tui.engine.config.settings import Config, load_config
     from lanes_tui.engine.config.write import set_config_value, write_default_config
-    from lanes_tui.engine.core.ansi import strip_ansi
+    from lanes_tui.engine.core.ansi import strip_ansi, terminal_text
     from lanes_tui.engine.core.clock import Clock, RealClock
     from lanes_tui.engine.core.debug import report_modules_at_exit
     from lanes_tui.engine.core.errors import ConfigError, LanesError
@@ -348,6 +349,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "strip_ansi",
     "stuck_accepts",
     "supervisor_alive",
+    "terminal_text",
     "validate_lane_id",
     "validate_qid",
     "verification",

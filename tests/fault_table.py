@@ -32,6 +32,7 @@ CATEGORIES: dict[str, str] = {
     "tests/test_abandon_corrupt.py": "abandoning a lane whose record is corrupt",
     "tests/test_fuzz_files.py": "fuzzed config, record, question and state files",
     "tests/test_bad_input.py": "bad input at the command line",
+    "tests/test_hostile_text.py": "escape sequences in agent text",
 }
 
 
