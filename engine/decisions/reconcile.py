@@ -19,6 +19,7 @@ from pathlib import Path
 from lanes_tui.engine.core.atomic import read_json
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.schema import NewerSchema, check_schema
 from lanes_tui.engine.decisions.accept import recover_interrupted_accepts
 from lanes_tui.engine.decisions.gates import GateResult, stop_leftover_gates
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
@@ -105,6 +106,12 @@ def _settle(repo: Path, store: LaneStore, record: LaneRecord) -> Reconciled | No
         receipt = read_json(lane.receipt)
     except (FileNotFoundError, ValueError):
         receipt = None
+    try:
+        check_schema(receipt, "receipt.json", f"receipt.json of {record.id}")
+    except NewerSchema:
+        raise  # this lane is left for the newer lanes-tui that wrote it
+    except LanesError:
+        receipt = None  # a damaged version: as good as no receipt
     if isinstance(receipt, dict) and receipt.get("result"):
         result = str(receipt["result"])
         record.result = result

@@ -37,6 +37,7 @@ from lanes_tui.engine.core.atomic import read_json, write_json_atomic
 from lanes_tui.engine.core.digest import sha256_hex
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import branch_for, validate_lane_id
+from lanes_tui.engine.core.schema import NewerSchema, check_schema, stamped
 from lanes_tui.engine.git.commands import WorktreeEntry, list_worktrees, run_git
 from lanes_tui.engine.git.worktrees import remove_worktree
 from lanes_tui.engine.state.model import LaneRecord
@@ -81,7 +82,7 @@ def write_origin(lane: LanePaths, origin: LaneOrigin) -> None:
     """Once, when the lane is created; an existing origin is never replaced."""
     if os.path.lexists(lane.origin):
         raise LanesError(f"{lane.origin} already exists", "lane ids are never reused; pick another --id")
-    write_json_atomic(lane.origin, {**origin.body(), "digest": origin.digest()})
+    write_json_atomic(lane.origin, stamped({**origin.body(), "digest": origin.digest()}, "origin.json"))
 
 
 def read_origin(lane: LanePaths) -> LaneOrigin | None:
@@ -94,6 +95,12 @@ def read_origin(lane: LanePaths) -> LaneOrigin | None:
         raise _damaged(lane, f"it is not readable JSON ({exc})") from None
     if not isinstance(data, dict):
         raise _damaged(lane, "it does not hold an object")
+    try:  # the version is outside the digest: it says how to read the fields the digest covers
+        check_schema(data, "origin.json", f"origin.json of {lane.dir.name}")
+    except NewerSchema:
+        raise
+    except LanesError as exc:
+        raise _damaged(lane, exc.what) from None
     try:
         strings = {name: data[name] for name in ("id", "repo", "worktree_root", "worktree", "branch")}
         if not all(isinstance(v, str) and "\x00" not in v for v in strings.values()) \

@@ -18,6 +18,7 @@ from lanes_tui.engine.core.atomic import PRIVATE_DIR, append_jsonl, read_json, w
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import validate_lane_id
+from lanes_tui.engine.core.schema import NewerSchema, check_schema, stamped
 from lanes_tui.engine.state.model import STATES, LaneRecord
 from lanes_tui.engine.state.paths import LanePaths, StatePaths
 
@@ -50,7 +51,10 @@ class LaneStore:
             raise LanesError(f"lane {lane_id}: cannot read {path}: {exc.strerror}",
                              "make the state folder readable again: chmod -R u+rwX .lanes/state") from None
         try:
+            check_schema(data, "lane.json", f"lane.json of {lane_id}")  # newer: refused as it is, never "corrupt"
             record = LaneRecord.from_json(data)
+        except NewerSchema:
+            raise
         except LanesError as exc:
             raise CorruptRecord(f"lane {lane_id}: lane.json is corrupt: {exc.what}", corrupt_fix(lane_id)) from None
         if record.id != lane_id:
@@ -99,7 +103,7 @@ class LaneStore:
 
     def write(self, record: LaneRecord) -> None:
         record.updated = self.clock.time()
-        write_json_atomic(self.lane_paths(record.id).record, record.to_json())
+        write_json_atomic(self.lane_paths(record.id).record, stamped(record.to_json(), "lane.json"))
 
     def transition(self, record: LaneRecord, state: str, reason: str, **data: Any) -> LaneRecord:
         if state not in STATES:

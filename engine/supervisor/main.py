@@ -25,6 +25,7 @@ from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import private_opener, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.schema import stamped
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
 from lanes_tui.engine.lanes.cadence import OutputCadence
@@ -314,7 +315,7 @@ class Supervisor:
             "providers_tried": [a.__dict__ for a in record.providers_tried],
             "supervisor_pid": os.getpid(),
         }
-        write_json_atomic(self.lane.receipt, receipt)
+        write_json_atomic(self.lane.receipt, stamped(receipt, "receipt.json"))
         state = "stalled" if result == "LANE-STALLED" else "exited"
         self.store.transition(record, state, reason, result=result)
         _orphan_open_questions(self.paths, record.id)
