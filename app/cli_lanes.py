@@ -38,6 +38,7 @@ from lanes_tui.engine import (
     phase_prompt,
     read_lane,
     read_text_file,
+    repository_file,
     scope_problem,
     stuck_accepts,
     write_default_config,
@@ -139,7 +140,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         _check_plan_file(args.plan)
         prompt = check_prompt(phase_prompt(args.plan, args.phase), f"phase {args.phase} of {args.plan}")
     elif args.prompt_file is not None:
-        prompt = check_prompt(read_text_file(args.prompt_file, MAX_PROMPT_BYTES, "--prompt-file"),
+        source = repository_file(args.prompt_file, repo, "--prompt-file",
+                                 "copy the file into the repository, or give the text with --prompt")
+        prompt = check_prompt(read_text_file(source, MAX_PROMPT_BYTES, "--prompt-file"),
                               f"--prompt-file {args.prompt_file}")
     else:
         prompt = check_prompt(args.prompt, "--prompt")

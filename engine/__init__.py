@@ -40,7 +40,7 @@ _EXPORTS: dict[str, str] = {
     "split_lane_id": "core.ids", "validate_lane_id": "core.ids", "strip_ansi": "core.ansi",
     "terminal_text": "core.ansi",
     "MAX_PROMPT_BYTES": "core.limits", "MAX_PLAN_BYTES": "core.limits", "check_prompt": "core.limits",
-    "read_text_file": "core.limits", "describe_limit": "core.limits",
+    "read_text_file": "core.limits", "describe_limit": "core.limits", "repository_file": "core.limits",
     # the state and its typed models
     "StatePaths": "state.paths",
     "LaneRecord": "state.model", "STATES": "state.model", "RESULTS": "state.model",
@@ -128,6 +128,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
         check_prompt,
         describe_limit,
         read_text_file,
+        repository_file,
     )
     from lanes_tui.engine.core.repo import find_repo_root
     from lanes_tui.engine.core.sizes import parse_bytes, parse_percent
@@ -329,6 +330,7 @@ __all__ = [  # the door: exactly the keys of _EXPORTS (a test checks)
     "reconcile",
     "relaunch",
     "report_modules_at_exit",
+    "repository_file",
     "resume_plan",
     "review_by_lead",
     "review_detail",

@@ -33,6 +33,8 @@ CATEGORIES: dict[str, str] = {
     "tests/test_fuzz_files.py": "fuzzed config, record, question and state files",
     "tests/test_bad_input.py": "bad input at the command line",
     "tests/test_hostile_text.py": "escape sequences in agent text",
+    "tests/test_schema_versions.py": "state files of an older or newer lanes-tui",
+    "tests/test_hostile_paths.py": "links an agent planted in the lead checkout",
 }
 
 

@@ -20,7 +20,13 @@ from lanes_tui.engine.config.key_lines import did_you_mean, shown
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import validate_lane_id, validate_slug
-from lanes_tui.engine.core.limits import MAX_PLAN_BYTES, MAX_PROMPT_BYTES, check_prompt, read_text_file
+from lanes_tui.engine.core.limits import (
+    MAX_PLAN_BYTES,
+    MAX_PROMPT_BYTES,
+    check_prompt,
+    read_text_file,
+    repository_file,
+)
 from lanes_tui.engine.git.worktrees import find_repo_root
 from lanes_tui.engine.plans.lines import PlanLines
 from lanes_tui.engine.plans.model import TIERS, Plan, Ticket
@@ -255,7 +261,9 @@ class _Reader:
             file = self.path.parent / self.string(index, key, raw[key])
             what = f"prompt file {file}"
             try:
-                text = read_text_file(file, MAX_PROMPT_BYTES, "prompt file")
+                real = repository_file(file, self.repo, "prompt file",
+                                       "keep prompt files inside the repository (a link is followed to its target)")
+                text = read_text_file(real, MAX_PROMPT_BYTES, "prompt file")
             except LanesError as exc:
                 self.fail_ticket(index, key, exc.what, exc.fix or "")
         else:
