@@ -279,7 +279,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         idle = "" if row["idle_s"] is None else f"{row['idle_s']:.0f}s"
         rss = f"{row['rss_bytes'] / 1e6:.0f}M" if row["rss_bytes"] else ""
         # A lane whose record cannot be read shows as `corrupt` here (its JSON state stays a contract one).
-        state = "corrupt" if row.get("problem") else row["state"]
+        state = "corrupt" if row.get("problem") and row["state"] == "lost" else row["state"]
         print(f"{row['id']:<28} {state:<10} {row['result'] or '':<15} {row['provider'] or '':<10} "
               f"{idle:>6} {row['cpu_percent'] or 0:>6.1f} {rss:>8}" + _group_tag(row) + _node_tag(row))
         if row.get("problem"):

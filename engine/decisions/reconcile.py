@@ -64,6 +64,9 @@ def reconcile(repo: Path, clock: Clock | None = None) -> list[Reconciled]:
         except LanesError as exc:  # e.g. its record turned corrupt since the scan: the others go on
             log.info("could not reconcile %s: %s", record.id, exc)
             continue
+        except OSError as exc:  # its folder unwritable (`status` shows it as the lane's problem): the others go on
+            log.info("could not reconcile %s: %s", record.id, exc)
+            continue
         if change is not None:
             changes.append(change)
     announce_lanes(store, [c.lane_id for c in changes])  # `lost` is seen here first (`lanes.notify`)

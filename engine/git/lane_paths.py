@@ -279,3 +279,45 @@ def remove_lane_worktree(loc: LaneLocation, *, force: bool = True) -> list[str]:
     """Remove the lane's worktree and `lane/<id>` branch, after asking git once more (plans age)."""
     git_witness(loc)
     return remove_worktree(loc.repo, loc.root, loc.worktree, loc.branch, force=force)
+
+
+def lane_problem(lane: LanePaths) -> str | None:
+    """What keeps lanes-tui from acting on this lane from its state folder, in one line, or None.
+
+    Two faults an agent (running as the lead's user) can cause with ordinary commands: a lane folder
+    made unwritable (`chmod 0500`), where no state change of the lane can be recorded, and a torn or
+    edited `origin.json`, on which every decision refuses. `status` shows them as that lane's problem,
+    beside the other lanes; `abandon --force` repairs both (`repair_for_abandon`).
+    """
+    if lane.dir.is_dir() and not os.access(lane.dir, os.W_OK):
+        return (f"lane {lane.dir.name}: its folder {lane.dir} is not writable — `chmod u+rwx {lane.dir}`, "
+                f"or `lanes-tui abandon {lane.dir.name} --force`")
+    try:
+        read_origin(lane)
+    except LanesError as exc:
+        return str(exc) if isinstance(exc, NewerSchema) else \
+            f"{exc.what} — or drop the lane with `lanes-tui abandon {lane.dir.name} --force`"
+    return None
+
+
+def repair_for_abandon(lane: LanePaths, stamp: str) -> tuple[list[str], bool]:
+    """Before `abandon --force`: make the lane's own folder writable again (owner only, never through a
+    link) and set a damaged `origin.json` aside as `origin.json.damaged-<stamp>` (its bytes kept), so
+    the lane is then located as one without an origin: by git's witness, which still has to confirm
+    the folder before anything is removed. Returns what was done, for the lead, and whether the
+    origin was set aside (the caller then takes nothing from the record either)."""
+    done: list[str] = []
+    if lane.dir.is_dir() and not lane.dir.is_symlink() and not os.access(lane.dir, os.W_OK) \
+            and lane.dir.stat().st_uid == os.geteuid():
+        os.chmod(lane.dir, 0o700)
+        done.append(f"made {lane.dir} writable again (0700)")
+    try:
+        read_origin(lane)
+    except NewerSchema:
+        raise
+    except LanesError:
+        aside = lane.origin.with_name(f"{lane.origin.name}.damaged-{stamp}")
+        os.replace(lane.origin, aside)
+        done.append(f"set the damaged origin.json aside as {aside.name}")
+        return done, True
+    return done, False

@@ -50,6 +50,8 @@ log = logging.getLogger("lanes_tui.supervisor")
 
 #: A full disk (or quota) under the state folder: the lane ends FAILED-RESOURCE, not `lost`.
 NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+#: A write refused outright: the lane's folder made read-only (an agent's `chmod`), a read-only mount.
+NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 #: A file the supervisor deletes when the disk fills, so its receipt and last state still fit.
 SPACE_RESERVE = "space-reserve"
 SPACE_RESERVE_BYTES = 64 * 1024
@@ -124,7 +126,11 @@ class Supervisor:
         if outcome is None:
             return self._finish(None, "LANE-FAILED", "stopped by the lead while queued")
         self._finish(outcome, outcome.classification.result, outcome.classification.reason)
-        await self._decide()
+        try:
+            await self._decide()
+        except LanesError as exc:  # e.g. its origin.json torn meanwhile: said, instead of a dead supervisor
+            log.error("gates not run: %s", exc)
+            return self._finish(outcome, "FAILED-RESOURCE", f"its gates could not run: {exc}")
         announce(self.store, self.config.notify, self.record)  # ready or rejected, after gates and review
         return 0
 
@@ -304,6 +310,29 @@ class Supervisor:
         reason = (f"no space left on the device holding {where} ({exc.strerror}): free some space, then "
                   f"`lanes-tui recover {self.record.id}`")
         return self._finish(None, "FAILED-RESOURCE", reason)
+
+    def not_writable(self, exc: OSError) -> int:
+        """A state write was refused: end FAILED-RESOURCE naming the file, instead of dying and leaving
+        the lane `lost` with nothing said. The lane's own folder, when it is the one refused and is the
+        lead's, is made writable again (0700) first, or the end could not be recorded either; when that
+        is not enough (a read-only mount), the reason goes to the supervisor's log and `status` shows
+        the lane's folder as its problem."""
+        where = exc.filename or str(self.lane.dir)
+        restored = ""
+        folder = self.lane.dir
+        if not folder.is_symlink() and not os.access(folder, os.W_OK):
+            with contextlib.suppress(OSError):
+                if folder.stat().st_uid == os.geteuid():
+                    os.chmod(folder, 0o700)
+                    restored = f"; lanes-tui made {folder} writable again"
+        reason = (f"the lane's state could not be written ({exc.strerror}: {where}){restored}: "
+                  f"`lanes-tui recover {self.record.id}` or `lanes-tui abandon {self.record.id} --force`")
+        log.error("state write refused: %s", reason)
+        try:
+            return self._finish(None, "FAILED-RESOURCE", reason)
+        except OSError as again:
+            log.error("cannot record the end either (%s): status shows the lane's folder as its problem", again)
+            return 1
 
     def _finish(self, outcome: RunOutcome | None, result: str, reason: str) -> int:
         record = self.record
