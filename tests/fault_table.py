@@ -35,6 +35,8 @@ CATEGORIES: dict[str, str] = {
     "tests/test_hostile_text.py": "escape sequences in agent text",
     "tests/test_schema_versions.py": "state files of an older or newer lanes-tui",
     "tests/test_hostile_paths.py": "links an agent planted in the lead checkout",
+    "tests/test_lane_faults.py": "a lane folder its agent damaged",
+    "tests/test_slot_faults.py": "damaged heavy-slot locks",
 }
 
 
