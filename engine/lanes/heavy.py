@@ -220,7 +220,7 @@ def run_locked(argv: list[str], *, environ: Mapping[str, str], cwd: Path, say: S
     with slot:
         tmp: Path | None = slot_tmpdir(folder, slot.index)
         try:
-            empty_dir(tmp)
+            empty_dir(slot_tmpdir(folder, slot.index))
         except OSError:  # the slot folder is read-only to this process (an agent under a ruleset): its own TMPDIR
             tmp = None
         env[HEAVY_SLOT_ENV] = str(slot.index)
