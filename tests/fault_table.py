@@ -37,6 +37,7 @@ CATEGORIES: dict[str, str] = {
     "tests/test_hostile_paths.py": "links an agent planted in the lead checkout",
     "tests/test_lane_faults.py": "a lane folder its agent damaged",
     "tests/test_slot_faults.py": "damaged heavy-slot locks",
+    "tests/test_hostile_sizes.py": "work bounded by size",
 }
 
 
