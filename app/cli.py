@@ -42,14 +42,14 @@ COMMAND_MODULES: dict[str, str] = {
 LEAN_COMMANDS = frozenset({"ask", "answer", "inbox", "lock"})
 #: Global options that take a value: their value is not the command word.
 _VALUE_OPTIONS = ("--repo", "--demo-dir")
+#: The commands whose output is the terminal's own (the dashboard is `None`): `attach` draws the agent's
+#: screen, escapes and all. Every other command's stdout and stderr pass through `terminal_text`.
+RAW_OUTPUT = frozenset({None, "attach"})
 #: The lead's decisions: refused in a shell that belongs to a lane (`LANES_LANE` set). `check` is one
 #: of them: it runs the gates as the lead and rewrites the packet accept trusts, so an agent could
 #: otherwise bless its own (or another lane's) work. `ask`, `status`, `wait`, `inbox` and `doctor`
 #: only ask or look (`inbox` lists the lane's own questions there); `lock` is the agent's own (it runs
 #: the agent's heavy commands in a heavy slot).
-#: The commands whose output is the terminal's own (the dashboard is `None`): `attach` draws the agent's
-#: screen, escapes and all. Every other command's stdout and stderr pass through `terminal_text`.
-RAW_OUTPUT = frozenset({None, "attach"})
 LEAD_ONLY = frozenset({"answer", "accept", "abandon", "recover", "finish", "run", "init", "check", "review",
                        "verify", "stop", "attach", "send", "scorecard"})
 
