@@ -20,6 +20,7 @@ from types import FrameType
 from typing import Any
 
 from lanes_tui.engine.config.settings import parse_config
+from lanes_tui.engine.git.review_tree import snapshot_commit
 from lanes_tui.engine.git.views import lane_diff as view_diff
 from lanes_tui.engine.plans.validate import check_report, load_plan
 from lanes_tui.engine.state.paths import StatePaths
@@ -113,3 +114,15 @@ def test_plan_check_is_linear_in_the_plan(tmp_path: Path) -> None:
         assert report[0] == f"plan big: {count} tickets in {count} waves"
     ratio = costs[600] / costs[150]
     assert ratio < 5, f"4x the tickets cost {ratio:.1f}x the lines: {costs}"
+
+
+def test_the_reviewers_snapshot_leaves_a_huge_file_out(repo: Path) -> None:
+    (repo / "huge.bin").write_bytes(b"")
+    with open(repo / "huge.bin", "r+b") as handle:
+        handle.truncate(HUGE)
+    (repo / "small.txt").write_text("kept\n")
+    (repo / "calc.py").write_text("changed\n")
+    commit = snapshot_commit(repo, "big-a1")
+    tree = git(repo, "ls-tree", "-r", "--name-only", commit).split()
+    assert "small.txt" in tree and "huge.bin" not in tree  # never added: git would have read 20 GB
+    assert git(repo, "show", f"{commit}:calc.py") == "changed"
