@@ -15,10 +15,10 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
 from lanes_tui.app.cli_args import HelpText
-from lanes_tui.engine import LanesError, report_modules_at_exit
+from lanes_tui.engine import LanesError, report_modules_at_exit, terminal_text
 
 if TYPE_CHECKING:
     import logging  # loaded only with --debug or LANES_TUI_LOG (app/cli_log.py)
@@ -42,6 +42,9 @@ COMMAND_MODULES: dict[str, str] = {
 LEAN_COMMANDS = frozenset({"ask", "answer", "inbox", "lock"})
 #: Global options that take a value: their value is not the command word.
 _VALUE_OPTIONS = ("--repo", "--demo-dir")
+#: The commands whose output is the terminal's own (the dashboard is `None`): `attach` draws the agent's
+#: screen, escapes and all. Every other command's stdout and stderr pass through `terminal_text`.
+RAW_OUTPUT = frozenset({None, "attach"})
 #: The lead's decisions: refused in a shell that belongs to a lane (`LANES_LANE` set). `check` is one
 #: of them: it runs the gates as the lead and rewrites the packet accept trusts, so an agent could
 #: otherwise bless its own (or another lane's) work. `ask`, `status`, `wait`, `inbox` and `doctor`
@@ -145,10 +148,45 @@ def package_version() -> str:
         return "unknown (not installed)"
 
 
+class TerminalSafe:
+    """A text stream that lets no control sequence through to the lead's terminal (issue 28).
+
+    Headless commands print text an agent chose: file names in `diff --stat` and `accept --dry-run`,
+    gate output in `check --log`, reasons in `status`, a plan's lane names. Rather than trust each of
+    those `print` calls to remember `terminal_text`, the command line puts this in front of stdout and
+    stderr once, so a new command cannot forget it. Everything but `write` goes to the real stream.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(terminal_text(text))
+        return len(text)
+
+    def writelines(self, lines: Sequence[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def main(argv: list[str] | None = None) -> int:
     report_modules_at_exit("lanes-tui")
     arguments = sys.argv[1:] if argv is None else argv
     command = command_word(arguments)
+    if command in RAW_OUTPUT:
+        return _main(arguments, command)
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = cast(TextIO, TerminalSafe(sys.stdout)), cast(TextIO, TerminalSafe(sys.stderr))
+    try:
+        return _main(arguments, command)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _main(arguments: list[str], command: str | None) -> int:
     if command is None and "--version" in arguments:  # before the parser: no command module is loaded
         print(f"lanes-tui {package_version()}")
         return 0

@@ -10,13 +10,22 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from lanes_tui.app import cli_args
 from lanes_tui.app.cli_lanes import repo_of
-from lanes_tui.engine import Config, LanesError, load_config, peek_output, peek_screen, send_to_lane
+from lanes_tui.engine import (
+    Config,
+    LanesError,
+    load_config,
+    peek_output,
+    peek_screen,
+    send_to_lane,
+    validate_lane_id,
+)
 
 #: The supervisor refused (it is running, but cannot take this now): exit 1, not 2.
 REFUSED = 1
@@ -117,7 +126,18 @@ def _remote_config(repo: Path, lane_id: str) -> Config | None:
     return config if is_remote(repo, lane_id) else None
 
 
+def _refuse_other_lane(lane_id: str) -> None:
+    """Inside a lane (`LANES_LANE` set), `peek` shows that lane's own output only, as `inbox` lists only
+    its own questions: another lane's output is the lead's to read (it may quote the lead's answers,
+    secrets a gate printed, or another task's code), not a neighbour agent's."""
+    own = os.environ.get("LANES_LANE", "")
+    if own and lane_id != own:
+        raise LanesError(f"this shell belongs to lane {validate_lane_id(own)}: peek shows only that lane's "
+                         f"output, not {lane_id}'s", f"peek your own: `lanes-tui peek {own}`")
+
+
 def cmd_peek(args: argparse.Namespace) -> int:
+    _refuse_other_lane(args.lane_id)
     repo = repo_of(args)
     result: dict[str, Any]
     remote = _remote_config(repo, args.lane_id)

@@ -39,6 +39,7 @@ from lanes_tui.engine import (
     phase_prompt,
     read_lane,
     read_text_file,
+    repository_file,
     scope_problem,
     stuck_accepts,
     write_default_config,
@@ -143,7 +144,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         _check_plan_file(args.plan)
         prompt = check_prompt(phase_prompt(args.plan, args.phase), f"phase {args.phase} of {args.plan}")
     elif args.prompt_file is not None:
-        prompt = check_prompt(read_text_file(args.prompt_file, MAX_PROMPT_BYTES, "--prompt-file"),
+        source = repository_file(args.prompt_file, repo, "--prompt-file",
+                                 "copy the file into the repository, or give the text with --prompt")
+        prompt = check_prompt(read_text_file(source, MAX_PROMPT_BYTES, "--prompt-file"),
                               f"--prompt-file {args.prompt_file}")
     else:
         prompt = check_prompt(args.prompt, "--prompt")
@@ -290,7 +293,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         idle = "" if row["idle_s"] is None else f"{row['idle_s']:.0f}s"
         rss = f"{row['rss_bytes'] / 1e6:.0f}M" if row["rss_bytes"] else ""
         # A lane whose record cannot be read shows as `corrupt` here (its JSON state stays a contract one).
-        state = "corrupt" if row.get("problem") else row["state"]
+        state = "corrupt" if row.get("problem") and row["state"] == "lost" else row["state"]
         print(f"{row['id']:<28} {state:<10} {row['result'] or '':<15} {row['provider'] or '':<10} "
               f"{idle:>6} {row['cpu_percent'] or 0:>6.1f} {rss:>8}" + _group_tag(row) + _node_tag(row))
         if row.get("problem"):

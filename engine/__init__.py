@@ -38,8 +38,9 @@ _EXPORTS: dict[str, str] = {
     # containment
     "detect_containment": "procs.cgroup:detect",
     "split_lane_id": "core.ids", "validate_lane_id": "core.ids", "strip_ansi": "core.ansi",
+    "terminal_text": "core.ansi",
     "MAX_PROMPT_BYTES": "core.limits", "MAX_PLAN_BYTES": "core.limits", "check_prompt": "core.limits",
-    "read_text_file": "core.limits", "describe_limit": "core.limits",
+    "read_text_file": "core.limits", "describe_limit": "core.limits", "repository_file": "core.limits",
     # the state and its typed models
     "StatePaths": "state.paths",
     "LaneRecord": "state.model", "STATES": "state.model", "RESULTS": "state.model",
@@ -120,7 +121,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.config.providers import PRESETS, provider_family
     from lanes_tui.engine.config.settings import Config, load_config
     from lanes_tui.engine.config.write import set_config_value, write_default_config
-    from lanes_tui.engine.core.ansi import strip_ansi
+    from lanes_tui.engine.core.ansi import strip_ansi, terminal_text
     from lanes_tui.engine.core.clock import Clock, RealClock
     from lanes_tui.engine.core.debug import report_modules_at_exit
     from lanes_tui.engine.core.errors import ConfigError, LanesError
@@ -131,6 +132,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
         check_prompt,
         describe_limit,
         read_text_file,
+        repository_file,
     )
     from lanes_tui.engine.core.relay import confined
     from lanes_tui.engine.core.repo import find_repo_root
@@ -350,6 +352,7 @@ __all__ = [
     "relaunch",
     "relayed_create",
     "report_modules_at_exit",
+    "repository_file",
     "resume_plan",
     "review_by_lead",
     "review_detail",
@@ -370,6 +373,7 @@ __all__ = [
     "strip_ansi",
     "stuck_accepts",
     "supervisor_alive",
+    "terminal_text",
     "trusted_hooks",
     "validate_lane_id",
     "validate_qid",

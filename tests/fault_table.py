@@ -35,6 +35,12 @@ CATEGORIES: dict[str, str] = {
     "tests/test_fuzz_files.py": "fuzzed config, record, question and state files",
     "tests/test_bad_input.py": "bad input at the command line",
     "tests/test_git_hardening.py": "git config, hooks, refs and remotes",
+    "tests/test_hostile_text.py": "escape sequences in agent text",
+    "tests/test_schema_versions.py": "state files of an older or newer lanes-tui",
+    "tests/test_hostile_paths.py": "links an agent planted in the lead checkout",
+    "tests/test_lane_faults.py": "a lane folder its agent damaged",
+    "tests/test_slot_faults.py": "damaged heavy-slot locks",
+    "tests/test_hostile_sizes.py": "work bounded by size",
 }
 
 

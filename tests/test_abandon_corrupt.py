@@ -121,15 +121,18 @@ def test_abandon_force_of_a_corrupt_lane_touches_only_what_git_confirms(repo: Pa
         (lane_dir(repo, lane) / "lane.json").write_text("[]")
 
     origin = lane_dir(repo, odd) / "origin.json"
-    origin.write_text(origin.read_text().replace('"created": ', '"created": 1'))  # its digest no longer matches
-    _one_line_error(cli(repo, "abandon", odd, "--force"), "origin.json cannot be trusted")
-    assert own_folder(repo, odd).is_dir() and not kept_aside(repo, odd)
-    # Without an origin (and with another root configured since), git's listing places the worktree.
-    origin.unlink()
+    damaged = origin.read_text().replace('"created": ', '"created": 1')  # its digest no longer matches
+    origin.write_text(damaged)
+    _one_line_error(cli(repo, "abandon", odd), "lane.json is corrupt")  # without --force: refused, untouched
+    assert own_folder(repo, odd).is_dir() and not kept_aside(repo, odd) and origin.read_text() == damaged
+    # --force sets the damaged origin aside; then (with another root configured since) git's listing
+    # places the worktree, as for a lane without an origin.
     config = repo / ".lanes" / "config.toml"
     config.write_text(config.read_text().replace(str(repo.parent / "worktrees"), str(tmp_path / "new-root")))
     done = cli(repo, "abandon", odd, "--force")
     assert done.returncode == 0 and f"worktree {own_folder(repo, odd)}; branch lane/{odd}" in done.stdout, done
+    assert "set the damaged origin.json aside as origin.json.damaged-" in done.stdout
+    assert [p.read_text() for p in lane_dir(repo, odd).glob("origin.json.damaged-*")] == [damaged]
     assert not own_folder(repo, odd).exists() and status(repo, odd)["state"] == "abandoned"
 
     # A folder git does not list as the lane's worktree is never removed: here a clone took its place.

@@ -48,7 +48,7 @@ def test_ask_writes_the_record_and_the_question_is_open(store: InboxStore, clock
         "id": q.id, "lane": LANE, "attempt": 2, "kind": "yesno", "source": "ask-cli", "title": "Deploy?",
         "body": "to staging", "options": [{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}],
         "default": "no", "deadline": clock.time() + 90, "correlation": {"request_id": "r1"},
-        "created": clock.time(),
+        "created": clock.time(), "schema": 1,  # the format version (core.schema)
     }
     view = store.get(q.id)
     assert (view.state, view.answer) == ("open", None)

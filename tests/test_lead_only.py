@@ -59,7 +59,8 @@ def test_an_agent_cannot_run_the_leads_commands_from_its_lane(repo: Path, tmp_pa
         ["answer", qid, "yes"], ["accept", other], ["abandon", other, "--force"], ["recover", asker],
         ["check", other], ["finish"], ["run", "--prompt", "say spawned", "--id", "spawned"], ["init", "--force"],
         ["ask", "Rogue question?", "--yes-no", "--timeout", "0", "--default", "no"],
-        ["inbox", "--json"], ["inbox", "--lane", asker], ["status", "--json"],
+        ["inbox", "--json"], ["inbox", "--lane", asker], ["status", "--json"], ["peek", other],
+        ["peek", "rogue-a1"],
     ]
     rogue = run_lane(repo, json.dumps(commands), lane_id="rogue", extra=("--lane", "rogue"))
     wait_state(repo, rogue)
@@ -87,6 +88,12 @@ def test_an_agent_cannot_run_the_leads_commands_from_its_lane(repo: Path, tmp_pa
     assert {row["id"] for row in json.loads(results["status --json"]["out"])} >= {asker, other, rogue}
     refused = results["inbox --lane"]
     assert refused["rc"] == 2 and "its inbox lists only that lane's questions" in refused["err"], refused
+    # Another lane's output is the lead's to read: refused in one line, nothing of it shown; its own is fine.
+    peeked = results[f"peek {other}"]
+    assert (peeked["rc"], peeked["out"]) == (2, ""), peeked
+    assert peeked["err"].strip() == (f"lanes-tui: this shell belongs to lane {rogue}: peek shows only that lane's "
+                                     f"output, not {other}'s — peek your own: `lanes-tui peek {rogue}`")
+    assert results["peek rogue-a1"]["rc"] == 0 and "starting" in results["peek rogue-a1"]["out"]
 
     # The lead (no LANES_LANE) answers; the asker hears it.
     answered = cli(repo, "answer", qid, "yes")

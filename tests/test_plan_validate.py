@@ -7,6 +7,7 @@ the lead reads there exactly what `plan check` prints.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -252,8 +253,16 @@ def test_phases_in_a_toml_file_get_the_markdown_message(here: Path, config: Conf
 
 # --- what a valid plan gives ----------------------------------------------------------------------------
 
-def test_the_example_plan_gives_two_waves(repo: Path, config: Config) -> None:
-    plan = load_plan(EXAMPLE, repo, config)
+@pytest.fixture()
+def example(repo: Path) -> Path:
+    """The documented example plan, copied into the repository as a lead would keep it (a prompt file
+    must be inside the repository: docs/reliability.md)."""
+    shutil.copytree(EXAMPLE.parent, repo / ".lanes" / "plans")
+    return repo / ".lanes" / "plans" / EXAMPLE.name
+
+
+def test_the_example_plan_gives_two_waves(repo: Path, config: Config, example: Path) -> None:
+    plan = load_plan(example, repo, config)
     assert (plan.name, plan.target, len(plan.tickets)) == ("health-check", "main", 5)
     assert waves(plan) == [["api", "db-ping", "docs"], ["wire", "tests"]]
     db_ping = plan.ticket("db-ping")
@@ -262,8 +271,8 @@ def test_the_example_plan_gives_two_waves(repo: Path, config: Config) -> None:
     assert plan.ticket("wire").blockers == ("api", "db-ping") and plan.ticket("wire").attempts == 3
 
 
-def test_check_report_of_the_example_is_what_the_docs_show(repo: Path, config: Config) -> None:
-    report = check_report(load_plan(EXAMPLE, repo, config))
+def test_check_report_of_the_example_is_what_the_docs_show(repo: Path, config: Config, example: Path) -> None:
+    report = check_report(load_plan(example, repo, config))
     assert report == [
         "plan health-check: 5 tickets in 2 waves, target branch main",
         "wave 1: api, db-ping, docs",

@@ -166,8 +166,15 @@ def test_root_in_the_record_must_match_the_origin(programme: Path, tmp_path: Pat
     data = json.loads(origin.read_text())
     data.update(worktree_root=str(fake_root), worktree=str(fake_root / repo_key(repo) / lane))
     origin.write_text(json.dumps(data))
-    one_line_error(cli(repo, "abandon", lane, "--force"), "origin.json cannot be trusted", "digest")
+    one_line_error(cli(repo, "abandon", lane), "origin.json cannot be trusted", "digest")
     assert worktree.is_dir()
+    # --force sets the damaged origin aside and takes nothing from the record: git places the lane's
+    # own worktree, which goes; the folder the forged record and origin name is never touched.
+    (fake_root / repo_key(repo) / lane).mkdir(parents=True)
+    (fake_root / repo_key(repo) / lane / "keep.txt").write_text("not the lane's\n")
+    done = cli(repo, "abandon", lane, "--force")
+    assert done.returncode == 0 and f"worktree {worktree}; branch lane/{lane}" in done.stdout, done
+    assert not worktree.exists() and (fake_root / repo_key(repo) / lane / "keep.txt").is_file()
 
 
 # --- config edits between start and accept --------------------------------------------------------

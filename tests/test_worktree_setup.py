@@ -120,9 +120,9 @@ def test_a_setup_step_past_its_timeout_is_stopped_and_named(repo: Path) -> None:
 
 
 def test_a_symlinked_source_is_copied_as_a_regular_file(repo: Path, tmp_path: Path) -> None:
-    outside = tmp_path / "secrets.env"
-    outside.write_text("TOKEN=x\n")
-    (repo / ".env").symlink_to(outside)
+    (repo / "local").mkdir()  # a link is followed inside the repository only (tests/test_hostile_paths.py)
+    (repo / "local" / "secrets.env").write_text("TOKEN=x\n")
+    (repo / ".env").symlink_to("local/secrets.env")
     write_config(repo, lanes_extra='copy = [".env"]')
     lane = run_lane(repo, "write w.txt w\n", lane_id="link")
     wait_state(repo, lane)

@@ -90,3 +90,22 @@ def check_prompt(prompt: str, what: str = "the prompt") -> str:
     if "\x00" in prompt:
         raise LanesError(f"{what} contains a NUL byte", "give plain text")
     return prompt
+
+
+def repository_file(path: Path, repo: Path, what: str, fix: str) -> Path:
+    """`path` with every symlink resolved, or one LanesError line when that is outside `repo` or in its
+    `.git` folder (issue 28).
+
+    A prompt file is sent to a provider and a `[lanes] copy` file is handed to an agent: a link an agent
+    planted (`task.md -> ~/.aws/credentials`) must not turn either into a way to read the lead's other
+    files. The caller reads the returned path: the real one when a link was involved, so that link
+    cannot be swapped between this check and the read.
+    """
+    real = Path(os.path.realpath(path))
+    root = Path(os.path.realpath(repo))
+    shown = str(path) if real == Path(os.path.abspath(path)) else f"{path} (a link to {real})"
+    if real != root and root not in real.parents:
+        raise LanesError(f"{what} {shown} is outside the repository {root}", fix)
+    if (root / ".git") == real or (root / ".git") in real.parents:
+        raise LanesError(f"{what} {shown} is inside the repository's .git folder", fix)
+    return path if real == Path(os.path.abspath(path)) else real  # as given, so messages name it that way

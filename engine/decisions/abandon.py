@@ -25,11 +25,18 @@ from pathlib import Path
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.atomic import private_opener
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.core.ids import split_lane_id
+from lanes_tui.engine.core.ids import split_lane_id, validate_lane_id
 from lanes_tui.engine.decisions.runners import remote_runner
 from lanes_tui.engine.git import worktrees
 from lanes_tui.engine.git.commands import branch_exists
-from lanes_tui.engine.git.lane_paths import LaneLocation, git_witness, locate_by_id, locate_lane, remove_lane_worktree
+from lanes_tui.engine.git.lane_paths import (
+    LaneLocation,
+    git_witness,
+    locate_by_id,
+    locate_lane,
+    remove_lane_worktree,
+    repair_for_abandon,
+)
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.lanes.launcher import stop_lane
 from lanes_tui.engine.state.model import LaneRecord
@@ -91,15 +98,28 @@ def plan_abandon(repo: Path, config: Config, lane_id: str, *, force: bool = Fals
 
 
 async def abandon_lane(repo: Path, config: Config, lane_id: str, *, force: bool = False) -> list[str]:
-    """Returns what was removed; raises LanesError (nothing touched) when the plan refuses."""
+    """Returns what was removed; raises LanesError (nothing touched) when the plan refuses.
+
+    `--force` first repairs what would stop it at the lane's own folder (`repair_for_abandon`): an
+    unwritable folder is made writable, a damaged origin set aside. Both are kept in what it returns.
+    """
+    repaired: list[str] = []
+    origin_aside = False
+    lane = StatePaths(repo).lane(validate_lane_id(lane_id))
+    if force and lane.dir.is_dir():
+        repaired, origin_aside = repair_for_abandon(lane, time.strftime("%Y%m%dT%H%M%S", time.localtime()))
     with lane_operation(StatePaths(repo), lane_id, "abandon"):
         try:
-            LaneStore(StatePaths(repo)).read(lane_id)
+            record = LaneStore(StatePaths(repo)).read(lane_id)
         except CorruptRecord as exc:
             if not force:
                 raise
-            return await _abandon_corrupt(repo, config, lane_id, exc)
-        return await _abandon(repo, config, lane_id, force)
+            return repaired + await _abandon_corrupt(repo, config, lane_id, exc)
+        if origin_aside and record.runner == "local":
+            # Its paths cannot come from the record either (it may have been edited to agree with the
+            # damaged origin): from the lane id and git's witness alone, as for a corrupt record.
+            return repaired + await _abandon_by_id(repo, config, lane_id, record)
+        return repaired + await _abandon(repo, config, lane_id, force)
 
 
 def _plan_remote(record: LaneRecord) -> AbandonPlan:
@@ -170,6 +190,27 @@ async def _abandon_corrupt(repo: Path, config: Config, lane_id: str, problem: Co
     InboxStore(StatePaths(repo).inbox).orphan_lane(lane_id, "the lane was abandoned")
     lost = [f"with {unique} commit(s) on no other branch"] if unique and f"branch {location.branch}" in removed else []
     return [f"kept the corrupt record as {kept}", *removed, *lost, *(f"stopped pid {pid}" for pid in stopped)]
+
+
+async def _abandon_by_id(repo: Path, config: Config, lane_id: str, record: LaneRecord) -> list[str]:
+    """`abandon --force` of a lane whose origin was damaged: located by its id and git alone."""
+    location = locate_by_id(repo, lane_id, default_root=config.lanes.worktree_root)
+    try:
+        git_witness(location)  # before anything is stopped: a folder git does not confirm is never touched
+    except LanesError as exc:
+        raise LanesError(f"abandon {lane_id} refused: {exc.what}: refusing to delete it", exc.fix) from None
+    store = LaneStore(StatePaths(repo))
+    unique = worktrees.unique_commits(repo, location.branch)
+    stopped = await stop_lane(repo, lane_id)
+    removed = remove_lane_worktree(location)  # asks git once more
+    record = store.read(lane_id)  # the stopped supervisor may have written its record meanwhile
+    if record.result is None:
+        record.result = "LANE-FAILED"
+    store.transition(record, "abandoned", "abandoned by the lead; its origin.json was damaged and set aside",
+                     removed=removed, force=True)
+    InboxStore(StatePaths(repo).inbox).orphan_lane(lane_id, "the lane was abandoned")
+    lost = [f"with {unique} commit(s) on no other branch"] if unique and f"branch {location.branch}" in removed else []
+    return [*removed, *lost, *(f"stopped pid {pid}" for pid in stopped)]
 
 
 def _set_aside(record: Path, now: float) -> Path:

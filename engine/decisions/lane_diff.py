@@ -14,7 +14,9 @@ commit against the working tree) in a temporary index where the untracked files 
 misses, or every path when that pass fails, gets its own `git diff BASE -- PATH` (or `git diff
 --no-index /dev/null FILE` when untracked), which prints the same bytes. Argument lists only.
 The text is bounded: past `MAX_DIFF_BYTES` the remaining diffs are cut with a note, while the
-digests still cover every file.
+digests still cover every file. A file over `git.patches.MAX_SHOWN_BYTES` is never read for its
+patch (an agent's 20 GB sparse file held this for minutes): it is shown by its size, "too large to
+show", and its digest is bounded (`git.worktrees.describe_path`).
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ from typing import Any
 
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.sizes import format_bytes
 from lanes_tui.engine.decisions.scope import outside_scope
 from lanes_tui.engine.git import git_snapshot
 from lanes_tui.engine.git.commands import nul_list, refuse_option, run_git
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
-from lanes_tui.engine.git.patches import one_pass_patches
+from lanes_tui.engine.git.patches import large_files, one_pass_patches, too_large_patch
 from lanes_tui.engine.git.worktrees import describe_path
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
@@ -68,6 +71,9 @@ class FileDiff:
     binary: bool = False
     #: The patch was cut (or left out) because the diff passed `MAX_DIFF_BYTES`.
     cut: bool = False
+    #: The file is over `MAX_SHOWN_BYTES`: no patch was made, `size` says how big it is.
+    too_large: bool = False
+    size: int | None = None
 
     @property
     def status(self) -> str:
@@ -76,7 +82,7 @@ class FileDiff:
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "status": self.status, "added": self.added, "removed": self.removed,
                 "digest": self.digest, "kind": self.kind, "binary": self.binary, "cut": self.cut,
-                "diff": self.diff}
+                "too_large": self.too_large, "size": self.size, "diff": self.diff}
 
 
 @dataclass(frozen=True)
@@ -104,6 +110,8 @@ class LaneDiff:
         for f in self.files:
             short = f.digest[:15] + "…" if f.digest.startswith("sha256:") else f.digest
             size = "binary" if f.binary else f"+{f.added} -{f.removed}"
+            if f.too_large:
+                size = f"too large to show ({format_bytes(f.size or 0)})"
             lines.append(f"{f.letter}  {f.path}  {size}  {short}" + ("  (outside scope)" if f.path in outside else ""))
         total_add, total_rm = sum(f.added for f in self.files), sum(f.removed for f in self.files)
         count = len(self.files)
@@ -142,13 +150,22 @@ def worktree_files(worktree: Path, base: str, *, max_bytes: int = MAX_DIFF_BYTES
     """Every changed path of a verified worktree against `base`, in path order, patches cut past
     `max_bytes`; the benchmark (tests/bench/lane_diff.py) times exactly this."""
     changes, untracked = _changes(worktree, base)
+    large = large_files(worktree, changes)  # never read, by git or by us: summarised
     try:
-        patches = one_pass_patches(worktree, base, sorted(untracked), DIFF_OPTIONS, READ_ONLY)
+        patches = one_pass_patches(worktree, base, sorted(untracked - set(large)), DIFF_OPTIONS, READ_ONLY,
+                                   only=sorted(set(changes) - set(large)) if large else None)
     except LanesError:
         patches = {}  # a split index, a file gone meanwhile: one diff per file, as before
     files: list[FileDiff] = []
     budget = max_bytes
     for path in sorted(changes):
+        if path in large:
+            kind, digest = _file_digest(worktree, path)
+            text = too_large_patch(path, large[path]).decode("utf-8", "replace")
+            files.append(FileDiff(path=path, letter=changes[path], added=0, removed=0, digest=digest, kind=kind,
+                                  diff=text, too_large=True, size=large[path]))
+            budget -= len(text.encode("utf-8", "replace"))
+            continue
         item = _file_diff(worktree, base, path, changes[path], budget, untracked=path in untracked,
                           patch=patches.get(path))
         budget -= len(item.diff.encode("utf-8", "replace"))

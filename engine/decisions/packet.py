@@ -11,6 +11,8 @@ from typing import Any
 
 from lanes_tui.engine.core.atomic import read_json
 from lanes_tui.engine.core.clock import Clock, RealClock
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.schema import SCHEMA_KEY, NewerSchema, check_schema, stamped
 from lanes_tui.engine.decisions.gates import GateResult, summarise
 from lanes_tui.engine.decisions.scope import outside_scope
 from lanes_tui.engine.git import worktrees
@@ -97,6 +99,13 @@ def read_packet(lane: LanePaths) -> dict[str, Any] | None:
         return None
     if not isinstance(data, dict):
         return None
+    try:  # a newer packet is refused, never taken for missing (a check would write over it)
+        check_schema(data, "packet.json", f"packet.json of {lane.dir.name}")
+    except NewerSchema:
+        raise
+    except LanesError:
+        return None
+    data.pop(SCHEMA_KEY, None)  # how the file is written, not part of the packet its readers pass on
     for name, (kind, item) in TYPED_FIELDS.items():
         value = data.get(name, kind())
         if not isinstance(value, kind):
@@ -107,8 +116,8 @@ def read_packet(lane: LanePaths) -> dict[str, Any] | None:
 
 
 def write_packet(lane: LanePaths, packet: dict[str, Any]) -> None:
-    """Every writer of packet.json comes here: the file, then its seal (`state.seals`)."""
-    write_sealed(lane.packet, packet)
+    """Every writer of packet.json comes here: the file (with its schema version), then its seal (`state.seals`)."""
+    write_sealed(lane.packet, stamped(packet, "packet.json"))
 
 
 def state_after_gates(record: LaneRecord, gates_status: str, *, by_lead: bool = False) -> tuple[str, str]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from lanes_tui.engine.core.atomic import read_json
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.schema import NewerSchema, check_schema
 from lanes_tui.engine.decisions.accept import recover_interrupted_accepts
 from lanes_tui.engine.decisions.deadlines import (
     UNREACHABLE,
@@ -73,6 +74,9 @@ def reconcile(repo: Path, clock: Clock | None = None) -> list[Reconciled]:
         try:
             change = reconcile_lane(repo, store, record)
         except LanesError as exc:  # e.g. its record turned corrupt since the scan: the others go on
+            log.info("could not reconcile %s: %s", record.id, exc)
+            continue
+        except OSError as exc:  # its folder unwritable (`status` shows it as the lane's problem): the others go on
             log.info("could not reconcile %s: %s", record.id, exc)
             continue
         if change is not None:
@@ -139,6 +143,12 @@ def _settle(repo: Path, store: LaneStore, record: LaneRecord) -> Reconciled | No
         receipt = read_json(lane.receipt)
     except (FileNotFoundError, ValueError):
         receipt = None
+    try:
+        check_schema(receipt, "receipt.json", f"receipt.json of {record.id}")
+    except NewerSchema:
+        raise  # this lane is left for the newer lanes-tui that wrote it
+    except LanesError:
+        receipt = None  # a damaged version: as good as no receipt
     forged = receipt is not None and seal_problem(lane.receipt)
     if forged:  # a receipt lanes-tui did not write says nothing about how the lane ended
         log.warning("ignored the receipt of %s: %s", record.id, forged)

@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from lanes_tui.engine.config.settings import Config, load_config
+from lanes_tui.engine.core.ansi import terminal_text
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.gates import run_gates
 from lanes_tui.engine.git import worktrees
@@ -125,7 +126,7 @@ def run_pre_push(repo: Path, refs: list[str]) -> int:
         print(f"[gate] {result.command}: {result.status} (exit {result.exit_code}, {result.duration_s:.1f}s)",
               file=sys.stderr)
         if not result.passed and result.output_tail:
-            print(result.output_tail.rstrip(), file=sys.stderr)
+            print(terminal_text(result.output_tail.rstrip()), file=sys.stderr)  # the gates' output is the code's
     failed = [r.command for r in results if not r.passed]
     if failed:
         print(f"lanes-tui pre-push: push stopped, gates failed: {', '.join(failed)} "

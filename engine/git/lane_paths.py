@@ -37,6 +37,7 @@ from lanes_tui.engine.core.atomic import read_json, write_json_atomic
 from lanes_tui.engine.core.digest import sha256_hex
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import branch_for, validate_lane_id
+from lanes_tui.engine.core.schema import NewerSchema, check_schema, stamped
 from lanes_tui.engine.git.commands import WorktreeEntry, list_worktrees, run_git
 from lanes_tui.engine.git.harden import dotgit_problem, register_lane, repair_dotgit
 from lanes_tui.engine.git.worktrees import remove_worktree
@@ -82,7 +83,7 @@ def write_origin(lane: LanePaths, origin: LaneOrigin) -> None:
     """Once, when the lane is created; an existing origin is never replaced."""
     if os.path.lexists(lane.origin):
         raise LanesError(f"{lane.origin} already exists", "lane ids are never reused; pick another --id")
-    write_json_atomic(lane.origin, {**origin.body(), "digest": origin.digest()})
+    write_json_atomic(lane.origin, stamped({**origin.body(), "digest": origin.digest()}, "origin.json"))
 
 
 def read_origin(lane: LanePaths) -> LaneOrigin | None:
@@ -95,6 +96,12 @@ def read_origin(lane: LanePaths) -> LaneOrigin | None:
         raise _damaged(lane, f"it is not readable JSON ({exc})") from None
     if not isinstance(data, dict):
         raise _damaged(lane, "it does not hold an object")
+    try:  # the version is outside the digest: it says how to read the fields the digest covers
+        check_schema(data, "origin.json", f"origin.json of {lane.dir.name}")
+    except NewerSchema:
+        raise
+    except LanesError as exc:
+        raise _damaged(lane, exc.what) from None
     try:
         strings = {name: data[name] for name in ("id", "repo", "worktree_root", "worktree", "branch")}
         if not all(isinstance(v, str) and "\x00" not in v for v in strings.values()) \
@@ -294,3 +301,45 @@ def remove_lane_worktree(loc: LaneLocation, *, force: bool = True) -> list[str]:
     if git_witness(loc) is not None and force:
         repair_dotgit(register_lane(loc.repo, loc.lane_id, loc.worktree))  # else `git worktree remove` refuses it
     return remove_worktree(loc.repo, loc.root, loc.worktree, loc.branch, force=force)
+
+
+def lane_problem(lane: LanePaths) -> str | None:
+    """What keeps lanes-tui from acting on this lane from its state folder, in one line, or None.
+
+    Two faults an agent (running as the lead's user) can cause with ordinary commands: a lane folder
+    made unwritable (`chmod 0500`), where no state change of the lane can be recorded, and a torn or
+    edited `origin.json`, on which every decision refuses. `status` shows them as that lane's problem,
+    beside the other lanes; `abandon --force` repairs both (`repair_for_abandon`).
+    """
+    if lane.dir.is_dir() and not os.access(lane.dir, os.W_OK):
+        return (f"lane {lane.dir.name}: its folder {lane.dir} is not writable — `chmod u+rwx {lane.dir}`, "
+                f"or `lanes-tui abandon {lane.dir.name} --force`")
+    try:
+        read_origin(lane)
+    except LanesError as exc:
+        return str(exc) if isinstance(exc, NewerSchema) else \
+            f"{exc.what} — or drop the lane with `lanes-tui abandon {lane.dir.name} --force`"
+    return None
+
+
+def repair_for_abandon(lane: LanePaths, stamp: str) -> tuple[list[str], bool]:
+    """Before `abandon --force`: make the lane's own folder writable again (owner only, never through a
+    link) and set a damaged `origin.json` aside as `origin.json.damaged-<stamp>` (its bytes kept), so
+    the lane is then located as one without an origin: by git's witness, which still has to confirm
+    the folder before anything is removed. Returns what was done, for the lead, and whether the
+    origin was set aside (the caller then takes nothing from the record either)."""
+    done: list[str] = []
+    if lane.dir.is_dir() and not lane.dir.is_symlink() and not os.access(lane.dir, os.W_OK) \
+            and lane.dir.stat().st_uid == os.geteuid():
+        os.chmod(lane.dir, 0o700)
+        done.append(f"made {lane.dir} writable again (0700)")
+    try:
+        read_origin(lane)
+    except NewerSchema:
+        raise
+    except LanesError:
+        aside = lane.origin.with_name(f"{lane.origin.name}.damaged-{stamp}")
+        os.replace(lane.origin, aside)
+        done.append(f"set the damaged origin.json aside as {aside.name}")
+        return done, True
+    return done, False

@@ -12,19 +12,48 @@ The one patch is split at its `diff --git ` lines (no content line can start so:
 ` `, `+`, `-` or `\\` prefix); the path comes from that header, C-quoted by git when it holds a
 control character, a quote, a backslash or a non-ASCII byte (`core.quotePath` is pinned). A path
 whose header cannot be read is simply missing from the result, and callers diff it on its own.
+
+A changed file over `MAX_SHOWN_BYTES` is never given to git at all (issue 28): git reads a file whole
+to diff it, so an agent's 20 GB sparse file held `lanes-tui diff` and the dashboard's diff view for
+minutes. `large_files` finds them by `lstat` alone, the pass is limited to the other paths (`only`),
+and `too_large_patch` stands in for each one: its size and "too large to show".
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from lanes_tui.engine.git.commands import run_git
 
-__all__ = ["one_pass_patches", "split_patch"]
+__all__ = ["MAX_SHOWN_BYTES", "large_files", "one_pass_patches", "split_patch", "too_large_patch"]
+
+#: A changed file larger than this is summarised in a diff (its size), never read by git or us.
+MAX_SHOWN_BYTES = 8 * 1024 * 1024
+#: Paths given to one `git diff` at most: well under the kernel's argument limit.
+_PATHS_PER_DIFF = 2000
+
+
+def large_files(worktree: Path, paths: Iterable[str], limit: int = MAX_SHOWN_BYTES) -> dict[str, int]:
+    """Path -> size of each regular file of `paths` in the worktree larger than `limit` (no link followed)."""
+    found: dict[str, int] = {}
+    for path in paths:
+        try:
+            info = os.lstat(worktree / path)
+        except (OSError, ValueError):
+            continue
+        if stat.S_ISREG(info.st_mode) and info.st_size > limit:
+            found[path] = info.st_size
+    return found
+
+
+def too_large_patch(path: str, size: int) -> bytes:
+    """What a diff shows for a file over the limit: its header and its size, never its content."""
+    return os.fsencode(f"diff --git a/{path} b/{path}\n# {path}: {size} bytes, too large to show\n")
 
 _HEADER = b"diff --git "
 _ESCAPES = {ord("a"): 7, ord("b"): 8, ord("t"): 9, ord("n"): 10, ord("v"): 11, ord("f"): 12, ord("r"): 13,
@@ -32,11 +61,14 @@ _ESCAPES = {ord("a"): 7, ord("b"): 8, ord("t"): 9, ord("n"): 10, ord("v"): 11, o
 
 
 def one_pass_patches(worktree: Path, base: str, untracked: Sequence[str], options: Sequence[str],
-                     global_options: Sequence[str] = ()) -> dict[str, bytes]:
-    """Path → its patch against `base` (tracked paths and the `untracked` ones alike), from one diff.
+                     global_options: Sequence[str] = (), *, only: Sequence[str] | None = None) -> dict[str, bytes]:
+    """Path → its patch against `base` (tracked paths and the `untracked` ones alike), from one diff
+    (limited to the paths `only`, when given: a few diffs of at most `_PATHS_PER_DIFF` paths each).
 
     Raises LanesError when git refuses (a split index, a file gone between the listing and the add);
     the caller then falls back to one diff per file."""
+    if only is not None and not only:
+        return {}
     with tempfile.TemporaryDirectory(prefix="lanes-diff-index-") as tmp:
         index = Path(tmp) / "index"
         env = {"GIT_INDEX_FILE": str(index)}
@@ -50,9 +82,16 @@ def one_pass_patches(worktree: Path, base: str, untracked: Sequence[str], option
             listing = b"".join(os.fsencode(path) + b"\0" for path in untracked)
             run_git(worktree, *global_options, "add", "--intent-to-add", "--pathspec-from-file=-",
                     "--pathspec-file-nul", stdin=listing, extra_env=env)
-        proc = run_git(worktree, *global_options, "-c", "core.quotePath=true", "diff", *options, base, "--",
-                       extra_env=env)
-    return split_patch(proc.stdout)
+        found: dict[str, bytes] = {}
+        if only is None:
+            proc = run_git(worktree, *global_options, "-c", "core.quotePath=true", "diff", *options, base, "--",
+                           extra_env=env)
+            return split_patch(proc.stdout)
+        for start in range(0, len(only), _PATHS_PER_DIFF):  # names, never patterns: a file called `*`
+            proc = run_git(worktree, *global_options, "--literal-pathspecs", "-c", "core.quotePath=true", "diff",
+                           *options, base, "--", *only[start:start + _PATHS_PER_DIFF], extra_env=env)
+            found.update(split_patch(proc.stdout))
+    return found
 
 
 def split_patch(data: bytes) -> dict[str, bytes]:

@@ -44,6 +44,7 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import branch_for
 from lanes_tui.engine.git.commands import GIT_TIMEOUT_S, first_line, list_worktrees, nul_list, run_git
 from lanes_tui.engine.git.harden import hardened_env
+from lanes_tui.engine.git.patches import large_files
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.status import LaneStatus
 
@@ -291,12 +292,15 @@ def trial_merge(repo: Path, ours: str, theirs: str) -> tuple[str, ...] | None:
 def snapshot_commit(worktree: Path, head: str, dirty: list[str], lane_id: str) -> str:
     """HEAD plus the uncommitted work of `dirty`, as a commit nothing refers to; HEAD when nothing is dirty.
 
-    Staged in a temporary index, so the lane's own index and files are never touched.
+    Staged in a temporary index, so the lane's own index and files are never touched. A file over
+    `git.patches.MAX_SHOWN_BYTES` keeps its committed version there: `git add` would read it whole
+    (and store it), and an agent's 20 GB sparse file held every `status` for minutes.
     """
     if not dirty:
         return head
-    present = [name for name in dirty if _inside_lexists(worktree, name)]
-    missing = sorted(set(dirty) - set(present))
+    large = large_files(worktree, dirty)
+    present = [name for name in dirty if _inside_lexists(worktree, name) and name not in large]
+    missing = sorted(set(dirty) - set(present) - set(large))
     with tempfile.TemporaryDirectory(prefix="lanes-radar-") as tmp:
         env = {**_SNAPSHOT_ENV, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
         _git_env(worktree, env, "read-tree", head)

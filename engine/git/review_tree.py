@@ -20,6 +20,7 @@ from pathlib import Path
 
 from lanes_tui.engine.core.ids import validate_lane_id
 from lanes_tui.engine.git.commands import run_git
+from lanes_tui.engine.git.patches import large_files
 from lanes_tui.engine.git.worktrees import remove_worktree
 from lanes_tui.engine.state.paths import repo_key
 
@@ -39,11 +40,18 @@ def review_tree_path(root: Path, repo: Path, lane_id: str) -> Path:
 
 def snapshot_commit(worktree: Path, lane_id: str) -> str:
     """A commit of the worktree as it stands (tracked, staged, unstaged and untracked files; ignored
-    ones not), parented on its HEAD, made in a temporary index so the lane's index is not touched."""
+    ones not), parented on its HEAD, made in a temporary index so the lane's index is not touched.
+    A changed file over `git.patches.MAX_SHOWN_BYTES` keeps its committed version (or stays out):
+    `git add` would read and store it whole, and the reviewer's diff shows only its size anyway."""
+    status = run_git(worktree, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--no-renames",
+                     "--untracked-files=all").stdout
+    large = large_files(worktree, (os.fsdecode(e[3:]) for e in status.split(b"\0") if len(e) > 3))
+    specs = [".", *(f":(exclude,literal){path}" for path in sorted(large))]
     with tempfile.TemporaryDirectory(prefix="lanes-review-index-") as tmp:
         env = {**_AUTHOR, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
         run_git(worktree, "read-tree", "HEAD", extra_env=env)
-        run_git(worktree, "add", "-A", "--", ".", extra_env=env)
+        run_git(worktree, "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
+                stdin=b"".join(os.fsencode(spec) + b"\0" for spec in specs), extra_env=env)
         tree = run_git(worktree, "write-tree", extra_env=env).stdout.decode().strip()
     return run_git(worktree, "commit-tree", tree, "-p", "HEAD", "-m", f"lanes-tui: review snapshot of {lane_id}",
                    extra_env=_AUTHOR).stdout.decode().strip()  # authored by lanes-tui: no identity needed

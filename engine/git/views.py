@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.git.commands import GIT_ENV_DROP, run_git
 from lanes_tui.engine.git.harden import LaneGitDirs, common_dir, dotgit_problem, hardened_env
-from lanes_tui.engine.git.patches import one_pass_patches
+from lanes_tui.engine.git.patches import large_files, one_pass_patches, too_large_patch
 from lanes_tui.engine.state.model import LaneRecord
 
 if TYPE_CHECKING:
@@ -68,10 +68,14 @@ def lane_diff(record: LaneRecord) -> str:
     worktree = Path(record.worktree)
     if not worktree.is_dir():
         return f"(the worktree {worktree} is gone)"
-    tracked = run_git(worktree, "diff", *VIEW_DIFF, record.base_sha, check=False).stdout
     untracked = run_git(worktree, "ls-files", "--others", "--exclude-standard", "-z", check=False).stdout
-    parts = [os.fsdecode(tracked)]
     names = [os.fsdecode(n) for n in untracked.split(b"\0") if n]
+    changed = run_git(worktree, "diff", "--name-only", "-z", "--no-renames", record.base_sha, "--", check=False).stdout
+    large = large_files(worktree, [*(os.fsdecode(n) for n in changed.split(b"\0") if n), *names])
+    if large:  # never handed to git (it would read them whole): their size stands in (`git.patches`)
+        return _diff_around(worktree, record.base_sha, names, changed, large)
+    tracked = run_git(worktree, "diff", *VIEW_DIFF, record.base_sha, check=False).stdout
+    parts = [os.fsdecode(tracked)]
     try:  # one pass for every new file (git.patches); the lane's own index is never written
         patches = one_pass_patches(worktree, record.base_sha, names, (*VIEW_DIFF, "--no-renames"))
     except LanesError:
@@ -85,6 +89,21 @@ def lane_diff(record: LaneRecord) -> str:
     if len(text) > MAX_DIFF_BYTES:
         text = text[:MAX_DIFF_BYTES] + f"\n… diff cut at {MAX_DIFF_BYTES // 1024} KiB …\n"
     return text or "(no changes yet)"
+
+
+def _diff_around(worktree: Path, base: str, untracked: list[str], changed: bytes, large: dict[str, int]) -> str:
+    """The lane's diff with the files over the size limit summarised, every other path from one pass."""
+    paths = sorted({*(os.fsdecode(n) for n in changed.split(b"\0") if n), *untracked})
+    try:
+        patches = one_pass_patches(worktree, base, [n for n in untracked if n not in large],
+                                   (*VIEW_DIFF, "--no-renames"),
+                                   only=[p for p in paths if p not in large])
+    except LanesError:
+        patches = {}
+    text = "".join(os.fsdecode(too_large_patch(p, large[p]) if p in large else patches.get(p, b"")) for p in paths)
+    if len(text) > MAX_DIFF_BYTES:
+        text = text[:MAX_DIFF_BYTES] + f"\n… diff cut at {MAX_DIFF_BYTES // 1024} KiB …\n"
+    return text
 
 
 def worktree_row(repo: Path, record: LaneRecord) -> dict[str, Any]:

@@ -173,6 +173,12 @@ def worktree_digest(worktree: Path, files: Iterable[str]) -> str:
     return str(outer.hexdigest())
 
 
+#: A file larger than this is digested by its size, modification time, inode and its first and last
+#: `LARGE_SAMPLE_BYTES`, not read whole (issue 28: a 20 GB sparse file held `check` and `accept`).
+MAX_HASHED_BYTES = 256 * 1024 * 1024
+LARGE_SAMPLE_BYTES = 4 * 1024 * 1024
+
+
 def describe_path(root: Path, path: Path) -> tuple[str, bytes]:
     """(kind, content hash) of one path under `root`, as the digest sees it (symlinks not followed)."""
     return _describe(root.resolve(), path)
@@ -194,8 +200,14 @@ def _describe(root: Path, path: Path) -> tuple[str, bytes]:
         return "other", b""
     inner = content_hasher()
     with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            inner.update(chunk)
+        if st.st_size > MAX_HASHED_BYTES:  # bounded: an agent's 20 GB file is not read through
+            inner.update(f"large:{st.st_size}:{st.st_mtime_ns}:{st.st_ino}\0".encode())
+            inner.update(handle.read(LARGE_SAMPLE_BYTES))
+            handle.seek(max(0, st.st_size - LARGE_SAMPLE_BYTES))
+            inner.update(handle.read(LARGE_SAMPLE_BYTES))
+        else:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                inner.update(chunk)
     return ("exec" if st.st_mode & stat.S_IXUSR else "regular"), inner.hexdigest().encode()
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from lanes_tui.engine.core.atomic import MAX_JSON_DEPTH, fsync_dir, nested_deeper, temp_beside
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import LANE_ID_RE
+from lanes_tui.engine.core.schema import check_schema
 
 KINDS = ("yesno", "choice", "text", "permission")
 SOURCES = ("ask-cli", "claude-stdio", "codex-appserver", "pty")
@@ -209,6 +210,7 @@ def _object(raw: Any) -> Mapping[str, Any]:
 def parse_question(raw: Any, *, qid: str, lane: str) -> Question:
     """Validate a question record read from `<lane>/<qid>.json`; the id and lane must match the path."""
     record = _object(raw)
+    _schema(record, "question", f"question {qid}")
     rid = _str(record, "id", limit=80)
     if not QID_RE.match(rid):
         raise BadFile(f"id {rid[:80]!r} is not a question id")
@@ -265,6 +267,7 @@ def parse_question(raw: Any, *, qid: str, lane: str) -> Question:
 
 def parse_answer(raw: Any, *, qid: str) -> Answer:
     record = _object(raw)
+    _schema(record, "answer", f"the answer to {qid}")
     _check_id(record, qid, required=True)
     value = _str(record, "value", limit=MAX_VALUE_BYTES)
     by = _str(record, "by", limit=64)
@@ -274,11 +277,20 @@ def parse_answer(raw: Any, *, qid: str) -> Answer:
 def parse_mark(raw: Any, *, qid: str) -> Mapping[str, Any]:
     """A mark's content (`reason`, `value`, `at`); its existence alone decides the state."""
     record = _object(raw)
+    _schema(record, "mark", f"a mark of {qid}")
     _check_id(record, qid, required=False)
     reason = _str(record, "reason", limit=MAX_REASON, nullable=True)
     value = _str(record, "value", limit=MAX_VALUE_BYTES, nullable=True)
     at = _number(record, "at", nullable=True)
     return {"reason": reason, "value": value, "at": at}
+
+
+def _schema(record: Mapping[str, Any], kind: str, what: str) -> None:
+    """A file of a newer lanes-tui (or a damaged version) is a bad file: its reason says which."""
+    try:
+        check_schema(record, kind, what)
+    except LanesError as exc:
+        raise BadFile(str(exc)) from None
 
 
 def _check_id(record: Mapping[str, Any], qid: str, *, required: bool) -> None:

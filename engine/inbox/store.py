@@ -40,6 +40,7 @@ from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import LANE_ID_RE, validate_lane_id
 from lanes_tui.engine.core.relay import relay
+from lanes_tui.engine.core.schema import stamped
 from lanes_tui.engine.inbox.files import (
     BY_RE,
     FILE_RE,
@@ -145,7 +146,7 @@ class InboxStore:
                 title=title, body=body, options=built, default=default, deadline=deadline,
                 correlation=MappingProxyType(dict(correlation or {})), created=created,
             )
-            if self.create(question_file(self.root / lane, question.id), question.to_record()):
+            if self.create(question_file(self.root / lane, question.id), stamped(question.to_record(), "question")):
                 return question
         raise LanesError("could not pick a free question id", "check the inbox folder is writable")
 
@@ -190,7 +191,7 @@ class InboxStore:
         normalised = normalise_value(view.question.kind, view.question.options, value)
         path = mark_file(self.root / view.question.lane, qid, "answer")
         record = {"id": qid, "value": normalised, "by": by, "at": self.clock.time()}
-        if not create_json_exclusive(path, record):
+        if not create_json_exclusive(path, stamped(record, "answer")):
             self._refuse_unless_answerable(self.get(qid))
             raise LanesError(f"{qid} already has an answer file that cannot be read",
                              "look at the engine log for the reason")
@@ -224,9 +225,9 @@ class InboxStore:
                 return self._load(lane, lane_dir, qid, present)
             except FileNotFoundError:
                 break
-            except (BadFile, OSError) as exc:
-                self._warn(path, str(exc))
-                raise LanesError(f"question {qid} cannot be read: {exc}", "see the engine log") from None
+            except (BadFile, OSError) as exc:  # the reason is the message: one line, no log line beside it
+                raise LanesError(f"question {qid} cannot be read: {exc}",
+                                 "restore or remove the file; `lanes-tui inbox` lists the rest") from None
         raise LanesError(f"no question {qid} in {self.root}", "list the questions with `lanes-tui inbox`")
 
     def list(self, lane: str | None = None,
@@ -300,7 +301,7 @@ class InboxStore:
     def _mark(self, view: QuestionView, suffix: str, fields: Mapping[str, Any]) -> bool:
         record = {"id": view.question.id, "at": self.clock.time(), **fields}
         path = mark_file(self.root / view.question.lane, view.question.id, suffix)
-        return self.create(path, record)
+        return self.create(path, stamped(record, "mark"))
 
     def _orphan_view(self, view: QuestionView, reason: str) -> bool:
         if view.state not in WAITING_STATES:

@@ -179,7 +179,8 @@ def tail_lines(path: Path, count: int, window: int = PEEK_WINDOW) -> list[str]:
     Terminal output is made readable: colour and cursor codes removed, and a line redrawn with `\\r`
     shows its last version.
     """
-    from lanes_tui.engine.core.ansi import strip_ansi  # not at the top: a supervisor loads its channel only
+    # not at the top: a supervisor loads its channel only
+    from lanes_tui.engine.core.ansi import strip_ansi, terminal_text
 
     count = max(0, min(count, MAX_PEEK_LINES))
     data, end = read_tail(path, window)
@@ -190,7 +191,7 @@ def tail_lines(path: Path, count: int, window: int = PEEK_WINDOW) -> list[str]:
         line = strip_ansi(raw.rstrip("\r"))
         if "\r" in line:
             line = line.rsplit("\r", 1)[1]
-        lines.append("".join(ch for ch in line if ch.isprintable() or ch == "\t"))
+        lines.append(terminal_text(line))
     if lines and lines[-1] == "":
         lines.pop()
     return lines[-count:] if count else []

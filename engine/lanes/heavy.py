@@ -10,7 +10,9 @@ suites at once. `lock` makes the agent's run take the same slots as the gates:
   — a Makefile target that locks, run by a gate or a locked script — runs at once instead of waiting
   on its own slot;
 * each slot has its own TMPDIR, emptied before CMD starts (and after it ends), so a suite never
-  reads what another run left behind and temp files do not pile up;
+  reads what another run left behind and temp files do not pile up (a process that may not write the
+  slot folder, an agent under a Landlock ruleset, takes its slot on a read-only descriptor and keeps
+  its own TMPDIR: `core.slots`);
 * the gates' load wait applies too: a free slot on a saturated machine still holds back a while;
 * inside a lane it appends `lock-wait` / `lock-acquired` / `lock-released` / `lock-gave-up` lines
   to the lane's events (`state.lock_events`), never to `lane.json`, whose only writer is the
@@ -133,13 +135,20 @@ def empty_dir(path: Path) -> None:
 
 
 def describe_slots(environ: Mapping[str, str], cwd: Path, repo: Path | None = None) -> str:
-    """`doctor`'s line: `2 (cores ÷ 2), used by lane a since 12:03 (pytest -q)` or `…, all free`."""
+    """`doctor`'s line: `2 (cores ÷ 2), used by lane a since 12:03 (pytest -q)` or `…, all free`, then
+    each damaged slot file it rebuilt (`; slot-0.lock was a directory: rebuilt`)."""
     count, source = slot_count(environ, find_repo(environ, cwd, repo))
     if count == 0:
         return f"off ({SLOTS_ENV}=0): lanes-tui lock runs commands at once"
-    held = slots.holders(heavy_slot_dir())
+    folder = heavy_slot_dir()
+    try:
+        rebuilt = slots.ensure_slots(folder, count)
+    except OSError as exc:
+        raise LanesError(f"the slot files in {folder} cannot be checked or rebuilt: {exc.strerror or exc}",
+                         f"remove {folder} (lanes-tui makes it again)") from None
+    held = slots.holders(folder)
     used = ", ".join(slots.describe_holder(h) for h in held)
-    return f"{count} ({source}), " + (f"used by {used}" if used else "all free")
+    return f"{count} ({source}), " + (f"used by {used}" if used else "all free") + "".join(f"; {r}" for r in rebuilt)
 
 
 def holders_line(folder: Path) -> str:
@@ -211,14 +220,23 @@ def run_locked(argv: list[str], *, environ: Mapping[str, str], cwd: Path, say: S
     code: int | None = None
     with slot:
         # Confined by the kernel (`lanes.confine`), a lane writes only its own TMPDIR: the slot's lives there.
-        tmp = Path(env["TMPDIR"]) / f"heavy-slot-{slot.index}" if confined(environ) else slot_tmpdir(folder, slot.index)
-        empty_dir(tmp)
-        env.update({HEAVY_SLOT_ENV: str(slot.index), "TMPDIR": str(tmp)})
+        wanted = (Path(env["TMPDIR"]) / f"heavy-slot-{slot.index}" if confined(environ) and env.get("TMPDIR")
+                  else slot_tmpdir(folder, slot.index))
+        tmp: Path | None = wanted
+        try:
+            empty_dir(wanted)
+        except OSError:  # the slot folder is read-only to this process: it keeps the TMPDIR it has
+            tmp = None
+        env[HEAVY_SLOT_ENV] = str(slot.index)
+        if tmp is not None:
+            env["TMPDIR"] = str(tmp)
         try:
             code = run_child(argv, env, cwd, say)
             return code
         finally:
-            empty_dir(tmp)
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    empty_dir(tmp)
             journal.released(slot.index, time.monotonic() - began, code)
 
 

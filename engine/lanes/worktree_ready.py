@@ -25,6 +25,7 @@ from pathlib import Path
 from lanes_tui.engine.config.worktree_keys import check_copy_path
 from lanes_tui.engine.core.atomic import write_text_atomic
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.limits import repository_file
 from lanes_tui.engine.git.commands import git_out, run_git
 from lanes_tui.engine.state.paths import inside
 from lanes_tui.engine.state.store import LaneStore
@@ -60,7 +61,11 @@ def _copy_one(repo: Path, worktree: Path, entry: str) -> str | None:
     source = repo / entry
     if not source.exists():
         return f"{entry} does not exist in the lead checkout {repo}"
-    real = source.resolve()
+    try:  # a link is followed only to a file of the repository (not its .git): never to the lead's other files
+        real = repository_file(source, repo, "copy entry", "")
+    except LanesError as exc:
+        return f"{exc.what}: not copied"
+    real = real.resolve()
     if not real.is_file():
         return f"{entry} is not a regular file (folders and devices are not copied)"
     target = worktree / entry

@@ -9,6 +9,7 @@ process): a Ray lane's record only changes on the lead's disk when someone syncs
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -18,10 +19,11 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.ranking import GroupRanks, with_ranks
 from lanes_tui.engine.decisions.reconcile import reconcile
 from lanes_tui.engine.decisions.runners import shared_runner
+from lanes_tui.engine.git.lane_paths import lane_problem
 from lanes_tui.engine.git.radar import RADAR_STATES, radar_report, with_conflicts
 from lanes_tui.engine.lanes.launcher import supervisor_alive
 from lanes_tui.engine.lanes.runner import as_remote
-from lanes_tui.engine.state.model import SETTLED_STATES, SETTLING_STATES, LaneRecord
+from lanes_tui.engine.state.model import FINAL_STATES, SETTLED_STATES, SETTLING_STATES, LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.status import LaneStatus, corrupt_status, lane_status
 from lanes_tui.engine.state.store import LaneStore
@@ -94,13 +96,23 @@ def lane_statuses(repo: Path, lane_id: str | None = None) -> list[LaneStatus]:
     # The conflict radar (live and ready lanes) looks at all of them, even when one lane was asked for.
     radar_lanes = [] if not any(r.state in RADAR_STATES for r in records) else store.all() if lane_id else records
     report = radar_report(repo, radar_lanes)
-    statuses = [with_conflicts(lane_status(store, record), report) for record in records]
+    statuses = [_with_problem(store, with_conflicts(lane_status(store, record), report), record)
+                for record in records]
     statuses += [corrupt_status(store, bad, exc) for bad, exc in problems.items()]
     groups = {s.group for s in statuses if s.group}
     if groups:  # best-of groups are ranked over all their members, even when one lane was asked for
         pool = [lane_status(store, r) for r in store.all() if r.group in groups] if lane_id else statuses
         statuses = with_ranks(statuses, GroupRanks(repo).ranks(pool))
     return sorted(statuses, key=lambda s: (s.created, s.id))
+
+
+def _with_problem(store: LaneStore, status: LaneStatus, record: LaneRecord) -> LaneStatus:
+    """The status with its lane's folder or origin problem (`git.lane_paths.lane_problem`) as its why,
+    its state kept: one lane's unwritable folder or torn origin is that lane's row, never the others'."""
+    if status.problem is not None or record.runner != "local" or record.state in FINAL_STATES:
+        return status
+    problem = lane_problem(store.lane_paths(record.id))
+    return status if problem is None else dataclasses.replace(status, problem=problem)
 
 
 def group_members(repo: Path, group: str) -> list[LaneStatus]:

@@ -8,10 +8,11 @@ compared in (no `./`, no `//`, no `..`, no globs), and two tickets may never own
 from __future__ import annotations
 
 import posixpath
+from pathlib import Path
 
 from lanes_tui.engine.decisions.scope import covers, overlap
 
-__all__ = ["GLOB_CHARS", "PROTECTED", "covers", "overlap", "scope_problem"]
+__all__ = ["GLOB_CHARS", "PROTECTED", "Owners", "covers", "overlap", "scope_problem"]
 
 #: Characters a glob would read more into; a scope lists exact paths only.
 GLOB_CHARS = "*?[]"
@@ -46,3 +47,39 @@ def scope_problem(entry: str) -> tuple[str, str] | None:
         return (f"scope path {entry!r} is protected",
                 "no ticket may own .git/ (git's data) or .lanes/ (lanes-tui's state): remove it from the scope")
     return None
+
+
+class Owners:
+    """What the tickets read so far own, per repository, indexed so that one scope entry is checked
+    in time proportional to its own length: by its path (`src/a.py` and `src/a.py/` are one), by
+    each folder above it, and (for a folder entry) by anything owned inside it."""
+
+    def __init__(self) -> None:
+        self.paths: dict[tuple[Path, str], int] = {}
+        self.folders: dict[tuple[Path, str], int] = {}
+        self.inside: dict[tuple[Path, str], int] = {}  # folder -> the first ticket owning something in it
+
+    def first_clash(self, home: Path, scope: tuple[str, ...]) -> int | None:
+        found = [index for entry in scope for index in self._clashes(home, entry)]
+        return min(found, default=None)
+
+    def _clashes(self, home: Path, entry: str) -> list[int]:
+        key = entry.rstrip("/")
+        hits = [self.paths.get((home, key)), *(self.folders.get((home, up)) for up in _folders_above(key))]
+        if entry.endswith("/"):
+            hits.append(self.inside.get((home, key)))
+        return [hit for hit in hits if hit is not None]
+
+    def add(self, home: Path, index: int, scope: tuple[str, ...]) -> None:
+        for entry in scope:
+            key = entry.rstrip("/")
+            self.paths.setdefault((home, key), index)
+            if entry.endswith("/"):
+                self.folders.setdefault((home, key), index)
+            for up in _folders_above(key):
+                self.inside.setdefault((home, up), index)
+
+
+def _folders_above(path: str) -> list[str]:
+    """`a/b/c` -> [`a`, `a/b`]."""
+    return [path[:at] for at, char in enumerate(path) if char == "/"]

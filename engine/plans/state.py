@@ -35,6 +35,7 @@ from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import append_jsonl, read_json, read_jsonl, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.schema import NewerSchema, check_schema, stamped
 from lanes_tui.engine.plans.model import TICKET_STATES, Plan, Ticket
 from lanes_tui.engine.plans.stored import PLAN_NAME_RE, plan_from_json, validate_plan_name
 from lanes_tui.engine.state.paths import StatePaths
@@ -206,7 +207,8 @@ class PlanStore:
         frozen = FrozenPlan(plan, self.repo, now, 0, source)
         record = PlanRecord(tickets={t.id: TicketMemo(since=now) for t in plan.tickets})
         self.write_record(record)
-        write_json_atomic(self.paths.plan, frozen.to_json())  # last: a plan exists once it is whole
+        # last: a plan exists once it is whole
+        write_json_atomic(self.paths.plan, stamped(frozen.to_json(), "plan.json"))
         self.log(who, "launch", f"plan launched from {source}", tickets=[t.id for t in plan.tickets])
         return frozen
 
@@ -218,6 +220,7 @@ class PlanStore:
         except (OSError, ValueError) as exc:
             raise LanesError(f"plan {self.name}: {self.paths.plan} cannot be read: {exc}",
                              "restore it from a backup, or cancel the plan") from None
+        check_schema(data, "plan.json", f"plan.json of plan {self.name}")  # newer: refused as is
         try:
             if not isinstance(data, dict):
                 raise LanesError("it is not a JSON object")
@@ -262,7 +265,7 @@ class PlanStore:
         diff = plan_diff(old.plan, new)
         frozen = FrozenPlan(new, self.repo, old.frozen_at, old.amendment + 1, source)
         self.write_record(record)
-        write_json_atomic(self.paths.plan, frozen.to_json())
+        write_json_atomic(self.paths.plan, stamped(frozen.to_json(), "plan.json"))
         self.log(who, "amend", reason, amendment=frozen.amendment, changed=changed,
                  removed=[tid for tid in before if tid not in memos], diff=diff, source=source)
         return diff
@@ -283,6 +286,12 @@ class PlanStore:
             data = read_json(self.paths.tickets)
         except (OSError, ValueError):
             data = {}
+        try:
+            check_schema(data, "tickets.json", f"tickets.json of plan {self.name}")
+        except NewerSchema:
+            raise  # rewritten in this format, it would lose what this version cannot read
+        except LanesError:
+            data = {}
         record = PlanRecord()
         raw: dict[str, Any] = {}
         if isinstance(data, dict):
@@ -298,7 +307,7 @@ class PlanStore:
 
     def write_record(self, record: PlanRecord) -> None:
         record.updated = self.clock.time()
-        write_json_atomic(self.paths.tickets, record.to_json())
+        write_json_atomic(self.paths.tickets, stamped(record.to_json(), "tickets.json"))
 
     def set_state(self, state: str, *, who: str, why: str) -> None:
         """`cancelled` (the lead) or `done` (the scheduler); the caller holds the tick lock."""

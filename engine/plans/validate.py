@@ -20,12 +20,18 @@ from lanes_tui.engine.config.key_lines import did_you_mean, shown
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import validate_lane_id, validate_slug
-from lanes_tui.engine.core.limits import MAX_PLAN_BYTES, MAX_PROMPT_BYTES, check_prompt, read_text_file
+from lanes_tui.engine.core.limits import (
+    MAX_PLAN_BYTES,
+    MAX_PROMPT_BYTES,
+    check_prompt,
+    read_text_file,
+    repository_file,
+)
 from lanes_tui.engine.git.worktrees import find_repo_root
 from lanes_tui.engine.plans.lines import PlanLines
 from lanes_tui.engine.plans.model import TIERS, Plan, Ticket
 from lanes_tui.engine.plans.phases import PHASE_RE
-from lanes_tui.engine.plans.scope import overlap, scope_problem
+from lanes_tui.engine.plans.scope import Owners, overlap, scope_problem
 from lanes_tui.engine.plans.waves import check_report, find_cycle, waves
 
 __all__ = ["MAX_ATTEMPTS", "PlanError", "check_report", "load_plan", "waves"]
@@ -82,6 +88,7 @@ class _Reader:
         self.text, self.path, self.repo, self.config = text, path, repo, config
         self.lines = PlanLines(text)
         self.labels: list[str] = []  # `'api'`, or `#3` before a ticket's id is known
+        self.numbers: dict[str, int] = {}  # ticket id -> its number (1-based): a second use is refused
 
     # errors ---------------------------------------------------------------------------------------
     def fail(self, what: str, fix: str, *, key: str | None = None, line: int | None = None,
@@ -196,10 +203,9 @@ class _Reader:
             validate_slug(ticket_id)
         except LanesError as exc:
             self.fail_ticket(index, "id", f"invalid ticket id {ticket_id!r}", exc.fix or "")
-        for number, other in enumerate(earlier, start=1):
-            if other.id == ticket_id:
-                self.fail_ticket(index, "id", f"id {ticket_id!r} is already used by ticket #{number}",
-                                 "give each ticket its own id")
+        if (number := self.numbers.setdefault(ticket_id, index + 1)) != index + 1:
+            self.fail_ticket(index, "id", f"id {ticket_id!r} is already used by ticket #{number}",
+                             "give each ticket its own id")
         if "title" not in raw:
             self.fail_ticket(index, "title", "the ticket has no title", 'add title = "what the ticket does, in a line"')
         title = self.string(index, "title", raw["title"])
@@ -255,7 +261,9 @@ class _Reader:
             file = self.path.parent / self.string(index, key, raw[key])
             what = f"prompt file {file}"
             try:
-                text = read_text_file(file, MAX_PROMPT_BYTES, "prompt file")
+                real = repository_file(file, self.repo, "prompt file",
+                                       "keep prompt files inside the repository (a link is followed to its target)")
+                text = read_text_file(real, MAX_PROMPT_BYTES, "prompt file")
             except LanesError as exc:
                 self.fail_ticket(index, key, exc.what, exc.fix or "")
         else:
@@ -316,9 +324,10 @@ class _Reader:
     # the plan as a whole ----------------------------------------------------------------------------
     def check_graph(self, tickets: list[Ticket]) -> None:
         ids = [t.id for t in tickets]
+        known = set(ids)
         for index, ticket in enumerate(tickets):
             for blocker in ticket.blockers:
-                if blocker not in ids:
+                if blocker not in known:
                     self.fail_ticket(index, "blockers", f"blocker {blocker!r} is not a ticket of this plan",
                                      did_you_mean(blocker, ids), needle=blocker)
         if cycle := find_cycle({t.id: t.blockers for t in tickets}):
@@ -327,13 +336,16 @@ class _Reader:
                              needle=cycle[1])
 
     def check_owners(self, tickets: list[Ticket], homes: list[Path]) -> None:
+        """No two tickets own a file in common. Linear in the plan: each entry is looked up in an index
+        of what the earlier tickets own (`scope.Owners`) instead of against every earlier ticket; the pair is
+        then named as the pairwise search named it (the earliest earlier ticket, `overlap`'s order)."""
+        owners = Owners()
         for later, ticket in enumerate(tickets):
-            for earlier in range(later):
-                if homes[earlier] != homes[later]:
-                    continue
+            earlier = owners.first_clash(homes[later], ticket.scope)
+            owners.add(homes[later], later, ticket.scope)
+            if earlier is not None:
                 found = overlap(tickets[earlier].scope, ticket.scope)
-                if found is None:
-                    continue
+                assert found is not None  # the index and `overlap` agree on what overlaps
                 first, second = tickets[earlier].id, ticket.id
                 mine, theirs = found
                 what = f"tickets {first!r} and {second!r} both own "
@@ -346,3 +358,4 @@ class _Reader:
                 self.fail_ticket(later, "scope", what,
                                  "give each file to one ticket: narrow one scope, or merge the two tickets",
                                  needle=theirs)
+

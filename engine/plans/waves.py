@@ -55,12 +55,19 @@ def waves(plan: Plan) -> list[list[str]]:
         raise LanesError(f"plan {plan.name!r} has a dependency cycle: {' → '.join(cycle)}",
                          "remove one of these blockers")
     depth: dict[str, int] = {}
-    remaining = [t.id for t in plan.tickets]
-    while remaining:  # at most one pass per wave: each pass places every ticket whose blockers are placed
-        placed = [tid for tid in remaining if all(b in depth or b not in blockers for b in blockers[tid])]
-        for tid in placed:
-            depth[tid] = 1 + max((depth[b] for b in blockers[tid] if b in depth), default=0)
-        remaining = [tid for tid in remaining if tid not in depth]
+    for start in blockers:  # each ticket's depth once, blockers first (no cycle: checked above)
+        todo = [start]
+        while todo:
+            tid = todo[-1]
+            if tid in depth:
+                todo.pop()
+                continue
+            waiting = [b for b in blockers[tid] if b in blockers and b not in depth]
+            if waiting:
+                todo.extend(waiting)
+                continue
+            depth[tid] = 1 + max((depth[b] for b in blockers[tid] if b in blockers), default=0)
+            todo.pop()
     result: list[list[str]] = [[] for _ in range(max(depth.values(), default=0))]
     for ticket in plan.tickets:
         result[depth[ticket.id] - 1].append(ticket.id)
@@ -82,10 +89,11 @@ def check_report(plan: Plan) -> list[str]:
     head = f"plan {plan.name}: {count} ticket{'s' * (count != 1)} in {len(grouped)} wave{'s' * (len(grouped) != 1)}"
     lines = [head + (f", target branch {plan.target}" if plan.target else "")]
     width = max((len(t.id) for t in plan.tickets), default=0)
+    by_id = {t.id: t for t in plan.tickets}
     for number, ids in enumerate(grouped, start=1):
         lines.append(f"wave {number}: {', '.join(ids)}")
         for tid in ids:
-            ticket = plan.ticket(tid)
+            ticket = by_id[tid]
             extra = [_runs_on(ticket.type, ticket.provider, ticket.tier),
                      f"{ticket.attempts} attempt{'s' * (ticket.attempts != 1)}"]
             if ticket.blockers:

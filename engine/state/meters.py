@@ -33,6 +33,8 @@ from typing import Any
 
 from lanes_tui.engine.core.atomic import read_json, write_json_atomic
 from lanes_tui.engine.core.clock import Clock
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.schema import NewerSchema, check_schema, stamped
 
 log = logging.getLogger(__name__)
 
@@ -250,7 +252,7 @@ class RunMeter:
         if not self._dirty:
             return
         try:
-            write_json_atomic(self.path, self.snapshot())
+            write_json_atomic(self.path, stamped(self.snapshot(), "meters.json"))
         except OSError:
             log.exception("cannot write %s", self.path)
             return
@@ -293,6 +295,12 @@ def _read_runs(path: Path) -> list[dict[str, Any]]:
     try:
         data = read_json(path)
     except (FileNotFoundError, ValueError, OSError):
+        return []
+    try:  # a newer file is refused (rewritten in this format, it would lose what this version cannot read)
+        check_schema(data, "meters.json", f"meters.json of {path.parent.name}")
+    except NewerSchema:
+        raise
+    except LanesError:
         return []
     runs = data.get("runs") if isinstance(data, dict) else None
     return [run for run in runs if isinstance(run, dict)] if isinstance(runs, list) else []

@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from lanes_tui.engine.core.atomic import read_json
+from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.schema import NewerSchema, check_schema
 from lanes_tui.engine.state.lock_events import read_lock_view
 from lanes_tui.engine.state.meters import lane_figures
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
@@ -166,7 +168,10 @@ def clean_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
 def lane_status(store: LaneStore, record: LaneRecord) -> LaneStatus:
     """The status of one lane from its record, its newest sample and its meters file."""
     sample = clean_sample(store.last_sample(record.id) or {})
-    meters = _read_meters(store, record.id)
+    try:
+        meters = _read_meters(store, record.id)
+    except NewerSchema as exc:  # written by a newer lanes-tui: the lane is shown as that one problem
+        return corrupt_status(store, record.id, exc)
     live = record.state in LIVE_STATES
     locks = read_lock_view(store.lane_paths(record.id).events)
     return LaneStatus(
@@ -230,4 +235,10 @@ def _read_meters(store: LaneStore, lane_id: str) -> dict[str, Any]:
         data = read_json(store.lane_paths(lane_id).dir / "meters.json")
     except (FileNotFoundError, ValueError):
         return {}
+    try:
+        check_schema(data, "meters.json", f"meters.json of {lane_id}")
+    except NewerSchema:
+        raise
+    except LanesError:
+        return {}  # a damaged version: the figures are as good as missing
     return lane_figures(data)

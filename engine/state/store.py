@@ -18,6 +18,7 @@ from lanes_tui.engine.core.atomic import PRIVATE_DIR, append_jsonl, read_json
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import validate_lane_id
+from lanes_tui.engine.core.schema import NewerSchema, check_schema, stamped
 from lanes_tui.engine.state.model import STATES, LaneRecord
 from lanes_tui.engine.state.paths import LanePaths, StatePaths
 from lanes_tui.engine.state.seals import write_sealed
@@ -51,7 +52,10 @@ class LaneStore:
             raise LanesError(f"lane {lane_id}: cannot read {path}: {exc.strerror}",
                              "make the state folder readable again: chmod -R u+rwX .lanes/state") from None
         try:
+            check_schema(data, "lane.json", f"lane.json of {lane_id}")  # newer: refused as it is, never "corrupt"
             record = LaneRecord.from_json(data)
+        except NewerSchema:
+            raise
         except LanesError as exc:
             raise CorruptRecord(f"lane {lane_id}: lane.json is corrupt: {exc.what}", corrupt_fix(lane_id)) from None
         if record.id != lane_id:
@@ -102,7 +106,7 @@ class LaneStore:
         """The one writer of lane.json: atomically, then its seal (`state.seals`), so the decisive
         steps can tell a record lanes-tui wrote from one changed behind its back."""
         record.updated = self.clock.time()
-        write_sealed(self.lane_paths(record.id).record, record.to_json())
+        write_sealed(self.lane_paths(record.id).record, stamped(record.to_json(), "lane.json"))
 
     def transition(self, record: LaneRecord, state: str, reason: str, **data: Any) -> LaneRecord:
         if state not in STATES:

@@ -9,19 +9,17 @@ lane's events and `lane.json`.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from lanes_tui.engine.config.settings import Config, ProviderConfig
-from lanes_tui.engine.core import slots
 from lanes_tui.engine.lanes import confine
 from lanes_tui.engine.lanes.caps import lane_caps, lane_timeouts
 from lanes_tui.engine.lanes.governor import LaneGovernor
 from lanes_tui.engine.procs import cgroup
 from lanes_tui.engine.procs.cgroup import LaneCgroup
 from lanes_tui.engine.state.model import LaneRecord
-from lanes_tui.engine.state.paths import heavy_slot_dir, repo_key
+from lanes_tui.engine.state.paths import repo_key
 from lanes_tui.engine.state.store import LaneStore
 
 log = logging.getLogger(__name__)
@@ -50,12 +48,6 @@ def enter(repo: Path, config: Config, store: LaneStore, record: LaneRecord, lane
     else:
         cgroup.write_record(lane_dir, made)
         store.event(record.id, "containment", mechanism=made.mechanism, cgroup=str(made.path))
-    # The slots `lanes-tui lock` may take (`lanes.heavy.slot_count`: LANES_HEAVY_SLOTS, [gates] slots or
-    # cores ÷ 2): a confined lane cannot make their files itself. `lanes.heavy` is not imported for it
-    # (it brings shutil into every supervisor).
-    env_slots = os.environ.get("LANES_HEAVY_SLOTS", "").strip()
-    slots.ensure_files(heavy_slot_dir(), min(64, max(config.gates.slots, (os.cpu_count() or 1) // 2,
-                                                     int(env_slots) if env_slots.isdigit() else 0)))
     governor = LaneGovernor.start(caps, repo_key(repo), record.id, made,
                                   lambda kind, **data: store.event(record.id, kind, **data))
     record.governor = governor.record()

@@ -21,7 +21,7 @@ from lanes_tui.engine.procs.process import process_create_time, set_child_subrea
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.supervisor.control import ControlServer
 from lanes_tui.engine.supervisor.detach import detach, signal_ready
-from lanes_tui.engine.supervisor.main import NO_SPACE, SPACE_RESERVE, Supervisor
+from lanes_tui.engine.supervisor.main import NO_SPACE, NOT_WRITABLE, SPACE_RESERVE, Supervisor
 
 log = logging.getLogger("lanes_tui.supervisor")
 
@@ -84,10 +84,12 @@ async def _amain(repo: Path, lane_id: str) -> int:
     try:
         return await supervisor.run()
     except OSError as exc:
-        if exc.errno not in NO_SPACE:
-            log.exception("supervisor failed")
-            raise
-        return supervisor.out_of_space(exc)
+        if exc.errno in NO_SPACE:
+            return supervisor.out_of_space(exc)
+        if exc.errno in NOT_WRITABLE:
+            return supervisor.not_writable(exc)
+        log.exception("supervisor failed")
+        raise
     except Exception:
         log.exception("supervisor failed")
         raise

@@ -25,6 +25,7 @@ from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import private_opener
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.schema import stamped
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
 from lanes_tui.engine.lanes.cadence import OutputCadence
@@ -39,7 +40,7 @@ from lanes_tui.engine.lanes.watch_skip import lane_tree_watcher
 from lanes_tui.engine.procs.process import ProcessRequest, process_create_time
 from lanes_tui.engine.state.meters import METERS_FILE, RunMeter
 from lanes_tui.engine.state.model import ProviderAttempt
-from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.paths import StatePaths, heavy_slot_dir
 from lanes_tui.engine.state.seals import write_sealed
 from lanes_tui.engine.state.store import LaneStore
 from lanes_tui.engine.supervisor import after_run, budget, containment, setup
@@ -50,6 +51,8 @@ log = logging.getLogger("lanes_tui.supervisor")
 
 #: A full disk (or quota) under the state folder: the lane ends FAILED-RESOURCE, not `lost`.
 NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
+#: A write refused outright: the lane's folder made read-only (an agent's `chmod`), a read-only mount.
+NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
 #: A file the supervisor deletes when the disk fills, so its receipt and last state still fit.
 SPACE_RESERVE = "space-reserve"
 SPACE_RESERVE_BYTES = 64 * 1024
@@ -108,6 +111,7 @@ class Supervisor:
         except LanesError as exc:
             parallel.release()
             return self._finish(None, "LANE-FAILED", f"not started: {exc}")
+        self._ensure_heavy_slots()
         with parallel:
             try:
                 self.hold = containment.enter(self.repo, self.config, self.store, record, self.lane.dir)
@@ -124,9 +128,24 @@ class Supervisor:
         if outcome is None:
             return self._finish(None, "LANE-FAILED", "stopped by the lead while queued")
         self._finish(outcome, outcome.classification.result, outcome.classification.reason)
-        await self._decide()
+        try:
+            await self._decide()
+        except LanesError as exc:  # e.g. its origin.json torn meanwhile: said, instead of a dead supervisor
+            log.error("gates not run: %s", exc)
+            return self._finish(outcome, "FAILED-RESOURCE", f"its gates could not run: {exc}")
         announce(self.store, self.config.notify, self.record)  # ready or rejected, after gates and review
         return 0
+
+    def _ensure_heavy_slots(self) -> None:
+        """The heavy-slot files made (and damaged ones rebuilt) before the agent runs: an agent that may
+        not write their folder takes a slot on a file that is already there (`core.slots`)."""
+        raw = os.environ.get("LANES_HEAVY_SLOTS", "").strip()  # `lanes-tui lock`'s own override
+        count = min(64, max(self.config.gates.slots, (os.cpu_count() or 1) // 2, int(raw) if raw.isdigit() else 0))
+        try:
+            for line in slots.ensure_slots(heavy_slot_dir(), count):
+                log.warning("heavy slots: %s", line)
+        except OSError as exc:  # best effort: a gate or `doctor` rebuilds what this could not
+            log.warning("heavy slots not checked: %s", exc)
 
     async def _decide(self) -> None:
         """After the agent: gates, packet and review (`supervisor.after_run`)."""
@@ -328,6 +347,29 @@ class Supervisor:
                   f"`lanes-tui recover {self.record.id}`")
         return self._finish(None, "FAILED-RESOURCE", reason)
 
+    def not_writable(self, exc: OSError) -> int:
+        """A state write was refused: end FAILED-RESOURCE naming the file, instead of dying and leaving
+        the lane `lost` with nothing said. The lane's own folder, when it is the one refused and is the
+        lead's, is made writable again (0700) first, or the end could not be recorded either; when that
+        is not enough (a read-only mount), the reason goes to the supervisor's log and `status` shows
+        the lane's folder as its problem."""
+        where = exc.filename or str(self.lane.dir)
+        restored = ""
+        folder = self.lane.dir
+        if not folder.is_symlink() and not os.access(folder, os.W_OK):
+            with contextlib.suppress(OSError):
+                if folder.stat().st_uid == os.geteuid():
+                    os.chmod(folder, 0o700)
+                    restored = f"; lanes-tui made {folder} writable again"
+        reason = (f"the lane's state could not be written ({exc.strerror}: {where}){restored}: "
+                  f"`lanes-tui recover {self.record.id}` or `lanes-tui abandon {self.record.id} --force`")
+        log.error("state write refused: %s", reason)
+        try:
+            return self._finish(None, "FAILED-RESOURCE", reason)
+        except OSError as again:
+            log.error("cannot record the end either (%s): status shows the lane's folder as its problem", again)
+            return 1
+
     def _finish(self, outcome: RunOutcome | None, result: str, reason: str) -> int:
         record = self.record
         record.result = result
@@ -338,7 +380,7 @@ class Supervisor:
             "providers_tried": [a.__dict__ for a in record.providers_tried],
             "supervisor_pid": os.getpid(),
         }
-        write_sealed(self.lane.receipt, receipt)  # reconcile trusts only a receipt with its seal
+        write_sealed(self.lane.receipt, stamped(receipt, "receipt.json"))  # reconcile trusts only a sealed receipt
         state = "stalled" if result == "LANE-STALLED" else "exited"
         self.store.transition(record, state, reason, result=result)
         _orphan_open_questions(self.paths, record.id)
