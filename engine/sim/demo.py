@@ -28,6 +28,9 @@ worktree_root = "{root}/worktrees"
 max_parallel = 12
 idle_timeout_s = 20
 sample_s = 1
+# The demo's agents are the simulated one, lanes-tui's own code: on a kernel without Landlock they run
+# anyway (confined where the kernel can; `lanes-tui doctor` says which).
+allow_uncontained = true
 
 [chains]
 backend = ["sim"]
