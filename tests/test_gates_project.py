@@ -130,8 +130,8 @@ def test_hanging_pytest_step_times_out_with_a_stack(tmp_path: Path) -> None:
     assert report.failing == "pytest" and "test_hang.py" in report.output
 
 
-def test_a_confined_lane_cannot_install_into_a_shared_venv(repo: Path, tmp_path: Path) -> None:
-    """Under the kernel's confinement (issue 28) the shared venv is not writable at all: the install fails."""
+def _pip_lane(repo: Path, tmp_path: Path, *extra: str) -> tuple[str, Path, Path]:
+    """A lane whose agent installs `foo` into a shared venv outside its worktree: (lane, venv, its site)."""
     shared = tmp_path / "shared-venv"
     site = _site(shared)
     (site / "requests-2.0.dist-info").mkdir(parents=True)
@@ -140,8 +140,14 @@ def test_a_confined_lane_cannot_install_into_a_shared_venv(repo: Path, tmp_path:
     provider = f'[providers.pipper]\nargv = ["{{python}}", "-c", {json.dumps(script)}]\nprompt = "arg"\n'
     write_config(repo, chains='backend = ["pipper"]', extra=provider,
                  gates=f'commands = []\nshared_venvs = [{json.dumps(str(shared))}]')
-    lane = run_lane(repo, "install foo", lane_id="pip")
+    lane = run_lane(repo, "install foo", lane_id="pip", extra=extra)
     wait_state(repo, lane)
+    return lane, shared, site
+
+
+def test_a_confined_lane_cannot_install_into_a_shared_venv(repo: Path, tmp_path: Path) -> None:
+    """Under the kernel's confinement (issue 28) the shared venv is not writable at all: the install fails."""
+    lane, _, site = _pip_lane(repo, tmp_path)
     assert not (site / "foo-1.0.dist-info").exists()
     assert status(repo, lane)["result"] == "LANE-FAILED"  # its makedirs was refused: PermissionError
 
@@ -150,16 +156,7 @@ def test_lane_that_installs_into_a_shared_venv_is_rejected(repo: Path, tmp_path:
                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the kernel's confinement (an uncontained lane the lead allowed), the change is still seen."""
     monkeypatch.setenv("LANES_TUI_LANDLOCK", "off")
-    shared = tmp_path / "shared-venv"
-    site = _site(shared)
-    (site / "requests-2.0.dist-info").mkdir(parents=True)
-    script = (f"import os; os.makedirs({str(site / 'foo-1.0.dist-info')!r}); "
-              "open('work.txt', 'w').write('x')")
-    provider = f'[providers.pipper]\nargv = ["{{python}}", "-c", {json.dumps(script)}]\nprompt = "arg"\n'
-    write_config(repo, chains='backend = ["pipper"]', extra=provider,
-                 gates=f'commands = []\nshared_venvs = [{json.dumps(str(shared))}]')
-    lane = run_lane(repo, "install foo", lane_id="pip", extra=("--allow-uncontained",))
-    wait_state(repo, lane)
+    lane, shared, _ = _pip_lane(repo, tmp_path, "--allow-uncontained")
     assert status(repo, lane)["state"] == "rejected", status(repo, lane)
     reason = status(repo, lane)["state_reason"]
     assert f"the agent changed the shared environment {shared}" in reason and "added foo-1.0" in reason

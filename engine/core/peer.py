@@ -12,19 +12,22 @@ import struct
 __all__ = ["peer_pid", "peer_uid"]
 
 
-def peer_uid(sock: socket.socket) -> int | None:
-    """The connecting process's uid (Linux `SO_PEERCRED`); None where the platform cannot tell."""
+def _credentials(sock: socket.socket) -> tuple[int, int, int] | None:
+    """(pid, uid, gid) of the connecting process (Linux `SO_PEERCRED`); None where the platform cannot tell."""
     option = getattr(socket, "SO_PEERCRED", None)
     if option is None:
         return None
-    _pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
-    return int(uid)
+    pid, uid, gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
+    return int(pid), int(uid), int(gid)
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The connecting process's uid; None where the platform cannot tell."""
+    found = _credentials(sock)
+    return None if found is None else found[1]
 
 
 def peer_pid(sock: socket.socket) -> int | None:
-    """The connecting process's pid (Linux `SO_PEERCRED`); None where the platform cannot tell."""
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
-    pid, _uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i")))
-    return int(pid)
+    """The connecting process's pid, from the kernel (never from what it says); None where unknown."""
+    found = _credentials(sock)
+    return None if found is None else found[0]

@@ -164,13 +164,20 @@ async def _abandon(repo: Path, config: Config, lane_id: str, force: bool) -> lis
     return removed + [f"stopped pid {pid}" for pid in stopped]
 
 
-async def _abandon_corrupt(repo: Path, config: Config, lane_id: str, problem: CorruptRecord) -> list[str]:
-    """`abandon --force` of a lane whose record cannot be read: nothing is taken from that record."""
+def _witnessed(repo: Path, config: Config, lane_id: str) -> LaneLocation:
+    """The lane located by its id alone, and confirmed by git before anything is stopped: a folder git
+    does not list as the lane's worktree is never touched."""
     location = locate_by_id(repo, lane_id, default_root=config.lanes.worktree_root)
     try:
-        git_witness(location)  # before anything is stopped: a folder git does not confirm is never touched
+        git_witness(location)
     except LanesError as exc:
         raise LanesError(f"abandon {lane_id} refused: {exc.what}: refusing to delete it", exc.fix) from None
+    return location
+
+
+async def _abandon_corrupt(repo: Path, config: Config, lane_id: str, problem: CorruptRecord) -> list[str]:
+    """`abandon --force` of a lane whose record cannot be read: nothing is taken from that record."""
+    location = _witnessed(repo, config, lane_id)
     store = LaneStore(StatePaths(repo))
     kept = _set_aside(store.lane_paths(lane_id).record, store.clock.time())
     unique = worktrees.unique_commits(repo, location.branch)
@@ -194,11 +201,7 @@ async def _abandon_corrupt(repo: Path, config: Config, lane_id: str, problem: Co
 
 async def _abandon_by_id(repo: Path, config: Config, lane_id: str, record: LaneRecord) -> list[str]:
     """`abandon --force` of a lane whose origin was damaged: located by its id and git alone."""
-    location = locate_by_id(repo, lane_id, default_root=config.lanes.worktree_root)
-    try:
-        git_witness(location)  # before anything is stopped: a folder git does not confirm is never touched
-    except LanesError as exc:
-        raise LanesError(f"abandon {lane_id} refused: {exc.what}: refusing to delete it", exc.fix) from None
+    location = _witnessed(repo, config, lane_id)
     store = LaneStore(StatePaths(repo))
     unique = worktrees.unique_commits(repo, location.branch)
     stopped = await stop_lane(repo, lane_id)
