@@ -5,6 +5,10 @@ unwritable (`chmod 0500`). Each time the supervisor ends the lane with the reaso
 `status` shows the one lane's problem beside a healthy lane it leaves alone, and `abandon --force`
 cleans the lane. File modes apply to root only without `CAP_DAC_OVERRIDE`, so the commands of the
 unwritable case run under `setpriv` with it dropped (as `tests/test_state_faults.py` does).
+
+Under the kernel's confinement an agent cannot write its state folder at all (`tests/test_landlock.py`);
+these lanes run uncontained (`LANES_TUI_LANDLOCK=off`, `allow_uncontained`), as on a machine without
+Landlock, where the damage is possible and must stay the one lane's problem.
 """
 
 from __future__ import annotations
@@ -37,7 +41,13 @@ print("damaged", flush=True)
 def _config(repo: Path, tmp_path: Path) -> None:
     agent = tmp_path / "damager.py"
     agent.write_text(DAMAGER)
-    write_config(repo, extra=f'[providers.damager]\nargv = ["{{python}}", "{agent}"]\nprompt = "arg"\n')
+    write_config(repo, extra=f'[providers.damager]\nargv = ["{{python}}", "{agent}"]\nprompt = "arg"\n',
+                 lanes_extra="allow_uncontained = true")
+
+
+@pytest.fixture(autouse=True)
+def uncontained(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LANES_TUI_LANDLOCK", "off")
 
 
 def _lane_dir(repo: Path, lane: str) -> Path:
