@@ -21,8 +21,12 @@ BADCFG = ("[providers.badcfg]\n"
 
 def write_config(repo: Path, *, idle_timeout_s: float = 30, sample_s: float = 0.2, max_parallel: int = 6,
                  chains: str = 'backend = ["sim"]', extra: str = "", sim_max: int = 20,
-                 gates: str = "commands = []", lanes_extra: str = "", timeout_s: float = 600) -> Path:
+                 gates: str = "commands = []", lanes_extra: str = "", timeout_s: float = 600,
+                 allow_uncontained: bool = False) -> Path:
+    """The suite's config; `allow_uncontained` for the tests that run lanes without the kernel's fence."""
     root = repo.parent / "worktrees"
+    if allow_uncontained:
+        lanes_extra = f"allow_uncontained = true\n{lanes_extra}"
     text = (f"[lanes]\nworktree_root = \"{root}\"\nmax_parallel = {max_parallel}\n"
             f"idle_timeout_s = {idle_timeout_s}\nsample_s = {sample_s}\ntimeout_s = {timeout_s}\n{lanes_extra}\n"
             f"[chains]\n{chains}\n\n[providers.sim]\nmax = {sim_max}\n\n[gates]\n{gates}\n\n{extra}")

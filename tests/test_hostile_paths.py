@@ -12,9 +12,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.limits import repository_file
 from tests.helpers import cli, run_lane, status, wait_state, write_config
+
+
+@pytest.fixture(autouse=True)
+def uncontained(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under the kernel's confinement the agent's writes here are refused outright (tests/test_landlock.py);
+    these lanes run uncontained, as on a machine without Landlock, where lanes-tui must still hold."""
+    monkeypatch.setenv("LANES_TUI_LANDLOCK", "off")
 
 #: The agent: plants links in the lead checkout (found from LANES_HOME) with plain `ln -s`.
 PLANTER = """\
@@ -37,7 +46,7 @@ def test_links_an_agent_planted_feed_no_prompt_and_no_copy(repo: Path, tmp_path:
     (repo / ".env").write_text("SAFE=1\n")
     agent = tmp_path / "planter.py"
     agent.write_text(PLANTER)
-    write_config(repo, lanes_extra='copy = [".env"]',
+    write_config(repo, allow_uncontained=True, lanes_extra='copy = [".env"]',
                  extra=f'[providers.planter]\nargv = ["{{python}}", "{agent}"]\nprompt = "arg"\n')
     planter = run_lane(repo, str(secret), lane_id="planter", extra=("--lane", "planter"))
     wait_state(repo, planter)

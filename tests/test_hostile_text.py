@@ -16,9 +16,18 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 from lanes_tui.app.cli import TerminalSafe
 from lanes_tui.engine.core.ansi import terminal_text
 from tests.helpers import cli, run_lane, wait_state, write_config
+
+
+@pytest.fixture(autouse=True)
+def uncontained(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under the kernel's confinement the agent's writes here are refused outright (tests/test_landlock.py);
+    these lanes run uncontained, as on a machine without Landlock, where lanes-tui must still hold."""
+    monkeypatch.setenv("LANES_TUI_LANDLOCK", "off")
 
 #: What the terminal must never receive from agent text: C0 controls but \t and \n, DEL, C1, and the
 #: invisible reordering marks.
@@ -49,7 +58,7 @@ print("agent says " + P + " bye", flush=True)
 def test_no_command_prints_an_agents_escape_sequences(repo: Path, tmp_path: Path) -> None:
     agent = tmp_path / "hostile.py"
     agent.write_text(AGENT.replace("PAYLOAD", repr(PAYLOAD), 1))
-    write_config(repo, gates=f"commands = [{json.dumps(sys.executable + ' gate.py')}]",
+    write_config(repo, allow_uncontained=True, gates=f"commands = [{json.dumps(sys.executable + ' gate.py')}]",
                  extra=f'[providers.hostile]\nargv = ["{{python}}", "{agent}"]\nprompt = "arg"\n')
     victim = run_lane(repo, "say fine", lane_id="victim")
     wait_state(repo, victim)

@@ -9,6 +9,7 @@ versions, with `upgrade lanes-tui`). A newer file of one lane never hides anothe
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +57,10 @@ def test_state_files_carry_their_version_old_ones_read_newer_ones_refused(repo: 
     questions = [q for q in inbox if q.name.count(".") == 1]
     keys = {lane: set(status(repo, lane)) for lane in (old, new)}
 
-    # The old format: no `schema` anywhere in a lane's files. It reads as before.
+    # The old format: no `schema` anywhere in a lane's files, and (older still than the schema) no seals.
     for name in LANE_FILES:
         _edit(_lane_dir(repo, old) / name, None)
+    shutil.rmtree(repo / ".lanes" / "state" / "seals" / old)
     assert status(repo, old)["state"] == "ready"
     assert cli(repo, "accept", old, "--dry-run").returncode == 0
     assert cli(repo, "diff", old, "--stat").returncode == 0

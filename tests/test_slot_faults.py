@@ -23,6 +23,13 @@ import pytest
 from lanes_tui.engine.core import slots
 from tests.helpers import cli, run_lane, status, wait_state, write_config
 
+
+@pytest.fixture(autouse=True)
+def uncontained(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under the kernel's confinement the agent's writes here are refused outright (tests/test_landlock.py);
+    these lanes run uncontained, as on a machine without Landlock, where lanes-tui must still hold."""
+    monkeypatch.setenv("LANES_TUI_LANDLOCK", "off")
+
 #: The agent: damages every heavy slot of the folder named on its prompt's last line.
 VANDAL = """\
 import pathlib, subprocess, sys
@@ -67,7 +74,7 @@ def test_a_vandalised_slot_folder_stops_no_gate(repo: Path, tmp_path: Path) -> N
     agent = tmp_path / "vandal.py"
     agent.write_text(VANDAL)
     gate = json.dumps(f"{sys.executable} -c \"print('gate ran')\"")
-    write_config(repo, gates=f"commands = [{gate}]\nslots = 3",
+    write_config(repo, allow_uncontained=True, gates=f"commands = [{gate}]\nslots = 3",
                  extra=f'[providers.vandal]\nargv = ["{{python}}", "{agent}"]\nprompt = "arg"\n')
     folder = _slot_dir(tmp_path)
     lane = run_lane(repo, f"{folder} {victim}", lane_id="vandal", extra=("--lane", "vandal"))
@@ -86,7 +93,7 @@ def test_a_vandalised_slot_folder_stops_no_gate(repo: Path, tmp_path: Path) -> N
 
 
 def test_doctor_reports_each_damaged_slot_and_rebuilds_it(repo: Path, tmp_path: Path) -> None:
-    write_config(repo, gates="commands = []\nslots = 3")
+    write_config(repo, allow_uncontained=True, gates="commands = []\nslots = 3")
     folder = _slot_dir(tmp_path)
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me\n")
@@ -139,7 +146,7 @@ def test_lanes_tui_lock_runs_when_the_slot_folder_is_read_only(repo: Path, tmp_p
     made to apply to root by dropping CAP_DAC_OVERRIDE with setpriv): it runs on a read-only fd."""
     if os.geteuid() == 0 and shutil.which("setpriv") is None:
         pytest.skip("running as root without setpriv: file modes cannot be made to apply")
-    write_config(repo, gates="commands = []\nslots = 1")
+    write_config(repo, allow_uncontained=True, gates="commands = []\nslots = 1")
     folder = _slot_dir(tmp_path)
     slots.ensure_slots(folder, 1)
     (folder / "slot-0.lock").chmod(0o444)
