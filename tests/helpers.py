@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 BROKE = ("[providers.broke]\n"
          "argv = [\"{python}\", \"-c\", \"open('broke-was-here', 'w').write('x'); "
@@ -88,3 +92,16 @@ def wait_for(predicate: Any, timeout: float = 30.0, interval: float = 0.05) -> A
         if time.monotonic() > end:
             raise AssertionError(f"condition not met within {timeout}s")
         time.sleep(interval)
+
+
+def as_user(repo: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """`lanes-tui ARGS` as a user file modes apply to: root drops the capability that ignores them
+    (`setpriv`), or the test is skipped where it cannot."""
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv: file modes cannot be made to apply")
+        caps = "-dac_override,-dac_read_search"
+        prefix = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}"]
+    return subprocess.run([*prefix, sys.executable, "-m", "lanes_tui.app", *args], cwd=repo, capture_output=True,
+                          text=True, timeout=timeout, check=False)

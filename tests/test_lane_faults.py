@@ -14,16 +14,12 @@ Landlock, where the damage is possible and must stay the one lane's problem.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import git
-from tests.helpers import cli, run_lane, status, text_of, wait_for, wait_state, write_config
+from tests.helpers import as_user, cli, run_lane, status, text_of, wait_for, wait_state, write_config
 
 #: The agent: damages its own lane folder as its task says (`tear` or `lock`), then ends well.
 DAMAGER = """\
@@ -54,16 +50,6 @@ def _lane_dir(repo: Path, lane: str) -> Path:
     return repo / ".lanes" / "state" / "lanes" / lane
 
 
-def as_user(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`lanes-tui ARGS` with file modes applying (root without the capability that ignores them)."""
-    prefix: list[str] = []
-    if os.geteuid() == 0:
-        if shutil.which("setpriv") is None:
-            pytest.skip("running as root without setpriv: file modes cannot be made to apply")
-        caps = "-dac_override,-dac_read_search"
-        prefix = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}"]
-    return subprocess.run([*prefix, sys.executable, "-m", "lanes_tui.app", *args], cwd=repo, capture_output=True,
-                          text=True, timeout=120, check=False)
 
 
 def test_a_torn_origin_is_that_lanes_problem_and_abandon_force_cleans_it(repo: Path, tmp_path: Path) -> None:

@@ -26,7 +26,7 @@ from lanes_tui.engine.procs import process, tree
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.widgets import LanesTable
 from tests.conftest import git
-from tests.helpers import cli, run_lane, status, wait_for, wait_state, write_config
+from tests.helpers import as_user, cli, run_lane, status, wait_for, wait_state, write_config
 from tests.snapshot_apps.widget_apps import NOW, WidgetHost
 from tests.test_bad_input import _nothing_created, _one_line_error
 
@@ -280,16 +280,6 @@ def test_the_engine_refuses_a_prompt_over_the_limit_too(repo: Path) -> None:
 # --- f. unwritable and full state folders ---------------------------------------------------------
 
 
-def as_user(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`lanes-tui ARGS` as a user file modes apply to (root drops the capability that ignores them)."""
-    prefix: list[str] = []
-    if os.geteuid() == 0:
-        if shutil.which("setpriv") is None:
-            pytest.skip("running as root without setpriv: file modes cannot be made to apply")
-        caps = "-dac_override,-dac_read_search"
-        prefix = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}"]
-    return subprocess.run([*prefix, sys.executable, "-m", "lanes_tui.app", *args], cwd=repo, capture_output=True,
-                          text=True, timeout=60, check=False)
 
 
 def test_an_unwritable_state_folder_is_one_line(repo: Path) -> None:
