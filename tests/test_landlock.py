@@ -279,3 +279,31 @@ def test_a_confined_process_cannot_stop_its_supervisor(tmp_path: Path) -> None:
                                preexec_fn=rules.restrict(), capture_output=True, text=True, check=False)
     assert child.returncode != 0 and "PermissionError" in child.stderr
     assert Path("/proc/self/stat").read_text().split(") ")[1][0] in "RS"  # never stopped: the signal never came
+
+
+def test_the_object_store_is_not_writable_and_what_that_costs(repo: Path, tmp_path: Path) -> None:
+    """The decision in docs/reliability.md, held: under the fence `git add`, `stash` and `commit` are refused
+    (no object can be written), while `status`, `diff`, `log`, `restore` and `checkout -- FILE` work."""
+    from lanes_tui.engine.lanes.confine import confine
+
+    worktree = tmp_path / "lane"
+    git(repo, "worktree", "add", "-q", "-b", "lane/store-a1", str(worktree))
+    (worktree / "calc.py").write_text("changed\n")
+    objects_before = sorted(p.name for p in (repo / ".git" / "objects").rglob("*") if p.is_file())
+    fence = confine(repo, "store-a1", worktree, kind="agent", writable=[], allowed_uncontained=False)
+    try:
+        env = {**os.environ, **fence.env()}
+        codes = {}
+        for argv in (["status", "--short"], ["diff", "--stat"], ["log", "--oneline", "-1"], ["add", "calc.py"],
+                     ["stash"], ["commit", "-qam", "agent commit"], ["restore", "calc.py"]):
+            done = subprocess.run(["git", *argv], cwd=worktree, env=env, preexec_fn=fence.preexec(),
+                                  capture_output=True, text=True, check=False)
+            codes[argv[0]] = (done.returncode, done.stderr)
+            if argv[0] in ("add", "stash", "commit"):
+                assert "insufficient permission for adding an object" in done.stderr, (argv, done.stderr)
+    finally:
+        fence.close()
+    assert {name for name, (code, _) in codes.items() if code == 0} == {"status", "diff", "log", "restore"}
+    assert (worktree / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"  # restored
+    assert sorted(p.name for p in (repo / ".git" / "objects").rglob("*") if p.is_file()) == objects_before
+    assert git(repo, "rev-parse", "lane/store-a1") == git(repo, "rev-parse", "main")  # nothing committed
