@@ -45,9 +45,8 @@ _EXPORTS: dict[str, str] = {
     "StatePaths": "state.paths",
     "LaneRecord": "state.model", "STATES": "state.model", "RESULTS": "state.model",
     "TASK_TYPES": "state.model", "LIVE_STATES": "state.model", "SETTLED_STATES": "state.model",
-    "LaneStatus": "state.status",
+    "LaneStatus": "state.status", "LaneChanged": "state.events",
     "EngineEvent": "state.events", "EngineNotice": "state.events", "GitWatchChanged": "state.events",
-    "LaneChanged": "state.events",
     "LaneRemoved": "state.events", "MetersSampled": "state.events", "OutputAppended": "state.events",
     "QuestionsChanged": "state.events", "StallDetected": "state.events",
     # config

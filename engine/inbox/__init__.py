@@ -1,8 +1,9 @@
 """The inbox: questions agents ask the lead and the answers, as files under `.lanes/state/inbox/`.
 
 Owns: `files` (the question, answer and mark files, parsed strictly: an agent may have written
-them), `store` (InboxStore: ask, answer, deliver, cancel, orphan; `wait_for_answer`), `view` (the
-state of a question derived from its files).
+them), `options` (a question's options built, an answer normalised against them), `store`
+(InboxStore: ask, answer, deliver, cancel, orphan; `wait_for_answer`), `view` (the state of a
+question derived from its files).
 May import: `core`. This is all `lanes-tui ask` loads, so it never imports config, git, psutil,
 processes, textual or rich.
 """

@@ -57,10 +57,8 @@ from lanes_tui.engine.inbox.files import (
     BadFile,
     Option,
     Question,
-    build_options,
     create_json_exclusive,
     mark_file,
-    normalise_value,
     parse_answer,
     parse_mark,
     parse_question,
@@ -68,6 +66,7 @@ from lanes_tui.engine.inbox.files import (
     read_json_file,
     validate_qid,
 )
+from lanes_tui.engine.inbox.options import build_options, normalise_value
 from lanes_tui.engine.inbox.view import WAITING_STATES, QuestionView, derive_view, wait_for_answer
 
 __all__ = [

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.git.commands import run_git
+from lanes_tui.engine.git.harden import common_dir
 from lanes_tui.engine.procs import landlock
 from lanes_tui.engine.state.paths import repo_key, runtime_dir
 
@@ -84,10 +84,8 @@ def provider_writable(entries: Iterable[str], env: dict[str, str] | None = None)
 def lane_admin_dir(repo: Path, worktree: Path) -> Path | None:
     """The worktree's own git admin folder, found from the repository's side (`worktrees/*/gitdir`
     naming `<worktree>/.git`), never from the worktree's `.git` file, which the lane can write."""
-    out = run_git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir", check=False)
-    common = Path(os.fsdecode(out.stdout).strip() or repo / ".git")
     want = str(worktree / ".git")
-    folder = common / "worktrees"
+    folder = common_dir(repo) / "worktrees"
     candidates = [folder / worktree.name, *(p for p in _children(folder) if p.name != worktree.name)]
     for admin in candidates:
         try:

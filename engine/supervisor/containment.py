@@ -9,17 +9,19 @@ lane's events and `lane.json`.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from lanes_tui.engine.config.settings import Config, ProviderConfig
+from lanes_tui.engine.core import slots
 from lanes_tui.engine.lanes import confine
 from lanes_tui.engine.lanes.caps import lane_caps, lane_timeouts
 from lanes_tui.engine.lanes.governor import LaneGovernor
 from lanes_tui.engine.procs import cgroup
 from lanes_tui.engine.procs.cgroup import LaneCgroup
 from lanes_tui.engine.state.model import LaneRecord
-from lanes_tui.engine.state.paths import repo_key
+from lanes_tui.engine.state.paths import heavy_slot_dir, repo_key
 from lanes_tui.engine.state.store import LaneStore
 
 log = logging.getLogger(__name__)
@@ -95,3 +97,17 @@ def fence(repo: Path, store: LaneStore, record: LaneRecord, worktree: Path, prov
     store.write(record)
     store.event(record.id, "confinement", **record.confinement)
     return made
+
+
+def ensure_heavy_slots(config: Config) -> None:
+    """The heavy-slot files made (and damaged ones rebuilt) before the agent runs: an agent that may not
+    write their folder takes a slot on a file that is already there (`core.slots`). As many as
+    `lanes-tui lock` may take: `LANES_HEAVY_SLOTS`, `[gates] slots` or cores ÷ 2 (`lanes.heavy.slot_count`,
+    not imported: it brings shutil into every supervisor)."""
+    raw = os.environ.get("LANES_HEAVY_SLOTS", "").strip()
+    count = min(64, max(config.gates.slots, (os.cpu_count() or 1) // 2, int(raw) if raw.isdigit() else 0))
+    try:
+        for line in slots.ensure_slots(heavy_slot_dir(), count):
+            log.warning("heavy slots: %s", line)
+    except OSError as exc:  # best effort: a gate or `doctor` rebuilds what this could not
+        log.warning("heavy slots not checked: %s", exc)

@@ -40,7 +40,7 @@ from lanes_tui.engine.lanes.watch_skip import lane_tree_watcher
 from lanes_tui.engine.procs.process import ProcessRequest, process_create_time
 from lanes_tui.engine.state.meters import METERS_FILE, RunMeter
 from lanes_tui.engine.state.model import ProviderAttempt
-from lanes_tui.engine.state.paths import StatePaths, heavy_slot_dir
+from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.seals import write_sealed
 from lanes_tui.engine.state.store import LaneStore
 from lanes_tui.engine.supervisor import after_run, budget, containment, setup
@@ -111,7 +111,7 @@ class Supervisor:
         except LanesError as exc:
             parallel.release()
             return self._finish(None, "LANE-FAILED", f"not started: {exc}")
-        self._ensure_heavy_slots()
+        containment.ensure_heavy_slots(self.config)  # the slots a confined `lanes-tui lock` takes
         with parallel:
             try:
                 self.hold = containment.enter(self.repo, self.config, self.store, record, self.lane.dir)
@@ -135,17 +135,6 @@ class Supervisor:
             return self._finish(outcome, "FAILED-RESOURCE", f"its gates could not run: {exc}")
         announce(self.store, self.config.notify, self.record)  # ready or rejected, after gates and review
         return 0
-
-    def _ensure_heavy_slots(self) -> None:
-        """The heavy-slot files made (and damaged ones rebuilt) before the agent runs: an agent that may
-        not write their folder takes a slot on a file that is already there (`core.slots`)."""
-        raw = os.environ.get("LANES_HEAVY_SLOTS", "").strip()  # `lanes-tui lock`'s own override
-        count = min(64, max(self.config.gates.slots, (os.cpu_count() or 1) // 2, int(raw) if raw.isdigit() else 0))
-        try:
-            for line in slots.ensure_slots(heavy_slot_dir(), count):
-                log.warning("heavy slots: %s", line)
-        except OSError as exc:  # best effort: a gate or `doctor` rebuilds what this could not
-            log.warning("heavy slots not checked: %s", exc)
 
     async def _decide(self) -> None:
         """After the agent: gates, packet and review (`supervisor.after_run`)."""
