@@ -76,11 +76,17 @@ def read_all(lane: NodeLane) -> bytes:
 
 
 def lane_processes(lane_id: str) -> list[psutil.Process]:
-    """Every living process that carries the lane's environment (its supervisor's children do)."""
+    """Every living process of this test that carries the lane's environment (its supervisor's children do).
+
+    This test's own marker (`LANESTEST_MARKER`, tests/conftest.py) as well: the module's other tests use
+    the same lane id and may run at the same time on the other xdist worker."""
+    marker = os.environ.get("LANESTEST_MARKER")
     found = []
     for proc in psutil.process_iter(["pid"]):
         try:
-            if proc.environ().get("LANES_LANE") == lane_id and proc.status() != psutil.STATUS_ZOMBIE:
+            env = proc.environ()
+            if (env.get("LANES_LANE") == lane_id and env.get("LANESTEST_MARKER") == marker
+                    and proc.status() != psutil.STATUS_ZOMBIE):
                 found.append(proc)
         except psutil.Error:
             continue
