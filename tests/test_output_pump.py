@@ -13,8 +13,10 @@ import psutil
 import pytest
 
 from lanes_tui.engine.lanes.output_pump import FLOOD_HOLD_S, READ_CHUNK, LineFramer, Rhythm, pump, pump_fd
-from lanes_tui.engine.procs.procfs import read_stat
+from lanes_tui.engine.procs import tree
+from lanes_tui.engine.procs.procfs import boot_time, read_stat
 from lanes_tui.engine.procs.sampler import sample_tree
+from lanes_tui.engine.procs.tree import ProcKey, process_create_time
 
 
 class Source:
@@ -78,7 +80,7 @@ def test_the_proc_sample_agrees_with_psutil() -> None:
         assert child.stdout is not None and child.stdout.readline() == b"up\n"
         info = next(p for p in sample_tree() if p.pid == child.pid)
         proc = psutil.Process(child.pid)
-        assert abs(info.create_time - proc.create_time()) < 0.05
+        assert abs(info.create_time - (proc.create_time() - psutil.boot_time())) < 0.05  # both since boot
         assert info.name == proc.name() and info.ppid == proc.ppid()
         assert info.cmdline == f"{sys.executable} -c {script}"
         stat = read_stat(child.pid)
@@ -190,3 +192,23 @@ def test_a_read_hands_its_complete_lines_over_as_one_block() -> None:
     finally:
         agent.close()
     assert blocks == [b"a\nb", b"c"]
+
+
+def test_a_process_keeps_its_identity_when_the_wall_clock_is_stepped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CI saw NTP step the clock 7 s mid-run: `btime` of /proc/stat moved, and every supervisor whose
+    key was made before the step looked like another process. Keys are seconds since boot now; a key an
+    earlier version wrote in wall-clock time still matches through today's `btime`."""
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        started = process_create_time(child.pid)
+        assert started is not None
+        key = ProcKey(child.pid, started)
+        legacy = ProcKey(child.pid, started + boot_time())
+        assert key.alive() and legacy.alive()
+        monkeypatch.setattr(tree, "boot_time", lambda: 1_700_000_007.0)  # the clock stepped
+        assert key.alive()
+        assert not ProcKey(child.pid, started + 0.5).alive()  # another start is another process
+    finally:
+        child.kill()
+        child.communicate()
+    assert not key.alive()

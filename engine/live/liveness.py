@@ -25,7 +25,7 @@ from pathlib import Path
 
 from lanes_tui.engine.lanes.launcher import supervisor_key
 from lanes_tui.engine.procs.procfs import read_stat
-from lanes_tui.engine.procs.tree import ProcKey
+from lanes_tui.engine.procs.tree import ProcKey, same_process
 
 
 class SupervisorLiveness:
@@ -90,7 +90,7 @@ class SupervisorLiveness:
         now = set()
         for lane_id, key in self._keys.items():
             stat = read_stat(key.pid)
-            if stat is not None and stat.state in ("T", "t") and abs(stat.create_time - key.create_time) <= 0.05:
+            if stat is not None and stat.state in ("T", "t") and same_process(key.pid, key.create_time):
                 now.add(lane_id)
         changed = now ^ self._stopped
         self._stopped = now

@@ -2,8 +2,11 @@
 
 The watchdog samples a lane's tree every few seconds; reading three small files per process is
 what that needs, without psutil (about 5 MB of a supervisor's memory) in the per-sample path.
-Times and the start time are computed as psutil computes them (clock ticks, `btime` of
-`/proc/stat`), so a `ProcKey` made here matches one made with psutil.
+Times are computed as psutil computes them (clock ticks). The start time is kept as the kernel keeps
+it, seconds since boot (psutil's `create_time(monotonic=True)`): adding `btime` of `/proc/stat` would
+make a process's identity depend on the wall clock, and a clock stepped by NTP (seen on CI: 7 s, in the
+middle of a run) then made every live supervisor look like a different process to a reader that read
+`btime` after the step.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from dataclasses import dataclass
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
-_boot_time: float | None = None
 
 
 @dataclass(frozen=True)
@@ -23,7 +25,7 @@ class ProcStat:
     ppid: int
     comm: str
     cpu_s: float  # user + system, own and of reaped children
-    create_time: float
+    create_time: float  # seconds since boot: unaffected by changes of the wall clock
     rss: int
 
     @property
@@ -32,16 +34,12 @@ class ProcStat:
 
 
 def boot_time() -> float:
-    global _boot_time
-    if _boot_time is None:
-        with open("/proc/stat", "rb") as handle:
-            for line in handle:
-                if line.startswith(b"btime"):
-                    _boot_time = float(line.split()[1])
-                    break
-            else:  # pragma: no cover - every Linux has it
-                raise OSError("no btime in /proc/stat")
-    return _boot_time
+    """The wall-clock time of boot as the kernel states it now (it moves when the clock is stepped)."""
+    with open("/proc/stat", "rb") as handle:
+        for line in handle:
+            if line.startswith(b"btime"):
+                return float(line.split()[1])
+    raise OSError("no btime in /proc/stat")  # pragma: no cover - every Linux has it
 
 
 def read_stat(pid: int) -> ProcStat | None:
@@ -59,7 +57,7 @@ def read_stat(pid: int) -> ProcStat | None:
         fields = raw[close_paren + 2:].split()  # fields[0] is the state (field 3 of proc(5))
         ticks = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
         return ProcStat(pid=pid, state=fields[0].decode("ascii", "replace"), ppid=int(fields[1]), comm=comm,
-                        cpu_s=ticks / CLOCK_TICKS, create_time=int(fields[19]) / CLOCK_TICKS + boot_time(),
+                        cpu_s=ticks / CLOCK_TICKS, create_time=int(fields[19]) / CLOCK_TICKS,
                         rss=int(statm[1]) * PAGE_SIZE if len(statm) > 1 else 0)
     except (ValueError, IndexError):
         return None

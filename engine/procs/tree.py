@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lanes_tui.engine.procs.procfs import read_stat
+from lanes_tui.engine.procs.procfs import boot_time, read_stat
 
 if TYPE_CHECKING:
     import psutil
@@ -24,11 +24,14 @@ __all__ = [
 
 #: At most this many reads of a process tree before the union of them is the answer.
 TREE_READS = 5
+#: A start time above this is a wall-clock time written by an earlier version (seconds since the
+#: epoch); today's are seconds since boot, which no machine reaches (about three years of uptime).
+LEGACY_WALL_CLOCK = 1e8
 
 
 @dataclass(frozen=True)
 class ProcKey:
-    """A process identity that survives pid reuse."""
+    """A process identity that survives pid reuse: the pid and its start in seconds since boot."""
 
     pid: int
     create_time: float
@@ -47,7 +50,12 @@ def same_process(pid: int | None, create_time: float | None, tolerance: float = 
     if not pid or create_time is None:
         return False
     stat = read_stat(pid)
-    return stat is not None and not stat.zombie and abs(stat.create_time - create_time) <= tolerance
+    if stat is None or stat.zombie:
+        return False
+    started = stat.create_time
+    if create_time > LEGACY_WALL_CLOCK:  # a record from before start times were since boot
+        started += boot_time()
+    return abs(started - create_time) <= tolerance
 
 
 def descendants(pid: int, *, reads: int = TREE_READS) -> list[psutil.Process]:
@@ -73,7 +81,7 @@ def processes_with_env(name: str, value: str, *, also: Mapping[str, str] | None 
 
     found: list[ProcKey] = []
     me = os.getpid()
-    for proc in psutil.process_iter(["pid", "create_time"]):
+    for proc in psutil.process_iter(["pid"]):
         if proc.pid == me:
             continue
         try:
@@ -89,7 +97,9 @@ def processes_with_env(name: str, value: str, *, also: Mapping[str, str] | None 
                 continue
         except psutil.Error:
             continue
-        found.append(ProcKey(proc.pid, float(proc.info["create_time"])))
+        stat = read_stat(proc.pid)
+        if stat is not None:
+            found.append(ProcKey(proc.pid, stat.create_time))
     return found
 
 

@@ -135,7 +135,7 @@ class BenchRepo:
                 continue
             try:
                 proc = psutil.Process(key.pid)
-                if abs(proc.create_time() - key.create_time) < 1.0:
+                if key.alive():
                     found.append(proc)
             except psutil.Error:
                 continue
