@@ -28,6 +28,28 @@ log = logging.getLogger(__name__)
 POLL_S = 0.1
 #: A question's body shows at most this much of a tool's input (the inbox refuses more than 64 KiB).
 MAX_BODY_CHARS = 16_000
+#: What a provider's API said went wrong, as a channel reads it from the CLI's structured fields
+#: (`Channel.report_error`); `lanes.classify` maps each kind to a result, text patterns are the fallback.
+#:   billing      no credit / balance left                    → OUT-OF-BUDGET (the chain moves on)
+#:   auth         missing, invalid or refused credentials     → CONFIG-ERROR (`doctor` names the fix)
+#:   forbidden    the key may not use this model / endpoint   → CONFIG-ERROR
+#:   model        the model name is unknown                   → CONFIG-ERROR
+#:   trust        the CLI refuses the folder it runs in       → CONFIG-ERROR
+#:   rate_limit   too many requests for now                   → retried in the lane with back-off, then fallback
+#:   overloaded   the provider is overloaded (529, 503)       → as rate_limit
+#:   server       a 5xx from the provider                     → as rate_limit
+#:   usage_limit  the plan's quota, with a reset time         → OUT-OF-BUDGET; parked until `reset_at`
+ERROR_KINDS = ("billing", "auth", "forbidden", "model", "trust", "rate_limit", "overloaded", "server",
+               "usage_limit")
+
+
+@dataclass(frozen=True)
+class ProviderError:
+    """One error the provider's API returned, read from the CLI's structured output."""
+
+    kind: str  # one of ERROR_KINDS
+    detail: str  # the CLI's own words, one line, for the why column
+    reset_at: float | None = None  # usage_limit: when the quota resets (seconds since the epoch)
 
 
 class AgentIO(Protocol):
@@ -97,6 +119,11 @@ class Channel:
     def __init__(self, ctx: ChannelContext) -> None:
         self.ctx = ctx
         self.io: AgentIO = _NoIO()
+        #: The last API error the CLI reported (`report_error`); None when it reported none.
+        self.error: ProviderError | None = None
+        #: Until when (the context clock's time) the CLI said it waits before retrying by itself
+        #: (`report_retry`): silence until then is not a stall.
+        self.retrying_until: float | None = None
 
     # --- before the start ------------------------------------------------------------------------
 
@@ -164,6 +191,17 @@ class Channel:
         self.ctx.meters.flush()
 
     # --- helpers for subclasses ------------------------------------------------------------------
+
+    def report_error(self, kind: str, detail: str, reset_at: float | None = None) -> None:
+        """The CLI said, in a structured field, that the API refused it: the last report wins."""
+        if kind not in ERROR_KINDS:
+            raise ValueError(f"unknown provider error kind {kind!r}")
+        self.error = ProviderError(kind, " ".join(detail.split())[:300], reset_at)
+
+    def report_retry(self, delay_s: float, detail: str = "") -> None:
+        """The CLI said it retries by itself after `delay_s` seconds (Claude's `api_retry` line, …)."""
+        if delay_s >= 0:
+            self.retrying_until = self.ctx.clock.time() + delay_s
 
     def session(self, session_id: Any) -> None:
         """Record the agent's own session / thread id (the resume id) once it is known."""
