@@ -121,7 +121,7 @@ class ModelServer:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+            def log_message(self, format: str, *args: Any) -> None:
                 return None
 
             def _serve(self, method: str) -> None:
@@ -143,10 +143,10 @@ class ModelServer:
                 Exchange(server, self, record, re.match("", "")).json(
                     404, {"error": {"message": f"the scripted server has no route for {method} {path}"}})
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:
                 self._serve("POST")
 
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 self._serve("GET")
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
