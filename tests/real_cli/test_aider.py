@@ -29,7 +29,7 @@ from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
 from tests.helpers import cli, output, status, write_config
 from tests.real_cli.conftest import require_cli
-from tests.real_cli.model_server.openai_chat import REPLY_MARK
+from tests.real_cli.model_server.openai_chat import REPLY_MARK, is_auxiliary
 from tests.real_cli.model_server.script import Fail, RunCommand, Say, Script, WriteFile
 from tests.real_cli.model_server.server import ModelServer
 
@@ -69,7 +69,8 @@ class Aider:
         return row
 
     def chat_requests(self) -> list[Any]:
-        return [r.body for r in self.server.main_requests("/chat/completions")]
+        """The main requests (aider's weak-model summaries and commit messages left out)."""
+        return [r.body for r in self.server.main_requests("/chat/completions") if not is_auxiliary(r.body)]
 
 
 @pytest.fixture
@@ -102,7 +103,7 @@ def record(repo: Path, lane: str) -> Any:
 
 def test_aider_writes_the_file_is_metered_gated_and_accepted(aider: Aider) -> None:
     aider.server.set_script(WRITE)
-    write_config(aider.repo, chains='backend = ["aider"]', gates=GATE)
+    write_config(aider.repo, chains='backend = ["aider"]', gates=GATE, lanes_extra="protected_branches = []")
     lane = aider.run("hello")
     row = aider.wait(lane)
     log = output(aider.repo, lane)
@@ -130,7 +131,7 @@ def test_aider_writes_the_file_is_metered_gated_and_accepted(aider: Aider) -> No
     # --no-gitignore: no .gitignore; aider's own files are there but excluded from the lane's diff.
     assert not (worktree / ".gitignore").exists()
     assert (worktree / ".aider.chat.history.md").is_file()
-    assert git(worktree, "status", "--porcelain", "--untracked-files=all").splitlines() == [f" M {FILE}"]
+    assert git(worktree, "status", "--porcelain", "--untracked-files=all").split() == ["M", FILE]
     events = (aider.repo / ".lanes" / "state" / "lanes" / lane / "events.jsonl").read_text()
     assert '"gate' in events  # the gate ran (and passed: the lane is ready)
     accepted = cli(aider.repo, "accept", lane, env=aider.env)
@@ -153,7 +154,8 @@ def test_recover_relaunch_restores_aiders_chat(aider: Aider) -> None:
     log = output(aider.repo, new)
     assert "resumed session .aider.chat.history.md" in log, log[-2000:]
     bodies = aider.chat_requests()
-    assert len(bodies) == 2
+    # aider may ask again after the resumed reply (it adds a file the reply names and reflects): 2 or more.
+    assert len(bodies) >= 2, log[-3000:]
     # The second conversation carries the first reply back (aider read its history): turn 2 was answered.
     earlier = [m for m in bodies[1]["messages"] if m.get("role") == "assistant" and REPLY_MARK in str(m["content"])]
     assert len(earlier) == 1 and "one" in str(earlier[0]["content"])
