@@ -411,7 +411,7 @@ def test_preset_argv_gemini() -> None:
 def test_preset_argv_aider() -> None:
     aider = PRESETS["aider"]
     assert aider.render_argv(PROMPT, WT) == [
-        "aider", "--yes-always", "--no-auto-commits", "--message", PROMPT,
+        "aider", "--yes-always", "--no-auto-commits", "--no-gitignore", "--message", PROMPT,
     ]
     assert (aider.prompt, aider.channel) == ("arg", "plain")
 
