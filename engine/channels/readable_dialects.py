@@ -22,6 +22,7 @@ completed message does.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -69,6 +70,10 @@ def _cost(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value or value < 0:
         return ""
     return f"${value:.4f}"
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}" if n else ""
 
 
 def _joined(head: str, *parts: str) -> str:
@@ -122,6 +127,7 @@ def _claude_assistant(r: Readable, msg: Mapping[str, Any]) -> list[str]:
         said = block_text(content)
         if not r.first_time(f"{msg_id}:error:{error}:{hash(said)}"):
             return []
+        r.first_time(f"said:{hash(said)}")  # the result repeats it: said once
         return [f"{indent}! error ({short(error, 40)}): {short(said, 200) or 'no message'}"]
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
     out: list[str] = []
@@ -170,14 +176,17 @@ def _claude_result(r: Readable, msg: Mapping[str, Any]) -> list[str]:
     sub = _str(msg.get("subtype"))
     usage = _map(msg.get("usage"))
     turns = number(msg.get("num_turns"))
-    stats = (f"{turns} turns" if turns else "", _seconds(msg.get("duration_ms")), _cost(msg.get("total_cost_usd")),
+    stats = (_count(turns, "turn"), _seconds(msg.get("duration_ms")), _cost(msg.get("total_cost_usd")),
              tokens(usage.get("input_tokens"), usage.get("output_tokens"), usage.get("cache_read_input_tokens"),
                     usage.get("cache_creation_input_tokens")))
     if msg.get("is_error") is True or sub.startswith("error"):
         status = msg.get("api_error_status")
         said = msg.get("result") if msg.get("result") not in (None, "") else msg.get("errors")
-        head = f"! {short(sub or 'error', 40)}" + (f" (API {short(status, 10)})" if status not in (None, "") else "")
-        return [head + (f": {short(said, 200)}" if said not in (None, "", []) else ""), _joined("=", *stats)]
+        if isinstance(said, str) and f"said:{hash(said)}" in r.seen:
+            said = None  # the assistant's error line said it just before
+        kind = sub if sub.startswith("error") else "failed"
+        head = f"! {short(kind, 40)}" + (f" (API {short(status, 10)})" if status not in (None, "") else "")
+        return [head + (f": {short(said, 200)}" if said not in (None, "", []) else ""), _joined("= ended", *stats)]
     return [_joined("= done", *stats)]
 
 
@@ -193,9 +202,17 @@ def _claude_control(r: Readable, msg: Mapping[str, Any]) -> list[str]:
 
 
 def _rate_limit(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+    """Claude's view of the account's limits: shown only when it is not `allowed`."""
     info = _map(msg.get("rate_limit_info"))
     status = _str(info.get("status"))
-    return [] if status in ("", "allowed") else [unknown(info, f"rate limit {short(status, 30)}")]
+    if status in ("", "allowed"):
+        return []
+    which = f" ({short(info.get('rateLimitType'), 30)})" if info.get("rateLimitType") else ""
+    resets = number(info.get("resetsAt"))
+    when = ""
+    if resets:
+        when = ", resets " + time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(min(resets, 2**37)))
+    return [f"! rate limit {short(status, 30)}{which}{when}"]
 
 
 # --- codex ------------------------------------------------------------------------------------------
@@ -268,11 +285,14 @@ def _codex_turn(r: Readable, msg: Mapping[str, Any]) -> list[str]:
         return []
     if kind == "turn.failed":
         error = msg.get("error")
-        return [f"! turn failed: {short(_map(error).get('message') or error, 200)}"]
+        said = _map(error).get("message") or error
+        if isinstance(said, str) and f"said:{hash(said)}" in r.seen:
+            return ["! turn failed"]  # codex printed the same words as an `error` just before
+        return [f"! turn failed: {short(said, 200)}"]
     if kind == "turn.completed":
         usage = _map(msg.get("usage"))
         return [_joined("= turn done", tokens(usage.get("input_tokens"), usage.get("output_tokens"),
-                                              usage.get("cached_input_tokens"), 0,
+                                              usage.get("cached_input_tokens"), usage.get("cache_write_input_tokens"),
                                               usage.get("reasoning_output_tokens")))]
     return [unknown(msg)]
 
@@ -283,9 +303,14 @@ def _thread(r: Readable, msg: Mapping[str, Any]) -> list[str]:
 
 
 def _error(r: Readable, msg: Mapping[str, Any]) -> list[str]:
-    """codex's `error` and gemini's (gemini adds a severity: a warning is not a failure)."""
-    mark = "warning" if msg.get("severity") in ("warning", "warn", "info") else "error"
+    """codex's `error` and gemini's (gemini adds a severity: a warning is not a failure). codex says
+    `Reconnecting... 1/5 (…)` as an error while it retries by itself: that is a retry line."""
     said = msg.get("message") if msg.get("message") not in (None, "") else msg.get("error")
+    if isinstance(said, str) and said.startswith("Reconnecting"):
+        return [f"… {short(said, 200)}"]
+    mark = "warning" if msg.get("severity") in ("warning", "warn", "info") else "error"
+    if isinstance(said, str):
+        r.first_time(f"said:{hash(said)}")
     return [f"! {mark}: {short(said, 200)}"]
 
 
@@ -313,18 +338,19 @@ def _gemini_tool_result(r: Readable, msg: Mapping[str, Any]) -> list[str]:
     if msg.get("status") == "error" or msg.get("error"):
         error = msg.get("error")
         return [f"  ⎿ error: {short(_map(error).get('message') or error or msg.get('output'), 200)}"]
-    return [f"  ⎿ {fold(msg.get('output'))}"]
+    output = msg.get("output")
+    return [f"  ⎿ {fold(output)}" if output not in (None, "") else "  ⎿ ok"]
 
 
 def _gemini_result(r: Readable, msg: Mapping[str, Any]) -> list[str]:
     stats = _map(msg.get("stats"))
     calls = number(stats.get("tool_calls"))
-    parts = (f"{calls} tool calls" if calls else "", _seconds(stats.get("duration_ms")),
+    parts = (_count(calls, "tool call"), _seconds(stats.get("duration_ms")),
              tokens(stats.get("input_tokens"), stats.get("output_tokens"), stats.get("cached")))
     if msg.get("status") == "error" or msg.get("error"):
         error = _map(msg.get("error"))
-        kind = short(error.get("type"), 40) if error.get("type") else "error"
-        return [f"! {kind}: {short(error.get('message') or msg.get('error'), 200)}", _joined("=", *parts)]
+        kind = short(error.get("type"), 40) if error.get("type") not in (None, "", "unknown") else "error"
+        return [f"! {kind}: {short(error.get('message') or msg.get('error'), 200)}", _joined("= ended", *parts)]
     return [_joined("= done", *parts)]
 
 
