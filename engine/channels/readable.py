@@ -44,8 +44,8 @@ MAX_HELD_CHARS = 4 << 20
 REMEMBERED = 256
 #: The tool input field that says best what a call does, in this order (Bash: the command; Write and
 #: Edit: the path; gemini's read_file: absolute_path; codex's MCP calls: whatever comes first).
-SUBJECT_KEYS = ("command", "file_path", "absolute_path", "notebook_path", "path", "dir_path", "url", "query",
-                "pattern", "description", "prompt", "subject", "name")
+SUBJECT_KEYS = ("command", "file_path", "absolute_path", "notebook_path", "url", "query", "pattern", "path",
+                "dir_path", "description", "prompt", "subject", "name")
 
 
 def clean(text: str) -> str:
@@ -73,6 +73,10 @@ def fold(content: Any, limit: int = SHORT) -> str:
     `content` is a string, or a list of blocks with `text` (Claude's tool_result, an MCP result).
     """
     text = content if isinstance(content, str) else block_text(content)
+    if not text and isinstance(content, list) and content:  # no text in it: what kinds of block it holds
+        kinds = [str(b.get("type")) for b in content if isinstance(b, Mapping) and isinstance(b.get("type"), str)]
+        if kinds:
+            return short(f"({', '.join(kinds)})", limit)
     if not text and content not in (None, "", []) and not isinstance(content, str):
         text = _compact_json(content)
     lines = clean(text).rstrip().split("\n")
@@ -172,8 +176,8 @@ class Readable:
     def feed(self, line: str) -> list[str]:
         """The readable lines for one output line (without its newline); never raises."""
         msg = json_line(line) if line.lstrip()[:1] == "{" else None
-        if msg is None:
-            return [*self.flush(), line.rstrip("\r")]  # not JSON: as it is
+        if msg is None or (not isinstance(msg.get("type"), str) and len(line) <= SHORT * 2):
+            return [*self.flush(), line.rstrip("\r")]  # not a dialect's line (a short one): as it is
         try:
             out = render(self, msg)
         except Exception:  # untrusted input: an odd line is one compact line, never a crash
@@ -285,9 +289,10 @@ class ReadableStream:
 
 
 def _looks_cut(line: str) -> bool:
-    """The tail end of a JSON line (a read that began mid-line): not JSON itself, closes with `}`."""
+    """The tail end of a JSON line (a read that began mid-line): it does not open as JSON but closes as
+    it (`ed"}`, `…:0}}`). Only a tail's first line is asked, and a tail cuts that line anyway."""
     text = line.strip()
-    return bool(text) and text[0] != "{" and text.endswith("}") and '":' in text
+    return bool(text) and text[0] != "{" and text.endswith("}")
 
 
 def readable_lines(lines: Iterable[str], *, width: int = 0) -> list[str]:
