@@ -179,6 +179,9 @@ class Readable:
         if msg is None or (not isinstance(msg.get("type"), str) and len(line) <= SHORT * 2):
             return [*self.flush(), line.rstrip("\r")]  # not a dialect's line (a short one): as it is
         try:
+            # Here, not at the top: the dialects build on this module's helpers (either may load first).
+            from lanes_tui.engine.channels.readable_dialects import render
+
             out = render(self, msg)
         except Exception:  # untrusted input: an odd line is one compact line, never a crash
             out = None
@@ -304,6 +307,3 @@ def readable_lines(lines: Iterable[str], *, width: int = 0) -> list[str]:
     out.extend(reader.flush())
     return out
 
-
-# At the end: the dialects build on the helpers above (and import them from here).
-from lanes_tui.engine.channels.readable_dialects import render  # noqa: E402
