@@ -385,3 +385,17 @@ def test_an_endless_json_line_is_not_held_forever() -> None:
     assert note.startswith("· a JSON line longer than")
     assert stream.feed("x" * 100) == ""
     assert stream.feed('"}}\nafter\n') == "after\n"
+
+
+def test_plain_output_in_any_chunks_comes_out_unchanged() -> None:
+    """A plain lane (or a CLI's warnings) takes the fast path: every byte as it came, braces and all."""
+    text = "".join(f"step {i}: def f(x): {{ return x }}\n  {{indented}}\nprogress {i}%\r" for i in range(300))
+    rng = random.Random(7)
+    for cut_head in (False, True):
+        stream, got, at = ReadableStream(cut_head=cut_head), [], 0
+        while at < len(text):
+            step = rng.choice((1, 5, 64, 999))
+            got.append(stream.feed(text[at:at + step]))
+            at += step
+        assert "".join(got) == text
+        assert not stream.structured

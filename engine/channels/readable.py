@@ -175,7 +175,7 @@ class Readable:
 
     def feed(self, line: str) -> list[str]:
         """The readable lines for one output line (without its newline); never raises."""
-        msg = json_line(line) if line.lstrip()[:1] == "{" else None
+        msg = json_line(line) if line[:1] == "{" else None  # the CLIs print each object from column 0
         if msg is None or (not isinstance(msg.get("type"), str) and len(line) <= SHORT * 2):
             return [*self.flush(), line.rstrip("\r")]  # not a dialect's line (a short one): as it is
         try:
@@ -248,6 +248,16 @@ class ReadableStream:
 
     def feed(self, chunk: str) -> str:
         """The text to add for this chunk (ends with a newline unless a raw line is left open)."""
+        if self._cut_head and "\n" in chunk:  # the first line alone, the rest on the fast path if it can
+            self._cut_head = False
+            head, _, rest = chunk.partition("\n")
+            return ("" if _looks_cut(head) else self.feed(head + "\n")) + self.feed(rest)
+        if not (self._held or self._skipping or self._cut_head or self.readable.pending) and not (
+                "\n{" in chunk or (chunk[:1] == "{" and not self._open)):
+            # No JSON line starts in it (a plain lane, a CLI's warnings): as it is, at C speed.
+            if chunk:
+                self._open = not chunk.endswith("\n")
+            return chunk
         out: list[str] = []
         parts = chunk.split("\n")
         for i, part in enumerate(parts):
@@ -273,7 +283,7 @@ class ReadableStream:
                 out.extend(rendered + "\n" for rendered in self.readable.feed(line))
             elif not line:
                 continue
-            elif line.lstrip()[:1] == "{":
+            elif line[:1] == "{":
                 self._held = line
                 if len(line) > MAX_HELD_CHARS:
                     out.append(f"· a JSON line longer than {MAX_HELD_CHARS >> 20} MiB (peek --raw shows it)\n")
@@ -294,8 +304,8 @@ class ReadableStream:
 def _looks_cut(line: str) -> bool:
     """The tail end of a JSON line (a read that began mid-line): it does not open as JSON but closes as
     it (`ed"}`, `…:0}}`). Only a tail's first line is asked, and a tail cuts that line anyway."""
-    text = line.strip()
-    return bool(text) and text[0] != "{" and text.endswith("}")
+    text = line.strip()  # a quote, or too short to hold one: `…","exit_code":0}}` or `}}`; not `f(x) { … }`
+    return bool(text) and text[0] != "{" and text.endswith("}") and ('"' in text or len(text) <= 3)
 
 
 def readable_lines(lines: Iterable[str], *, width: int = 0) -> list[str]:
