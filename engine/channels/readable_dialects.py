@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from lanes_tui.engine.channels.base import number
-from lanes_tui.engine.channels.readable import Readable, block_text, fold, short, tool_call, unknown
+from lanes_tui.engine.channels.readable_parts import ReaderState, block_text, fold, short, tool_call, unknown
 
 __all__ = ["render"]
 
@@ -93,7 +93,7 @@ def _questions(tool_input: Any) -> str:
 
 # --- claude -----------------------------------------------------------------------------------------
 
-def _claude_system(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _claude_system(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     sub = _str(msg.get("subtype"))
     if sub == "init":
         model, session = msg.get("model"), msg.get("session_id")
@@ -115,7 +115,7 @@ def _claude_system(r: Readable, msg: Mapping[str, Any]) -> list[str]:
     return [f"{mark} {short(sub, 40)}: {short(said, 200)}"]
 
 
-def _claude_assistant(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _claude_assistant(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     message = msg.get("message")
     if not isinstance(message, Mapping):
         return [unknown(msg)]
@@ -151,7 +151,7 @@ def _claude_assistant(r: Readable, msg: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _claude_user(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _claude_user(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     message = _map(msg.get("message"))
     indent = "  " if msg.get("parent_tool_use_id") else ""
     content = message.get("content")
@@ -172,7 +172,7 @@ def _claude_user(r: Readable, msg: Mapping[str, Any]) -> list[str]:
     return out
 
 
-def _claude_result(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _claude_result(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     sub = _str(msg.get("subtype"))
     usage = _map(msg.get("usage"))
     turns = number(msg.get("num_turns"))
@@ -190,7 +190,7 @@ def _claude_result(r: Readable, msg: Mapping[str, Any]) -> list[str]:
     return [_joined("= done", *stats)]
 
 
-def _claude_control(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _claude_control(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     request = _map(msg.get("request"))
     sub = _str(request.get("subtype"))
     if sub != "can_use_tool":
@@ -201,7 +201,7 @@ def _claude_control(r: Readable, msg: Mapping[str, Any]) -> list[str]:
     return ["? permission: " + tool_call(tool, tool_input).removeprefix("→ ")]
 
 
-def _rate_limit(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _rate_limit(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     """Claude's view of the account's limits: shown only when it is not `allowed`."""
     info = _map(msg.get("rate_limit_info"))
     status = _str(info.get("status"))
@@ -227,7 +227,7 @@ def _command(value: Any) -> str:
     return found.group("cmd") if found else text
 
 
-def _codex_item(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _codex_item(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     item = _map(msg.get("item"))
     phase = _str(msg.get("type")).removeprefix("item.")
     kind, item_id = _str(item.get("type")), item.get("id")
@@ -279,7 +279,7 @@ def _codex_item(r: Readable, msg: Mapping[str, Any]) -> list[str]:
     return [unknown(item, f"codex {short(kind, 30) or 'item'}")]
 
 
-def _codex_turn(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _codex_turn(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     kind = _str(msg.get("type"))
     if kind == "turn.started":
         return []
@@ -297,12 +297,12 @@ def _codex_turn(r: Readable, msg: Mapping[str, Any]) -> list[str]:
     return [unknown(msg)]
 
 
-def _thread(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _thread(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     thread = msg.get("thread_id")
     return [_joined("# codex", f"thread {short(thread, 40)}" if isinstance(thread, str) else "")]
 
 
-def _error(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _error(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     """codex's `error` and gemini's (gemini adds a severity: a warning is not a failure). codex says
     `Reconnecting... 1/5 (…)` as an error while it retries by itself: that is a retry line."""
     said = msg.get("message") if msg.get("message") not in (None, "") else msg.get("error")
@@ -316,25 +316,25 @@ def _error(r: Readable, msg: Mapping[str, Any]) -> list[str]:
 
 # --- gemini -----------------------------------------------------------------------------------------
 
-def _gemini_init(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _gemini_init(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     model, session = msg.get("model"), msg.get("session_id")
     return [_joined("# gemini", f"model {short(model, 60)}" if isinstance(model, str) else "",
                     f"session {short(session, 40)}" if isinstance(session, str) else "")]
 
 
-def _gemini_message(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _gemini_message(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     content = block_text(msg.get("content"))
     if msg.get("role") == "user":  # the task as the CLI got it (lanes-tui's preamble first): one line
         return [f"> {fold(content, 160)}"] if content.strip() else []
     return r.text(content)
 
 
-def _gemini_tool_use(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _gemini_tool_use(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     r.name_tool(msg.get("tool_id"), _str(msg.get("tool_name")))
     return [tool_call(msg.get("tool_name"), msg.get("parameters"))]
 
 
-def _gemini_tool_result(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _gemini_tool_result(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     if msg.get("status") == "error" or msg.get("error"):
         error = msg.get("error")
         return [f"  ⎿ error: {short(_map(error).get('message') or error or msg.get('output'), 200)}"]
@@ -342,7 +342,7 @@ def _gemini_tool_result(r: Readable, msg: Mapping[str, Any]) -> list[str]:
     return [f"  ⎿ {fold(output)}" if output not in (None, "") else "  ⎿ ok"]
 
 
-def _gemini_result(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _gemini_result(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     stats = _map(msg.get("stats"))
     calls = number(stats.get("tool_calls"))
     parts = (_count(calls, "tool call"), _seconds(stats.get("duration_ms")),
@@ -354,14 +354,14 @@ def _gemini_result(r: Readable, msg: Mapping[str, Any]) -> list[str]:
     return [_joined("= done", *parts)]
 
 
-def _result(r: Readable, msg: Mapping[str, Any]) -> list[str]:
+def _result(r: ReaderState, msg: Mapping[str, Any]) -> list[str]:
     """`result` is claude's and gemini's: gemini's has `stats` (or a `status` and no `subtype`)."""
     if "stats" in msg or ("status" in msg and "subtype" not in msg):
         return _gemini_result(r, msg)
     return _claude_result(r, msg)
 
 
-Handler = Callable[[Readable, Mapping[str, Any]], list[str]]
+Handler = Callable[[ReaderState, Mapping[str, Any]], list[str]]
 HANDLERS: dict[str, Handler] = {
     "system": _claude_system, "assistant": _claude_assistant, "user": _claude_user, "result": _result,
     "control_request": _claude_control, "rate_limit_event": _rate_limit,
@@ -374,7 +374,7 @@ HANDLERS: dict[str, Handler] = {
 }
 
 
-def render(r: Readable, msg: Mapping[str, Any]) -> list[str] | None:
+def render(r: ReaderState, msg: Mapping[str, Any]) -> list[str] | None:
     """The readable lines of one parsed output line; None for a type no dialect has."""
     kind = msg.get("type")
     if not isinstance(kind, str):

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from lanes_tui.engine.channels.base import json_line
-from lanes_tui.engine.channels.readable import tool_subject
+from lanes_tui.engine.channels.readable_parts import tool_subject
 
 __all__ = ["MAX_TURN_CHARS", "TranscriptParser", "Turn", "merge"]
 
