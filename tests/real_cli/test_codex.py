@@ -221,26 +221,26 @@ def _failing(codex_lane: tuple[Path, ModelServer, Held], kind: str, lane_id: str
 
 
 def test_billing_is_out_of_budget_and_the_chain_moves_to_the_sim(codex_lane: tuple[Path, ModelServer, Held]) -> None:
-    repo, row, server = _failing(codex_lane, "billing", "cxbill")
+    _, row, server = _failing(codex_lane, "billing", "cxbill")
     assert tried(row) == [("codex", "OUT-OF-BUDGET"), ("sim", "OK")], row
     assert len(server.main_requests("/responses")) == 1, "insufficient_quota is not retried"
 
 
 @pytest.mark.parametrize("kind", ["auth", "forbidden"])
 def test_refused_credentials_are_a_config_error(codex_lane: tuple[Path, ModelServer, Held], kind: str) -> None:
-    repo, row, _ = _failing(codex_lane, kind, f"cx{kind[:4]}")
+    _, row, _ = _failing(codex_lane, kind, f"cx{kind[:4]}")
     assert row["result"] == "CONFIG-ERROR", row
     assert tried(row) == [("codex", "CONFIG-ERROR")], "a config error stops the chain"
 
 
 def test_usage_limit_is_out_of_budget(codex_lane: tuple[Path, ModelServer, Held]) -> None:
-    repo, row, _ = _failing(codex_lane, "usage_limit", "cxuse", reset_s=7200)
+    _, row, _ = _failing(codex_lane, "usage_limit", "cxuse", reset_s=7200)
     assert tried(row)[0] == ("codex", "OUT-OF-BUDGET"), row
 
 
 @NEEDS_RESULTS
 def test_usage_limit_parks_the_lane_until_codex_says_it_resets(codex_lane: tuple[Path, ModelServer, Held]) -> None:
-    repo, row, _ = _failing(codex_lane, "usage_limit", "cxpark", reset_s=7200)
+    _, row, _ = _failing(codex_lane, "usage_limit", "cxpark", reset_s=7200)
     text = json.dumps(row)
     assert "park" in text, row
     reset = time.time() + 7200
@@ -272,11 +272,11 @@ def test_transient_errors_are_retried_by_codex_first(codex_lane: tuple[Path, Mod
 @pytest.mark.parametrize("kind", ["rate_limit", "overloaded", "server"])
 def test_transient_errors_move_the_chain_after_the_lane_retries(codex_lane: tuple[Path, ModelServer, Held],
                                                                 kind: str) -> None:
-    repo, row, _ = _failing(codex_lane, kind, f"cxt{kind[:3]}")
+    _, row, _ = _failing(codex_lane, kind, f"cxt{kind[:3]}")
     assert tried(row)[-1] == ("sim", "OK"), row
 
 
 def test_a_transient_error_codex_recovers_from_ends_ok(codex_lane: tuple[Path, ModelServer, Held]) -> None:
-    repo, row, _ = _failing(codex_lane, "server", "cxonce", times=1)
+    _, row, _ = _failing(codex_lane, "server", "cxonce", times=1)
     assert (row["state"], row["result"]) == ("ready", "OK"), row
     assert tried(row) == [("codex", "OK")]
