@@ -41,11 +41,12 @@ PROMPT = "say sim took over\nwrite sim.txt from the sim\n"
 FILE = ("hello.txt", "hello from codex\n")
 #: codex's retries, in its provider table: one HTTP retry, two stream retries ("Reconnecting... n/2").
 RETRIES = {"request_max_retries": 1, "stream_max_retries": 2}
-#: A lane's idle limit: codex answers the scripted server in well under a second between outputs.
-IDLE_S = 6.0
-#: The watchdog's sample: an idle codex still wakes every few seconds for a few milliseconds of CPU,
-#: which at a 0.2 s sample is over the watchdog's 2 % of a core and keeps a hung codex "active".
-SAMPLE_S = 1.0
+#: A lane's idle limit: three samples; codex answers the scripted server in well under a second.
+IDLE_S = 9.0
+#: The watchdog's sample: a codex waiting on a silent model still uses 10-30 ms of CPU a second
+#: (measured), about the watchdog's 2 % of a core: a short sample sees a 30 ms second as work and
+#: keeps a hung codex "active" (at 0.2 s it never stalled); 3 s averages it below the threshold.
+SAMPLE_S = 3.0
 #: Bound of a lane's whole run: codex starts in about half a second; the supervisor, git and gates add a few.
 LANE_S = 90.0
 
