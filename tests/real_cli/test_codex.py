@@ -13,7 +13,7 @@ uncontained (`LANES_TUI_LANDLOCK=off`, `allow_uncontained`), where codex's own s
 `test_a_contained_codex_lane_can_write` is the contained case, xfail until then.
 
 Checks that depend on the engine mapping a channel's `error.kind` to a result (the "results" branch
-of issue 29) are marked xfail(strict=False) until it lands.
+of issue 29) end in `pytest.xfail` until it lands, after the checks that hold today on the same lane.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ from tests.real_cli.model_server.openai_responses import responses, tool_results
 from tests.real_cli.model_server.script import Fail, RunCommand, Say, Script, Usage, WriteFile
 from tests.real_cli.model_server.server import Exchange, ModelServer, RouteTable
 
-NEEDS_RESULTS = pytest.mark.xfail(strict=False, reason="needs the results branch (channel.error kinds → results)")
 #: The lane's prompt: codex gets it as the task; the sim (the fallback of the chain) reads it as its script.
 PROMPT = "say sim took over\nwrite sim.txt from the sim\n"
 FILE = ("hello.txt", "hello from codex\n")
@@ -234,18 +233,15 @@ def test_refused_credentials_are_a_config_error(codex_lane: tuple[Path, ModelSer
     assert tried(row) == [("codex", "CONFIG-ERROR")], "a config error stops the chain"
 
 
-def test_usage_limit_is_out_of_budget(codex_lane: tuple[Path, ModelServer, Held]) -> None:
+def test_usage_limit_is_out_of_budget_parked_until_codex_says_it_resets(
+        codex_lane: tuple[Path, ModelServer, Held]) -> None:
     _, row, _ = _failing(codex_lane, "usage_limit", "cxuse", reset_s=7200)
     assert tried(row)[0] == ("codex", "OUT-OF-BUDGET"), row
-
-
-@NEEDS_RESULTS
-def test_usage_limit_parks_the_lane_until_codex_says_it_resets(codex_lane: tuple[Path, ModelServer, Held]) -> None:
-    _, row, _ = _failing(codex_lane, "usage_limit", "cxpark", reset_s=7200)
-    text = json.dumps(row)
-    assert "park" in text, row
     reset = time.time() + 7200
-    assert any(isinstance(v, int | float) and abs(v - reset) < 180 for v in _numbers(row)), row
+    parked = "park" in json.dumps(row) and any(
+        isinstance(v, int | float) and abs(v - reset) < 180 for v in _numbers(row))
+    if not parked:  # one lane for both checks: the tier stays short
+        pytest.xfail(f"needs the results branch (usage_limit parks until reset_at): {tried(row)}")
 
 
 def _numbers(value: Any) -> Iterator[Any]:
@@ -260,21 +256,16 @@ def _numbers(value: Any) -> Iterator[Any]:
 
 
 @pytest.mark.parametrize("kind", ["rate_limit", "overloaded", "server"])
-def test_transient_errors_are_retried_by_codex_first(codex_lane: tuple[Path, ModelServer, Held], kind: str) -> None:
+def test_transient_errors_are_retried_by_codex_then_the_chain_moves(codex_lane: tuple[Path, ModelServer, Held],
+                                                                   kind: str) -> None:
     repo, row, server = _failing(codex_lane, kind, f"cx{kind[:4]}")
     lane = row["id"]
     retries = [e for e in log_events(repo, lane) if e["type"] == "error" and e["message"].startswith("Reconnecting")]
     assert [e["message"].split()[1] for e in retries] == ["1/2", "2/2"], output(repo, lane)
     assert len(server.main_requests("/responses")) >= 3
-    assert row["result"] != "CONFIG-ERROR" and row["result"] != "OK", row
-
-
-@NEEDS_RESULTS
-@pytest.mark.parametrize("kind", ["rate_limit", "overloaded", "server"])
-def test_transient_errors_move_the_chain_after_the_lane_retries(codex_lane: tuple[Path, ModelServer, Held],
-                                                                kind: str) -> None:
-    _, row, _ = _failing(codex_lane, kind, f"cxt{kind[:3]}")
-    assert tried(row)[-1] == ("sim", "OK"), row
+    assert tried(row)[0][1] not in ("CONFIG-ERROR", "OK"), row
+    if tried(row)[-1] != ("sim", "OK"):  # one lane for both checks: the tier stays short
+        pytest.xfail(f"needs the results branch (channel.error kinds → results): {tried(row)}")
 
 
 def test_a_transient_error_codex_recovers_from_ends_ok(codex_lane: tuple[Path, ModelServer, Held]) -> None:
