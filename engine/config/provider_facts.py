@@ -19,14 +19,18 @@ CLAUDE_CONFIG = (
     r"Unknown Model, please check the model code",
     r"no API key for provider",
 )
+#: codex 0.169 prints its API errors as `{"type":"error","message":…}` lines (the codex-json channel
+#: reads them first); these are the fallback. Its apostrophe is typographic ("You’ve").
 CODEX_BUDGET = (
-    r"You've hit your usage limit",
+    r"You['’]ve hit your usage limit",
     r"Quota exceeded\. Check your plan",
     r"workspace is out of credits",
 )
+#: Not "Model metadata for … not found": codex warns so for a model missing from its list and runs on.
 CODEX_CONFIG = (
     r"model is not supported when using Codex",
-    r"Model metadata for .* not found",
+    r"unexpected status 401 Unauthorized",
+    r"unexpected status 403 Forbidden",
 )
 GEMINI_BUDGET = (
     r"RESOURCE_EXHAUSTED.*quota",
@@ -91,8 +95,8 @@ AIDER_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_BASE", "OPENAI_B
 # --- Each CLI's own state (what `writable` adds to the worktree, its admin folder and its TMPDIR) ----
 #: claude: its settings, sessions and credentials folder, and the one state file it keeps in HOME.
 CLAUDE_WRITABLE = ("~/.claude/", "~/.claude.json", "~/.config/claude/")
-#: codex: CODEX_HOME's default (sessions, logs, auth).
-CODEX_WRITABLE = ("~/.codex/",)
+#: codex: CODEX_HOME (sessions, logs, auth): its default, and where the agent's environment moves it.
+CODEX_WRITABLE = ("~/.codex/", "$CODEX_HOME/")
 #: gemini: settings, trusted folders, its OAuth cache and checkpoints.
 GEMINI_WRITABLE = ("~/.gemini/",)
 #: aider: its caches and analytics (its chat history and tags cache live in the worktree).

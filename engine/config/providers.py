@@ -226,7 +226,9 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         argv=("codex", "exec", "--json", "-m", "{model}", "-c", "model_reasoning_effort={effort}",
               "-s", "workspace-write", "-C", "{worktree}", "--skip-git-repo-check", "-"),
         prompt="stdin",
-        model="gpt-5-codex",
+        # In codex 0.169's model list with the classic tools (gpt-6.x are "code mode only"); a model
+        # missing from the list makes codex warn and fall back to generic metadata.
+        model="gpt-5.5",
         effort="medium",
         max=DEFAULT_MAX,
         channel="codex-json",
