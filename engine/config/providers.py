@@ -349,6 +349,29 @@ def resume_fact(provider: ProviderConfig) -> ResumeFact | None:
     return None
 
 
+#: The CLIs' own sandboxes that cannot start under the kernel's fence (`lanes.confine`). Codex's
+#: `workspace-write` is bubblewrap, which needs mount(2) and user namespaces; Landlock forbids both, so a
+#: confined codex had every write and command refused, and still exited 0. Under the fence the kernel
+#: already holds the agent to its worktree, so the CLI's own sandbox is swapped for its "off" mode
+#: there (`argv_under_fence`), and kept where a lane runs uncontained. The lead's config may still
+#: never name the off mode (`FORBIDDEN_ARGS`): only lanes-tui swaps it in, and only under the fence.
+SANDBOX_UNDER_FENCE: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = MappingProxyType({
+    "codex-json": (("-s", "workspace-write"), ("-s", "danger-full-access")),
+})
+
+
+def argv_under_fence(channel: str, argv: list[str], *, contained: bool) -> list[str]:
+    """`argv` with the CLI's own sandbox swapped for its off mode when the kernel's fence contains it."""
+    swap = SANDBOX_UNDER_FENCE.get(channel)
+    if not contained or swap is None:
+        return argv
+    own, off = swap
+    for at in range(len(argv) - len(own) + 1):
+        if tuple(argv[at:at + len(own)]) == own:
+            return [*argv[:at], *off, *argv[at + len(own):]]
+    return argv
+
+
 #: Gemini exit codes with a meaning beyond success / failure.
 GEMINI_EXIT_CODES: Mapping[int, str] = MappingProxyType({42: "bad input", 53: "turn limit reached"})
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.channels import Channel, ChannelContext, make_channel
+from lanes_tui.engine.config.providers import argv_under_fence
 from lanes_tui.engine.config.settings import Config, ProviderConfig, load_config
 from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import private_opener
@@ -216,7 +217,9 @@ class Supervisor:
             outcome = self._refused(provider, f"not started: {exc}")
         else:
             env.update(fence.env())
-            request = ProcessRequest(turn.argv(channel.render_argv(turn.prompt, worktree)), worktree, env,
+            argv = argv_under_fence(provider.channel, turn.argv(channel.render_argv(turn.prompt, worktree)),
+                                    contained=fence.ruleset is not None)
+            request = ProcessRequest(argv, worktree, env,
                                      stdin_pipe=channel.stdin_pipe, name=f"{record.id}:{provider.name}",
                                      preexec=fence.preexec(self.hold.governor.preexec() if self.hold else None))
             try:
