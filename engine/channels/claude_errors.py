@@ -105,7 +105,7 @@ def _text(message: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return " ".join(str(b.get("text")) for b in content if isinstance(b, Mapping) and isinstance(b.get("text"), str))
+        return " ".join(b["text"] for b in content if isinstance(b, Mapping) and isinstance(b.get("text"), str))
     return ""
 
 

@@ -66,11 +66,26 @@ def describe_here() -> str:
 
 def provider_writable(entries: Iterable[str], env: dict[str, str] | None = None) -> list[Path]:
     """A provider's `writable` entries as paths: `~` is the agent's HOME; a trailing `/` marks a folder,
-    which is made when missing (a rule needs something to hold on to); a missing file is skipped."""
-    home = (env or {}).get("HOME") or os.path.expanduser("~")
+    which is made when missing (a rule needs something to hold on to); a missing file is skipped.
+
+    `$NAME/…` is the agent's variable NAME (a preset's `$CLAUDE_CONFIG_DIR/`: Claude Code keeps all its
+    state there, not in HOME, when the lead sets it); skipped when unset or relative, and never the
+    whole disk or the whole HOME, whatever the variable says.
+    """
+    env = env or {}
+    home = env.get("HOME") or os.path.expanduser("~")
     found: list[Path] = []
     for entry in entries:
-        text = home + entry[1:] if entry == "~" or entry.startswith("~/") else entry
+        if entry.startswith("$"):
+            name, sep, rest = entry[1:].partition("/")
+            base = env.get(name, "")
+            if not base or not os.path.isabs(base):
+                continue
+            text = base.rstrip("/") + sep + rest
+            if Path(text) in (Path("/"), Path(home)):
+                continue
+        else:
+            text = home + entry[1:] if entry == "~" or entry.startswith("~/") else entry
         path = Path(text)
         if not path.is_absolute():
             continue
