@@ -39,6 +39,7 @@ from lanes_tui.engine.channels.base import (
 from lanes_tui.engine.channels.claude_errors import (
     ClaudeError,
     assistant_error,
+    record,
     rejected_reset,
     result_error,
     retry_delay,
@@ -175,6 +176,8 @@ class ClaudeStreamChannel(Channel):
             retry = retry_delay(msg)
             if retry is not None:
                 self.report_retry(*retry)
+                record(self.ctx.lane_dir, self.ctx.clock.time(), "api-retry", provider=self.ctx.provider.name,
+                       delay_s=retry[0], detail=retry[1])
         elif kind == "rate_limit_event":
             self.limit_reset_at = rejected_reset(msg) or self.limit_reset_at
         elif kind == "result":
@@ -187,8 +190,13 @@ class ClaudeStreamChannel(Channel):
                 self._withdraw(request_id, "the agent withdrew the request")
 
     def _api_error(self, error: ClaudeError | None) -> None:
-        if error is not None:
-            self.report_error(error.kind, error.detail, error.reset_at)
+        if error is None:
+            return
+        before = self.error
+        self.report_error(error.kind, error.detail, error.reset_at)
+        if self.error != before:
+            record(self.ctx.lane_dir, self.ctx.clock.time(), "api-error", provider=self.ctx.provider.name,
+                   kind=error.kind, detail=self.error.detail if self.error else error.detail, reset_at=error.reset_at)
 
     def _result(self, msg: Mapping[str, Any]) -> None:
         self.session(msg.get("session_id"))

@@ -21,7 +21,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from lanes_tui.engine.core.atomic import append_jsonl
 
 #: Claude Code's `error` field → `channels.base.ERROR_KINDS`; the enum's other values
 #: (`invalid_request`, `max_output_tokens`, `unknown`) are not the provider refusing the lane.
@@ -158,3 +161,14 @@ def rejected_reset(msg: Mapping[str, Any]) -> float | None:
     if not isinstance(info, Mapping) or info.get("status") != "rejected":
         return None
     return reset_time(info)
+
+
+def record(lane_dir: Path | None, at: float, event: str, **fields: Any) -> None:
+    """An `api-error` or `api-retry` event in the lane's events: what Claude said, for the lead (and the
+    tier's tests) whatever result the engine makes of it."""
+    if lane_dir is None:
+        return
+    try:
+        append_jsonl(lane_dir / "events.jsonl", {"t": at, "type": event, **fields})
+    except OSError:
+        return

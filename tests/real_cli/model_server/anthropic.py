@@ -20,10 +20,8 @@ plan's usage limit the unified rate-limit headers (`anthropic-ratelimit-unified-
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Iterator
-from pathlib import PurePosixPath
 from typing import Any
 
 from tests.real_cli.model_server.script import RunCommand, Say, Step, WriteFile
@@ -70,27 +68,16 @@ def is_main(body: Any) -> bool:
     return isinstance(body, dict) and {"Write", "Bash"} <= tool_names(body) and body.get("max_tokens", 2) > 1
 
 
-WORKING_DIR_RE = re.compile(r'(?:Primary working directory|Working directory):\s*(/[^\\"]*)', re.I)
-
-
-def working_dir(body: Any) -> str | None:
-    """The agent's working folder, as Claude Code states it (2.1.328: in a `system` role message,
-    "Primary working directory: /…")."""
-    found = WORKING_DIR_RE.search(json.dumps(body, ensure_ascii=False))
-    return found.group(1).strip() if found else None
-
-
-def blocks(step: Step, body: Any, index: int) -> tuple[list[dict[str, Any]], str]:
+def blocks(step: Step, index: int) -> tuple[list[dict[str, Any]], str]:
     """The content blocks of `step` and its stop reason."""
     if isinstance(step, Say):
         return [{"type": "text", "text": step.text}], "end_turn"
     if isinstance(step, WriteFile):
-        path = step.path
-        cwd = working_dir(body)
-        if cwd and not PurePosixPath(path).is_absolute():
-            path = str(PurePosixPath(cwd) / path)
+        # The path as the script gives it, relative: Claude Code resolves it against its working folder.
+        # (An absolute one would have to be read off the conversation, where a resumed session still
+        # names the worktree of the attempt it was made in.)
         tool = {"type": "tool_use", "id": f"toolu_script_{index:02d}", "name": "Write",
-                "input": {"file_path": path, "content": step.content}}
+                "input": {"file_path": step.path, "content": step.content}}
         return [{"type": "text", "text": f"Writing {step.path}."}, tool], "tool_use"
     assert isinstance(step, RunCommand)
     tool = {"type": "tool_use", "id": f"toolu_script_{index:02d}", "name": "Bash",
@@ -136,7 +123,7 @@ def messages(ex: Exchange) -> None:
         return
     if main:
         index = tool_results(body)
-        content, stop = blocks(ex.script.step(index), body, index)
+        content, stop = blocks(ex.script.step(index), index)
     else:
         content, stop = [{"type": "text", "text": "Scripted side answer"}], "end_turn"
     message = {"id": f"msg_scripted_{len(ex.server.requests):04d}", "type": "message", "role": "assistant",
