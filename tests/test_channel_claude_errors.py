@@ -40,12 +40,12 @@ class _IO:
         return None
 
 
-def _channel(tmp_path: Path) -> tuple[ClaudeStreamChannel, FakeClock]:
+def _channel(tmp_path: Path, lane_dir: Path | None = None) -> tuple[ClaudeStreamChannel, FakeClock]:
     clock = FakeClock()
     provider = PRESETS["claude"]
     meter = RunMeter(tmp_path / "meters.json", clock, provider=provider.name, model=provider.model)
     ctx = ChannelContext(lane="unit-a1", attempt=1, provider=provider, inbox=InboxStore(tmp_path / "inbox", clock),
-                         meters=meter, clock=clock)
+                         meters=meter, clock=clock, lane_dir=lane_dir)
     channel = make_channel(ctx)
     assert isinstance(channel, ClaudeStreamChannel)
     channel.attach(_IO())
@@ -158,3 +158,15 @@ def test_field_refinements() -> None:
     assert result_error({"is_error": True, "api_error_status": 503}).kind == "server"  # type: ignore[union-attr]
     assert retry_delay({"retry_delay_ms": 1500, "error_status": 429, "error": "rate_limit", "attempt": 1,
                         "max_retries": 2}) == (1.5, "429 rate_limit (attempt 1 of 2)")
+
+
+def test_the_lanes_events_say_what_claude_reported_once(tmp_path: Path) -> None:
+    lane_dir = tmp_path / "lane"
+    lane_dir.mkdir()
+    channel, _ = _channel(tmp_path, lane_dir)
+    _feed(channel, "error_overloaded.jsonl")  # one api_retry, then the error on the assistant and result lines
+    said = [json.loads(line) for line in (lane_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["type"] for e in said] == ["api-retry", "api-error"]
+    assert said[0]["detail"] == "529 overloaded (attempt 1 of 1)" and said[0]["provider"] == "claude"
+    assert (said[1]["kind"], said[1]["reset_at"]) == ("overloaded", None)
+    assert said[1]["detail"].startswith("API Error: 529 Overloaded.")

@@ -107,10 +107,10 @@ def test_a_lane_writes_its_file_is_metered_gated_and_accepted(repo: Path, tmp_pa
 
 
 def _permission_lane(repo: Path, tmp_path: Path, claude: Path, server: ModelServer,
-                     slug: str) -> tuple[str, dict[str, Any], dict[str, str]]:
+                     slug: str, **extra_env: str) -> tuple[str, dict[str, Any], dict[str, str]]:
     server.set_script(Script(steps=(HELLO, RunCommand(COMMAND), Say("all done"))))
     _config(repo, gates="commands = ['test -f hello.txt']")
-    env = claude_env(tmp_path, claude, server)
+    env = {**claude_env(tmp_path, claude, server), **extra_env}
     lane = start(repo, env, slug)
     asked = question(repo, lane)
     assert (asked["source"], asked["kind"]) == ("claude-stdio", "permission")
@@ -137,7 +137,10 @@ def test_a_bash_permission_answered_yes_runs_the_command(repo: Path, tmp_path: P
 
 def test_a_bash_permission_answered_no_does_not_run_it(repo: Path, tmp_path: Path, claude: Path,
                                                        model_server: ModelServer) -> None:
-    lane, asked, env = _permission_lane(repo, tmp_path, claude, model_server, "deny")
+    # With CLAUDE_CONFIG_DIR set, Claude keeps all its state there, not in HOME: the fence follows it.
+    config_dir = tmp_path / "claude-config"
+    lane, asked, env = _permission_lane(repo, tmp_path, claude, model_server, "deny",
+                                        CLAUDE_CONFIG_DIR=str(config_dir))
     assert cli(repo, "answer", asked["id"], "no").returncode == 0
     row = settled(repo, lane, env)
     assert (row["state"], row["result"]) == ("ready", "OK"), row
@@ -148,6 +151,11 @@ def test_a_bash_permission_answered_no_does_not_run_it(repo: Path, tmp_path: Pat
     assert len(denied) == 1 and denied[0]["is_error"] is True
     assert "The lead denied this." in json.dumps(denied[0])
     assert _result_line(repo, lane)["permission_denials"][0]["tool_name"] == "Bash"
+    assert list(config_dir.glob(f"projects/*/{row['session_id']}.jsonl"))
+    assert not list((tmp_path / "claude-home").glob(".claude/projects/*"))  # (the fence made ~/.claude/ empty)
+    record = json.loads((lane_dir(repo, lane) / "lane.json").read_text())
+    assert record["confinement"]["mechanism"].startswith("landlock"), record["confinement"]
+    assert str(config_dir) in record["confinement"]["writable"]
 
 
 # --- resuming Claude's own session ----------------------------------------------------------------
