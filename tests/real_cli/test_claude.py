@@ -181,6 +181,7 @@ def test_recover_relaunch_resumes_claudes_own_session(repo: Path, tmp_path: Path
     said = [(e["resumed"], e["message"]) for e in events(repo, new, "resume")]
     assert said[0] == (True, f"resumed session {session}"), said
     assert f"resumed session {session}" in output(repo, new)
+    assert row["session_id"] == session  # Claude continues the same session, it does not fork one
     # Claude sent the earlier conversation back: the first prompt's Write and its result, then the new message.
     resumed = [r for r in main_requests(model_server)[0:] if model_server.requests.index(r) >= seen_before]
     assert resumed, "the relaunched claude never called the model"
