@@ -13,11 +13,23 @@ CLAUDE_BUDGET = (
     r"Insufficient balance or no resource package",
     r"Usage limit reached for",
     r"Limit Exhausted",
+    # Claude Code 2.1.328 itself (the fallback: its channel reads the structured `error` field first).
+    r"Credit balance is too low",
+    r"You've hit your (?:[\w-]+ )?limit",
 )
 CLAUDE_CONFIG = (
     r"API Error: 400 \[1211\]",
     r"Unknown Model, please check the model code",
     r"no API key for provider",
+    r"Invalid API key · Fix external API key",
+    r"Failed to authenticate\. API Error: 40[13]\b",
+)
+#: Claude Code 2.1.328's lines after its own retries ran out on a rate limit, an overload or a 5xx: the
+#: text fallback of a retry in the lane (its channel reads `api_error_status` first).
+CLAUDE_RETRY_LINES = (
+    r"API Error: Request rejected \(429\)",
+    r"API Error: 529 Overloaded",
+    r"API Error: 5\d\d\b",
 )
 #: codex 0.169 prints its API errors as `{"type":"error","message":…}` lines (the codex-json channel
 #: reads them first); these are the fallback. Its apostrophe is typographic ("You’ve").
@@ -78,8 +90,13 @@ SIM_CONFIG = (r"SIM-CONFIG-ERROR",)
 # --- Each CLI's own credentials and settings (what `env` adds to the base set) ----------------------
 
 #: claude: the API key (or a gateway's token and base URL) and Claude Code's own settings
-#: (CLAUDE_CONFIG_DIR, CLAUDE_CODE_USE_BEDROCK, …); never the session markers above.
-CLAUDE_ENV = ("ANTHROPIC_*", "CLAUDE_*")
+#: (CLAUDE_CONFIG_DIR, CLAUDE_CODE_USE_BEDROCK, CLAUDE_CODE_MAX_RETRIES, …); never the session markers
+#: above; and the variables it documents without its prefix: telemetry, error reports and updates off,
+#: the API's and its tools' timeouts, prompt caching, thinking tokens.
+CLAUDE_ENV = ("ANTHROPIC_*", "CLAUDE_*", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER", "DISABLE_ERROR_REPORTING",
+              "DISABLE_BUG_COMMAND", "DISABLE_COST_WARNINGS", "DISABLE_PROMPT_CACHING*", "DO_NOT_TRACK",
+              "API_TIMEOUT_MS", "API_FORCE_IDLE_TIMEOUT", "BASH_DEFAULT_TIMEOUT_MS", "BASH_MAX_TIMEOUT_MS",
+              "MCP_TIMEOUT", "MAX_THINKING_TOKENS")
 #: codex: the OpenAI key, base URL and organisation, and CODEX_HOME.
 CODEX_ENV = ("OPENAI_*", "CODEX_*")
 #: gemini: its key, or Vertex AI's project, location and service-account file. Not every GOOGLE_*:
@@ -93,8 +110,9 @@ AIDER_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_BASE", "OPENAI_B
              "AIDER_*")
 
 # --- Each CLI's own state (what `writable` adds to the worktree, its admin folder and its TMPDIR) ----
-#: claude: its settings, sessions and credentials folder, and the one state file it keeps in HOME.
-CLAUDE_WRITABLE = ("~/.claude/", "~/.claude.json", "~/.config/claude/")
+#: claude: its settings, sessions and credentials folder, and the one state file it keeps in HOME; all of
+#: it in CLAUDE_CONFIG_DIR instead when the lead sets that (`lanes.confine.provider_writable`).
+CLAUDE_WRITABLE = ("~/.claude/", "~/.claude.json", "~/.config/claude/", "$CLAUDE_CONFIG_DIR/")
 #: codex: CODEX_HOME (sessions, logs, auth): its default, and where the agent's environment moves it.
 CODEX_WRITABLE = ("~/.codex/", "$CODEX_HOME/")
 #: gemini: settings, trusted folders, its OAuth cache and checkpoints.
