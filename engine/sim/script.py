@@ -38,8 +38,19 @@ if TYPE_CHECKING:
         def usage(self, tokens_in: int, tokens_out: int, cost: float) -> None: ...
 
 __all__ = [
-    "ALLOC_MAX_MIB", "BURN_MAX_PROCS", "CONFIG_ERROR", "RATE_LIMITED", "ECHO_DEFAULT_S", "FORK_MAX", "OUT_OF_BUDGET", "STEP_WORDS",
-    "Action", "ScriptError", "SimExit", "parse_script", "parse_step",
+    "ALLOC_MAX_MIB",
+    "BURN_MAX_PROCS",
+    "CONFIG_ERROR",
+    "ECHO_DEFAULT_S",
+    "FORK_MAX",
+    "OUT_OF_BUDGET",
+    "RATE_LIMITED",
+    "STEP_WORDS",
+    "Action",
+    "ScriptError",
+    "SimExit",
+    "parse_script",
+    "parse_step",
 ]
 
 OUT_OF_BUDGET = "SIM-OUT-OF-BUDGET: You've hit your usage limit"
