@@ -148,8 +148,8 @@ def test_the_channel_s_retry_until_is_read_on_its_clock() -> None:
     from lanes_tui.engine.state.meters import RunMeter
 
     clock = FakeClock()
-    ctx = ChannelContext(lane="l", attempt=1, provider=PRESETS["sim"], inbox=None,
-                         meters=RunMeter(Path("/nonexistent/meters.json"), clock, provider="sim", model="sim"), clock=clock)
+    meters = RunMeter(Path("/nonexistent/meters.json"), clock, provider="sim", model="sim")
+    ctx = ChannelContext(lane="l", attempt=1, provider=PRESETS["sim"], inbox=None, meters=meters, clock=clock)
     channel = PlainChannel(ctx)
     run = AgentRun.__new__(AgentRun)
     run.channel, run.clock = channel, clock
@@ -193,8 +193,11 @@ def outcome(classification: Classification) -> RunOutcome:
 RATE = Classification("LANE-FAILED", "rate limited by claude: 429", retry=True, error="rate_limit")
 
 
+Scheduled = tuple[RunOutcome, FakeClock, Store, Resumer, list[float]]
+
+
 def schedule(results: list[Classification], tmp_path: Path, *, stop_after: int | None = None,
-             delays: tuple[float, ...] = (30.0, 120.0, 300.0)) -> tuple[RunOutcome, FakeClock, Store, Resumer, list[float]]:
+             delays: tuple[float, ...] = (30.0, 120.0, 300.0)) -> Scheduled:
     clock, store, resumer = FakeClock(), Store(), Resumer()
     record = LaneRecord(id="l-a1", slug="l", attempt=1, task_type="backend", prompt="p", chain=["claude"], repo="",
                         worktree="", branch="", base_sha="", target_branch="main",
@@ -217,7 +220,7 @@ def schedule(results: list[Classification], tmp_path: Path, *, stop_after: int |
 
 
 def test_back_off_waits_each_delay_on_the_clock_then_gives_up(tmp_path: Path) -> None:
-    done, clock, store, resumer, started = schedule([RATE, RATE, RATE], tmp_path)
+    done, _, store, resumer, started = schedule([RATE, RATE, RATE], tmp_path)
     assert [round(t - 1000.0) for t in started] == [30, 150, 450]  # 30 s, then 120 s more, then 300 s more
     assert [data["delay_s"] for kind, data in store.events if kind == "retry"] == [30.0, 120.0, 300.0]
     assert [reason.split(" (")[0] for _, reason in store.states] == [
