@@ -54,7 +54,30 @@ def scanner(**hits: str) -> PatternScanner:
 def test_each_error_kind_maps_to_its_result_whatever_the_exit(kind: str, result: str, retry_it: bool, reason: str,
                                                              returncode: int) -> None:
     found = classify(returncode, scanner(), error=ProviderError(kind, "boom"), provider=CLAUDE)
+    if retry_it and returncode == 0:  # it retried by itself and finished: the worktree decides (`settle`)
+        assert found == Classification("OK", "exit 0")
+        return
     assert (found.result, found.retry, found.reason, found.error) == (result, retry_it, reason, kind)
+
+
+def test_an_exit_0_after_a_rate_limit_is_ok_with_work_done_and_a_retry_without(repo: Path) -> None:
+    from tests.conftest import git
+
+    base = git(repo, "rev-parse", "HEAD")
+
+    def settled() -> Classification:
+        done = RunOutcome(Classification("OK", "exit 0"), 0, 0.0, 0.0, error=ProviderError("rate_limit", "429"))
+        return retry.settle(done, repo, base, CLAUDE).classification
+
+    assert settled() == Classification("LANE-FAILED", "rate limited by claude: 429", retry=True, error="rate_limit")
+    (repo / "new.txt").write_text("work\n")
+    assert settled() == Classification("OK", "exit 0")
+    git(repo, "add", "new.txt")
+    git(repo, "commit", "-q", "-m", "work")  # a commit since the base is work too, with a clean tree
+    assert settled() == Classification("OK", "exit 0")
+    quiet = RunOutcome(Classification("OK", "exit 0"), 0, 0.0, 0.0)
+    assert retry.settle(quiet, repo, git(repo, "rev-parse", "HEAD"), CLAUDE).classification == Classification(
+        "NO-CHANGES", "exited 0 and changed nothing")
 
 
 def test_every_error_kind_has_a_row() -> None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lanes_tui.engine.channels import Channel
+from lanes_tui.engine.channels.base import ProviderError
 from lanes_tui.engine.core.atomic import append_jsonl
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.lanes.cadence import OutputCadence
@@ -66,6 +67,8 @@ class RunOutcome:
     finding: Finding | None = None
     #: The first line that matched the provider's `retry_patterns`, if any (`supervisor.retry.settle`).
     retry_hit: str | None = None
+    #: The structured API error the channel reported last, if any (`supervisor.retry.settle`).
+    error: ProviderError | None = None
 
 
 class _PipeIO:
@@ -248,7 +251,8 @@ class AgentRun:
                               stopped_by_lead=self.stop_requested.is_set(),
                               error=channel.error if channel is not None else None,
                               provider=channel.ctx.provider if channel is not None else None)
-        return RunOutcome(result, rc, started, self.clock.time(), stall_report, finding, self.scanner.retry_hit)
+        return RunOutcome(result, rc, started, self.clock.time(), stall_report, finding, self.scanner.retry_hit,
+                          self.channel.error if self.channel is not None else None)
 
     def _set_waiting(self, waiting: bool) -> None:
         if waiting != self.waiting:

@@ -2,7 +2,8 @@
 
 The order matters: our own stop reasons (stall, wall clock, the lead) outrank whatever the agent printed
 while dying; then what the CLI said in a structured field (`Channel.error`, a `ProviderError`) outranks
-every text pattern, whatever the exit code (aider and gemini exit 0 after an API error); then a config
+every text pattern, whatever the exit code (aider and gemini exit 0 after an API error; only a rate limit
+or overload followed by exit 0 is left to the worktree: work done is OK, none a retry); then a config
 error stops the chain even if the CLI also printed a quota line. A rate limit, an overload or a 5xx is
 LANE-FAILED marked `retry`: the supervisor tries the same provider again in the lane after a back-off
 (`supervisor.retry`) before the chain moves on. `NO-CHANGES` (exit 0, nothing changed) is decided by the
@@ -185,7 +186,7 @@ def classify(returncode: int | None, scanner: PatternScanner, *, stalled: bool =
         return Classification("LANE-FAILED", f"wall-clock limit of {timed_out:g}s reached")
     if stopped_by_lead:
         return Classification("LANE-FAILED", "stopped by the lead")
-    if error is not None:
+    if error is not None and not (returncode == 0 and error.kind in RETRY_KINDS):
         return from_error(error, provider)
     if scanner.config_hit is not None:
         return Classification("CONFIG-ERROR", f"config error: {scanner.config_hit}")

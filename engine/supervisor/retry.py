@@ -28,7 +28,7 @@ from lanes_tui.engine.config.providers import ProviderConfig
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.lanes.agent_run import RunOutcome
-from lanes_tui.engine.lanes.classify import Classification, retry_from_text
+from lanes_tui.engine.lanes.classify import RETRY_KINDS, Classification, from_error, retry_from_text
 from lanes_tui.engine.lanes.parking import RESUME_NOW, STOPPED, park_until
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.store import LaneStore
@@ -82,8 +82,9 @@ async def in_lane(outcome: RunOutcome, provider: ProviderConfig, run_again: Call
 
 
 def settle(outcome: RunOutcome, worktree: Path, base_sha: str, provider: ProviderConfig) -> RunOutcome:
-    """An `OK` run that left the worktree as its base: a `retry_patterns` line makes it a retry (the CLI
-    gave up on a rate limit and exited 0), else it is NO-CHANGES. Any other outcome is returned as it is."""
+    """An `OK` run that left the worktree as its base: a rate limit it reported (structured, or a
+    `retry_patterns` line) makes it a retry (the CLI gave up and exited 0), else it is NO-CHANGES.
+    Any other outcome is returned as it is."""
     if outcome.classification.result != "OK" or outcome.finding is not None:
         return outcome
     try:
@@ -92,7 +93,9 @@ def settle(outcome: RunOutcome, worktree: Path, base_sha: str, provider: Provide
     except LanesError as exc:  # git could not tell: the gates and the packet will say what is wrong
         log.warning("cannot tell whether %s changed anything: %s", worktree, exc)
         return outcome
-    if outcome.retry_hit is not None:
+    if outcome.error is not None and outcome.error.kind in RETRY_KINDS:  # it gave up on a rate limit
+        outcome.classification = from_error(outcome.error, provider)
+    elif outcome.retry_hit is not None:
         outcome.classification = retry_from_text(outcome.retry_hit, provider)
     else:
         outcome.classification = Classification(NO_CHANGES, NO_CHANGES_REASON)
