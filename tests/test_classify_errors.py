@@ -280,3 +280,27 @@ def test_no_retry_for_anything_else(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("seconds", "shown"), [(30, "30s"), (120, "2m"), (300, "5m"), (90, "1m30s"), (0, "0s")])
 def test_retry_in(seconds: float, shown: str) -> None:
     assert retry.retry_in(seconds) == shown
+
+
+def test_a_retry_resumes_the_provider_s_own_session_in_the_same_worktree(repo: Path, tmp_path: Path) -> None:
+    from lanes_tui.engine.state.paths import StatePaths
+    from lanes_tui.engine.state.store import LaneStore
+    from lanes_tui.engine.supervisor.resume import Resumer as RealResumer
+
+    store = LaneStore(StatePaths(repo))
+    record = LaneRecord(id="r-a1", slug="r", attempt=1, task_type="backend", prompt="the task", chain=["claude"],
+                        repo=str(repo), worktree=str(tmp_path), branch="lane/r-a1", base_sha="", target_branch="main")
+    store.lane_paths(record.id).dir.mkdir(parents=True)
+    resumer = RealResumer(repo, load_config(repo), store, record, tmp_path / "output.log")
+    task = "fix the flaky parser"
+    reason = "rate limited by claude: 429"
+    resumer.again("claude", "sess-1", reason)
+    turn = resumer.turn(PRESETS["claude"], task, tmp_path)
+    assert turn.session == "sess-1" and turn.argv(["claude", "-p"]) == ["claude", "-p", "--resume", "sess-1"]
+    assert reason in turn.prompt and task not in turn.prompt and "do not start over" in turn.prompt
+    assert resumer.turn(PRESETS["claude"], "the task", tmp_path).session is None  # once only
+    resumer.again("sim", None, "rate limited by sim: SIM-RATE-LIMITED")  # no session: the task, and a note
+    fresh = resumer.turn(PRESETS["sim"], "write a.txt x", tmp_path)
+    assert fresh.session is None and fresh.prompt.startswith("write a.txt x\n\n## The provider's API refused")
+    events = store.lane_paths(record.id).events.read_text()
+    assert '"resumed":true' in events and "resumed session sess-1 after: rate limited by claude: 429" in events
