@@ -27,6 +27,8 @@ def test_a_lane_that_changed_nothing_is_no_changes_not_ready(repo: Path) -> None
     assert not (worktree / "gate-ran").exists()  # the gates never ran on the unchanged tree
     packet = json.loads((repo / ".lanes/state/lanes" / lane / "packet.json").read_text())
     assert packet["result"] == "NO-CHANGES" and packet["gates"] == [] and packet["next"] == "redo"
+    cli(repo, "check", lane)  # the lead's own check of the unchanged tree: still nothing to accept
+    assert (status(repo, lane)["state"], status(repo, lane)["result"]) == ("exited", "NO-CHANGES")
     refused = cli(repo, "accept", lane)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     # recover --relaunch starts the next attempt, which does the work and is judged as usual.

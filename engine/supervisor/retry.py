@@ -12,23 +12,23 @@ Split from `supervisor.main` (the chain) because both are judgements of one run'
 - **NO-CHANGES.** An agent that exits 0 and left its worktree as the lane's base (no commit since the
   base, nothing staged, modified or untracked that git does not ignore) did nothing: it is not `OK`
   (PRODUCT.md: "no changes is not ready"), so no gates run on the unchanged tree and nothing reaches
-  the accept queue. The CLIs' own files (`AGENT_OWN_FILES`) are not work.
+  the accept queue (`lanes.no_changes`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import fnmatch
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from lanes_tui.engine.config.provider_facts import AGENT_OWN_FILES, RETRY_BACKOFF_S
+from lanes_tui.engine.config.provider_facts import RETRY_BACKOFF_S
 from lanes_tui.engine.config.providers import ProviderConfig
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.lanes.agent_run import RunOutcome
 from lanes_tui.engine.lanes.classify import RETRY_KINDS, Classification, from_error, retry_from_text
+from lanes_tui.engine.lanes.no_changes import NO_CHANGES, NO_CHANGES_REASON, unchanged
 from lanes_tui.engine.lanes.parking import RESUME_NOW, STOPPED, park_until
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.store import LaneStore
@@ -37,10 +37,6 @@ from lanes_tui.engine.supervisor.resume import Resumer
 __all__ = ["NO_CHANGES", "in_lane", "retry_in", "settle", "unchanged"]
 
 log = logging.getLogger(__name__)
-
-NO_CHANGES = "NO-CHANGES"
-NO_CHANGES_REASON = "exited 0 and changed nothing"
-
 
 def retry_in(seconds: float) -> str:
     """A back-off as the why column says it: `30s`, `2m`, `1m30s`."""
@@ -100,16 +96,3 @@ def settle(outcome: RunOutcome, worktree: Path, base_sha: str, provider: Provide
     else:
         outcome.classification = Classification(NO_CHANGES, NO_CHANGES_REASON)
     return outcome
-
-
-def unchanged(worktree: Path, base_sha: str) -> bool:
-    """No commit since `base_sha` and a clean tree, untracked files included, ignored ones and the CLIs'
-    own files (`AGENT_OWN_FILES`) not counted (`git.worktrees.changed_files`, as the packet lists them)."""
-    from lanes_tui.engine.git.worktrees import changed_files  # loaded once the agent is done
-
-    return not [path for path in changed_files(worktree, base_sha) if not _own(path)]
-
-
-def _own(path: str) -> bool:
-    top = path.split("/", 1)[0]
-    return any(fnmatch.fnmatchcase(top, pattern) for pattern in AGENT_OWN_FILES)
