@@ -36,8 +36,8 @@ async def test_engine_runs_a_lane_and_streams_events(repo: Path) -> None:
     try:
         collector = asyncio.create_task(_collect_until_state(engine, "streamed-a1", {"ready"}))
         await asyncio.sleep(0)  # let the collector subscribe before the lane starts
-        record = await engine.run_lane(LaunchRequest(prompt="print 5 --rate 10 --text hello\nwrite hello.txt hi\nsay bye\n",
-                                                     slug="streamed"))
+        script = "print 5 --rate 10 --text hello\nwrite hello.txt hi\nsay bye\n"
+        record = await engine.run_lane(LaunchRequest(prompt=script, slug="streamed"))
         assert record.id == "streamed-a1"
         events = await collector
     finally:
