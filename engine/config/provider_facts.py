@@ -86,6 +86,41 @@ AIDER_RETRY = (
 SIM_BUDGET = (r"SIM-OUT-OF-BUDGET",)
 SIM_CONFIG = (r"SIM-CONFIG-ERROR",)
 
+# --- Rate-limit and overload lines: the text fallback when a CLI gives up without a structured error --
+#: Each matched line, on a non-zero exit (or an exit 0 that changed nothing), means "try the same provider
+#: again later": the supervisor backs off (`RETRY_BACKOFF_S`) and retries it in the lane. A CLI that
+#: retries by itself and then succeeds is not affected: its exit 0 with work done is OK.
+CLAUDE_RETRY: tuple[str, ...] = CLAUDE_RETRY_LINES
+#: codex retries 5xx by itself ("Reconnecting… n/N", read by its channel) and reports what is left as a
+#: structured error: no text fallback is needed.
+CODEX_RETRY: tuple[str, ...] = ()
+GEMINI_RETRY: tuple[str, ...] = ()
+SIM_RETRY = (r"SIM-RATE-LIMITED",)
+
+#: Seconds the supervisor waits before each retry of a rate-limited / overloaded provider in the lane;
+#: past the last, the chain moves on to the next provider (a `fallback` event).
+RETRY_BACKOFF_S = (30.0, 120.0, 300.0)
+
+#: Files (top-level names, globs) the CLIs write for themselves in the worktree: never the agent's work,
+#: so a run that left only these changed nothing (NO-CHANGES). aider's chat and input history, tags cache.
+AGENT_OWN_FILES = (".aider*",)
+
+# --- What fixes a refused credential (CONFIG-ERROR "auth"; `doctor` says the same) ---------------------
+#: By preset name, else by the program's name (a custom provider running `claude` gets claude's fix).
+AUTH_FIX = {
+    "claude": "set ANTHROPIC_API_KEY (or run `claude /login`)",
+    "codex": "set OPENAI_API_KEY (or run `codex login`)",
+    "gemini": "set GEMINI_API_KEY (or GOOGLE_API_KEY; or run `gemini` once to log in)",
+}
+#: aider (and any CLI that runs whichever model it is given): the key of its model's family.
+KEY_BY_FAMILY = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "google": "GEMINI_API_KEY"}
+#: The other refusals, by `ProviderError.kind`: `{name}` is the provider, `{model}` its model.
+ERROR_FIX = {
+    "forbidden": "the key may not use model {model!r}: choose another `model` in [providers.{name}] or another key",
+    "model": "{name} does not know model {model!r}: set `model` in [providers.{name}]",
+    "trust": "{name} refuses the lane's folder as untrusted: let it trust the worktree (docs/providers.md)",
+}
+
 
 # --- Each CLI's own credentials and settings (what `env` adds to the base set) ----------------------
 

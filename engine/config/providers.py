@@ -18,22 +18,27 @@ from lanes_tui.engine.config.provider_facts import (
     AIDER_BUDGET,
     AIDER_CONFIG,
     AIDER_ENV,
+    AIDER_RETRY,
     AIDER_WORKTREE_STATE,
     AIDER_WRITABLE,
     CLAUDE_BUDGET,
     CLAUDE_CONFIG,
     CLAUDE_ENV,
+    CLAUDE_RETRY,
     CLAUDE_WRITABLE,
     CODEX_BUDGET,
     CODEX_CONFIG,
     CODEX_ENV,
+    CODEX_RETRY,
     CODEX_WRITABLE,
     GEMINI_BUDGET,
     GEMINI_CONFIG,
     GEMINI_ENV,
+    GEMINI_RETRY,
     GEMINI_WRITABLE,
     SIM_BUDGET,
     SIM_CONFIG,
+    SIM_RETRY,
 )
 
 #: How a provider's output is read: plain text, one of three JSON-lines dialects, or a terminal screen.
@@ -75,6 +80,9 @@ class ProviderConfig:
     channel: str
     budget_patterns: tuple[str, ...]
     config_patterns: tuple[str, ...]
+    #: Lines meaning "rate limited / overloaded, try again later" (the text fallback of a structured
+    #: error): the supervisor retries the same provider in the lane with back-off, then moves on.
+    retry_patterns: tuple[str, ...] = ()
     #: Environment variables the agent receives besides the base set (`lanes.env`): its own
     #: credentials and settings, as exact names or `PREFIX_*`; the lead's `env` is added to the preset's.
     env: tuple[str, ...] = ()
@@ -216,6 +224,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         channel="claude-stream-json",
         budget_patterns=CLAUDE_BUDGET,
         config_patterns=CLAUDE_CONFIG,
+        retry_patterns=CLAUDE_RETRY,
         env=CLAUDE_ENV,
         writable=CLAUDE_WRITABLE,
         family="anthropic",
@@ -234,6 +243,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         channel="codex-json",
         budget_patterns=CODEX_BUDGET,
         config_patterns=CODEX_CONFIG,
+        retry_patterns=CODEX_RETRY,
         env=CODEX_ENV,
         writable=CODEX_WRITABLE,
         family="openai",
@@ -248,6 +258,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         channel="gemini-stream-json",
         budget_patterns=GEMINI_BUDGET,
         config_patterns=GEMINI_CONFIG,
+        retry_patterns=GEMINI_RETRY,
         env=GEMINI_ENV,
         writable=GEMINI_WRITABLE,
         family="google",
@@ -264,6 +275,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         channel="plain",
         budget_patterns=AIDER_BUDGET,
         config_patterns=AIDER_CONFIG,
+        retry_patterns=AIDER_RETRY,
         env=AIDER_ENV,
         writable=AIDER_WRITABLE,
         family="",  # the family of its model: provider_family derives it
@@ -278,6 +290,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         channel="plain",
         budget_patterns=SIM_BUDGET,
         config_patterns=SIM_CONFIG,
+        retry_patterns=SIM_RETRY,
         family="sim",
     ),
 })
@@ -402,6 +415,8 @@ PROVIDERS_HELP = (
     f'  channel = "plain"   {" | ".join(CHANNELS)}',
     "  budget_patterns     regexes (case-insensitive): OUT-OF-BUDGET, the chain moves on",
     "  config_patterns     regexes: CONFIG-ERROR, the chain stops",
+    "  retry_patterns      regexes: rate limited / overloaded: retried in the lane with back-off, then the",
+    "                      chain moves on (structured errors of the JSON channels need none)",
     '  env = ["NAME", "PREFIX_*"]  environment variables the agent gets besides the base set and',
     "                      the preset's own credentials (docs/providers.md); everything else is dropped",
     '  family = "openai"   the model family, for [review] (default: the preset\'s, or derived from model)',
