@@ -42,8 +42,9 @@ from pathlib import Path
 from lanes_tui.engine.core.repo import git_env, with_git_config
 
 __all__ = [
-    "LANE_OBJECTS", "READ_COMMANDS", "LaneGitDirs", "common_dir", "config_entries", "dotgit_problem", "driver_overrides", "hardened_env",
-    "is_program_key", "lane_dirs_for", "read_command", "register_lane", "repo_config_files",
+    "LANE_OBJECTS", "READ_COMMANDS", "LaneGitDirs", "common_dir", "config_entries", "dotgit_problem",
+    "driver_overrides", "hardened_env", "is_program_key", "lane_dirs_for", "read_command", "register_lane",
+    "repo_config_files",
 ]
 
 #: A contained lane's own object store, in its admin folder: what its agent's `git add` writes.
