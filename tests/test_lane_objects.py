@@ -154,3 +154,14 @@ def _connected(repo: Path, commit: str) -> bool:
     listed = subprocess.run(["git", "rev-list", "--objects", "--missing=print", commit], cwd=repo, env=env,
                             capture_output=True, text=True, check=False)
     return listed.returncode == 0 and not any(line.startswith("?") for line in listed.stdout.splitlines())
+
+
+def test_only_commands_that_write_nothing_see_the_private_store() -> None:
+    from lanes_tui.engine.git.harden import read_command
+
+    assert read_command(("--no-optional-locks", "--literal-pathspecs", "diff", "--name-status"))
+    assert read_command(("-c", "core.quotePath=true", "diff", "base"))
+    assert read_command(("status", "--porcelain=v2"))
+    for args in (("add", "-A"), ("write-tree",), ("commit", "-q"), ("-c", "diff.x=y", "commit-tree", "t"),
+                 ("read-tree", "HEAD"), ("rebase", "x"), ("update-ref", "a", "b"), ("stash",), ()):
+        assert not read_command(args), args
