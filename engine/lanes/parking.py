@@ -31,7 +31,8 @@ from pathlib import Path
 from lanes_tui.engine.core.clock import Clock
 
 __all__ = [
-    "REACHED", "RESUMED", "RESUME_NOW", "STOPPED", "find_reset", "format_parked", "park_until", "reset_time",
+    "BACKOFF_MARK", "REACHED", "RESUMED", "RESUME_NOW", "STOPPED", "find_reset", "format_parked", "park_until",
+    "reset_time",
 ]
 
 #: What `park_until` returns.
@@ -42,6 +43,9 @@ RESUMED = "resumed by the lead"
 RESUME_NOW = "resume-now"
 #: How a parked lane's state reason starts (`format_parked`); `recover` looks for it.
 PARKED_PREFIX = "parked until"
+#: In the reason of a lane backing off before it retries its provider (`supervisor.retry`): `recover`
+#: wakes it as it wakes a parked lane.
+BACKOFF_MARK = ": retrying in "
 #: A stated reset further away than this is not believed (a misread, not a quota window).
 MAX_AHEAD = timedelta(days=32)
 #: Only the start of a very long line is read (a JSON error blob can be large; the regexes stay fast).

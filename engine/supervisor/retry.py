@@ -29,7 +29,7 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.lanes.agent_run import RunOutcome
 from lanes_tui.engine.lanes.classify import RETRY_KINDS, Classification, from_error, retry_from_text
 from lanes_tui.engine.lanes.no_changes import NO_CHANGES, NO_CHANGES_REASON, unchanged
-from lanes_tui.engine.lanes.parking import RESUME_NOW, STOPPED, park_until
+from lanes_tui.engine.lanes.parking import BACKOFF_MARK, RESUME_NOW, STOPPED, park_until
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.store import LaneStore
 from lanes_tui.engine.supervisor.resume import Resumer
@@ -61,7 +61,7 @@ async def in_lane(outcome: RunOutcome, provider: ProviderConfig, run_again: Call
         head = reason.split(": ", 1)[0]
         store.event(record.id, "retry", provider=provider.name, retry=number, of=len(delays), delay_s=delay,
                     reason=reason)
-        store.transition(record, "waiting", f"{head}: retrying in {retry_in(delay)} (retry {number} of "
+        store.transition(record, "waiting", f"{head}{BACKOFF_MARK}{retry_in(delay)} (retry {number} of "
                          f"{len(delays)}; `lanes-tui recover {record.id}` retries now)",
                          retry_at=clock.time() + delay)
         if await park_until(clock.time() + delay, stop=stop, resume_now=lane_dir / RESUME_NOW,

@@ -37,9 +37,8 @@ from tests.real_cli.model_server.server import ModelServer
 RUN_S = 90
 #: aider's own retry loop on a quota error: 0.25 s doubling to 32 s, ~64 s of sleep, plus its requests.
 QUOTA_S = RUN_S + 64 * 2
-#: A file the repository tracks: aider appends to it (an empty SEARCH). A NEW file it cannot make in a
-#: contained lane: it `git add`s it first, the fence keeps the object store read-only, and aider then
-#: skips the edit (test_aider_creates_a_new_file_in_a_contained_lane, xfail).
+#: A file the repository tracks: aider appends to it (an empty SEARCH). A NEW file it `git add`s first,
+#: into the lane's own object store (test_aider_creates_a_new_file_in_a_contained_lane).
 FILE = "README.md"
 WRITE = Script(steps=(WriteFile(FILE, "hello from aider\n"), RunCommand("echo ran > ran.txt"), Say("edited README.md")))
 WRITTEN = "# project\nhello from aider\n"
@@ -214,21 +213,22 @@ def test_a_model_that_never_answers_is_a_stall(aider: Aider) -> None:
     assert row["providers_tried"][0]["provider"] == "aider"
 
 
-@pytest.mark.xfail(strict=False, reason="needs the results branch: an agent that exits 0 with no change "
-                   "is not ready")
 def test_aider_that_changed_nothing_is_not_ready(aider: Aider) -> None:
+    """aider exits 0 whatever happened: with no change the lane says so, and nothing is offered to accept."""
     aider.server.set_script(Script(steps=(Say("Nothing to change."),)))
     write_config(aider.repo, chains='backend = ["aider"]')
     lane = aider.run("nothing")
     row = aider.wait(lane)
-    assert row["state"] != "ready" and row["result"] != "OK", row
+    assert (row["state"], row["result"]) == ("exited", "NO-CHANGES"), row
+    assert "changed nothing" in row["state_reason"], row
 
 
-@pytest.mark.xfail(strict=False, reason="aider git-adds a new file before writing it; the lane's fence keeps "
-                   "the object store read-only (lanes.confine), so aider skips the edit: the lead's call")
 def test_aider_creates_a_new_file_in_a_contained_lane(aider: Aider) -> None:
+    """aider `git add`s a file it creates before writing it: the lane's own object store takes the blob
+    (the shared one stays read-only), and accept commits the file from the worktree."""
     aider.server.set_script(Script(steps=(WriteFile("new.txt", "new\n"), Say("wrote new.txt"))))
     write_config(aider.repo, chains='backend = ["aider"]')
     lane = aider.run("new-file", "Write new.txt.")
     row = aider.wait(lane)
     assert (Path(row["worktree"]) / "new.txt").read_text() == "new\n", output(aider.repo, lane)[-2000:]
+    assert (row["state"], row["result"]) == ("ready", "OK"), row

@@ -4,10 +4,9 @@ Each test scripts the model (tests/real_cli/model_server: Anthropic's Messages A
 the shipped `claude` preset with `lanes-tui run`, and checks what the lead sees (`status`, `peek`,
 `inbox`, `accept`, `recover`) and what crossed the wire (the server's recorded requests).
 
-Where the result depends on the engine mapping a channel's structured error to a result (the "results"
-work of issue 29: retry in the lane, parking until the structured reset time, the watchdog honouring a
-CLI's own retries), the check is marked `xfail(strict=False)` with that reason; everything else passes on
-the text fallback and the channel alone.
+The errors are read from Claude's structured fields first (`channels.claude_errors`): a rate limit it
+gives up on is retried in the lane after a back-off the test cuts short with `recover`, then the chain
+falls back; Claude's own announced back-off (`api_retry`) is not a stall.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ import pytest
 
 from tests.conftest import git
 from tests.helpers import cli, output, status, wait_for, write_config
+from tests.real_cli.backoff import cut_back_offs
 from tests.real_cli.claude_lane import (
     LANE_S,
     claude_env,
@@ -38,8 +38,6 @@ from tests.real_cli.model_server import anthropic
 from tests.real_cli.model_server.script import Fail, RunCommand, Say, Script, Usage, WriteFile
 from tests.real_cli.model_server.server import ModelServer
 
-NEEDS_RESULTS = pytest.mark.xfail(strict=False, reason="needs the results branch (issue 29: structured error → "
-                                                       "result, retry in the lane, the watchdog's retrying_until)")
 HELLO = WriteFile("hello.txt", "hello from claude\n")
 #: A command Claude Code's acceptEdits mode does not allow by itself (it does allow `echo … > file`):
 #: the permission request the lead must answer.
@@ -246,7 +244,6 @@ def test_claude_retries_a_passing_error_by_itself_and_the_lane_goes_on(repo: Pat
     assert (Path(row["worktree"]) / "hello.txt").exists()
 
 
-@NEEDS_RESULTS
 def test_claudes_own_back_off_is_not_a_stall(repo: Path, tmp_path: Path, claude: Path, model_server: ModelServer,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Silence longer than the idle timeout while Claude waits out a retry-after it announced."""
@@ -261,7 +258,6 @@ def test_claudes_own_back_off_is_not_a_stall(repo: Path, tmp_path: Path, claude:
     assert (row["state"], row["result"]) == ("ready", "OK"), row
 
 
-@NEEDS_RESULTS
 def test_retries_run_out_then_the_lane_retries_then_falls_back(repo: Path, tmp_path: Path, claude: Path,
                                                                model_server: ModelServer) -> None:
     model_server.set_script(Script(fail=Fail("overloaded")))
@@ -270,34 +266,13 @@ def test_retries_run_out_then_the_lane_retries_then_falls_back(repo: Path, tmp_p
     lane = start(repo, env, "exhausted", prompt=SIM_FALLBACK)
     wait_for(lambda: _api_errors(repo, lane), timeout=LANE_S)
     assert _api_errors(repo, lane)[0][0] == "overloaded"  # Claude says server_error; the 529 says overloaded
-    assert _retries_then_fallback(repo, lane, env) >= 1
+    assert cut_back_offs(repo, lane, fallback="sim", timeout=LANE_S, env=env) >= 1
     row = settled(repo, lane, env)
     tried = row["providers_tried"]
     assert tried[-1]["provider"] == "sim" and row["result"] == "OK", tried
     assert all(t["result"] == "LANE-FAILED" and "overloaded" in t["reason"] for t in tried[:-1]), tried
 
 
-def _retries_then_fallback(repo: Path, lane: str, env: dict[str, str]) -> int:
-    """Each back-off of the lane cut short with `recover` (its `resume-now`); how many there were."""
-    def turn() -> tuple[str, dict[str, Any]] | None:
-        row = status(repo, lane)
-        if row["state"] not in LIVE or any(t["provider"] == "sim" for t in row["providers_tried"]):
-            return "done", row
-        if row["state"] == "waiting" and "retrying in" in (row["state_reason"] or ""):
-            return "backoff", row
-        return None
-
-    for cut in range(10):
-        what, row = wait_for(turn, timeout=LANE_S)
-        if what == "done":
-            return cut
-        assert cli(repo, "recover", lane, env=env).returncode == 0
-        reason = row["state_reason"]
-        wait_for(lambda said=reason: status(repo, lane)["state_reason"] != said, timeout=LANE_S)
-    raise AssertionError(f"{lane} retried more than 10 times: {status(repo, lane)}")
-
-
-@NEEDS_RESULTS
 def test_the_why_column_says_what_claude_said(repo: Path, tmp_path: Path, claude: Path,
                                               model_server: ModelServer) -> None:
     """The structured error's words, not 300 characters of the JSON line the text fallback matched."""
