@@ -31,10 +31,22 @@ CODEX_CONFIG = (
 GEMINI_BUDGET = (
     r"RESOURCE_EXHAUSTED.*quota",
     r"Individual quota reached",
+    # Gemini CLI 0.61's TerminalQuotaError (a daily quota, or no billing): it does not retry it.
+    r"exhausted your daily quota",
 )
 GEMINI_CONFIG = (
     r"invalid model selection",
     r"is not recognized as a known model",
+    # Gemini CLI 0.61 headless (docs/providers.md, "Gemini"): exit 55, a folder it does not trust;
+    r"not running in a trusted directory",
+    # exit 41, no usable auth type (with GOOGLE_GEMINI_BASE_URL alone it picks `gateway`, refused headless);
+    r"Invalid auth method selected",
+    r"Please set an Auth method in your",
+    r"must specify the GEMINI_API_KEY environment variable",
+    r"When using Vertex AI, you must specify",
+    # the API refused the key or its permissions (400 API_KEY_INVALID, 401, 403 on its stderr).
+    r"API key not valid\. Please pass a valid API key",
+    r'"status":\s*"(?:PERMISSION_DENIED|UNAUTHENTICATED)"',
 )
 SIM_BUDGET = (r"SIM-OUT-OF-BUDGET",)
 SIM_CONFIG = (r"SIM-CONFIG-ERROR",)
@@ -49,7 +61,11 @@ CLAUDE_ENV = ("ANTHROPIC_*", "CLAUDE_*")
 CODEX_ENV = ("OPENAI_*", "CODEX_*")
 #: gemini: its key, or Vertex AI's project, location and service-account file. Not every GOOGLE_*:
 #: that prefix is shared by all of Google's tools (an OAuth client secret of the lead's own app).
-GEMINI_ENV = ("GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_*", "GOOGLE_GENAI_*", "GOOGLE_APPLICATION_CREDENTIALS")
+#: Also the documented endpoints (a gateway or proxy: GOOGLE_GEMINI_BASE_URL, GOOGLE_VERTEX_BASE_URL);
+#: GEMINI_* already carries its settings, telemetry (GEMINI_TELEMETRY_*), GEMINI_CLI_HOME,
+#: GEMINI_CLI_TRUST_WORKSPACE, GEMINI_DEFAULT_AUTH_TYPE and GEMINI_API_KEY_AUTH_MECHANISM.
+GEMINI_ENV = ("GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_*", "GOOGLE_GENAI_*", "GOOGLE_APPLICATION_CREDENTIALS",
+              "GOOGLE_GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL")
 #: aider: the keys of the models it is usually run with, and its own AIDER_* settings; add others
 #: (DEEPSEEK_API_KEY, OPENROUTER_API_KEY, …) with `[providers.aider] env`.
 AIDER_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AIDER_*")

@@ -230,7 +230,11 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
     ),
     "gemini": ProviderConfig(
         name="gemini",
-        argv=("gemini", "-p", "{prompt}", "--output-format", "stream-json", "-m", "{model}"),
+        # Headless, every lane is a new folder: `--skip-trust` or gemini exits 55. Without an approval
+        # mode it is offered read-only tools; `auto_edit` still withholds its shell (no tests run), so
+        # `yolo` — the kernel's fence (`lanes.confine`) keeps its writes in the worktree.
+        argv=("gemini", "-p", "{prompt}", "--output-format", "stream-json", "-m", "{model}",
+              "--skip-trust", "--approval-mode", "yolo"),
         prompt="arg",
         model="gemini-2.5-pro",
         effort="",
@@ -329,8 +333,15 @@ def resume_fact(provider: ProviderConfig) -> ResumeFact | None:
     return None
 
 
-#: Gemini exit codes with a meaning beyond success / failure.
-GEMINI_EXIT_CODES: Mapping[int, str] = MappingProxyType({42: "bad input", 53: "turn limit reached"})
+#: Gemini exit codes with a meaning beyond success / failure (Gemini CLI 0.61). 41 and 55 are config errors
+#: (`GEMINI_CONFIG_EXIT_CODES`); each is printed with a message that `GEMINI_CONFIG` and the channel read.
+#: An API error ends the run with the HTTP status modulo 256 (400 → 144, 403 → 147, 429 → 173,
+#: 500 → 244, 503 → 247): the `result` line's error says which.
+GEMINI_EXIT_CODES: Mapping[int, str] = MappingProxyType({
+    41: "no usable authentication", 42: "bad input", 52: "bad configuration", 53: "turn limit reached",
+    55: "the folder is not trusted",
+})
+GEMINI_CONFIG_EXIT_CODES = (41, 52, 55)
 
 #: Terminal-screen fallback: lines that mean the agent waits for the lead (case-insensitive regexes).
 SCREEN_PROMPTS: Mapping[str, tuple[str, ...]] = MappingProxyType({
