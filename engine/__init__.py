@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "Config": "config.settings", "load_config": "config.settings",
     "write_default_config": "config.write", "set_config_value": "config.write",
     "read_layers": "config.layers", "PRESETS": "config.providers", "provider_family": "config.providers",
+    "gemini_setup_problems": "config.gemini_setup:problems", "is_gemini": "config.gemini_setup",
     # git
     "find_repo_root": "core.repo",
     # lanes
@@ -181,6 +182,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
         peek_screen,
         send_to_lane,
     )
+    from lanes_tui.engine.config.gemini_setup import is_gemini
+    from lanes_tui.engine.config.gemini_setup import problems as gemini_setup_problems
     from lanes_tui.engine.lanes.env import passed_env_names
     from lanes_tui.engine.lanes.heavy import describe_slots as describe_heavy_slots
     from lanes_tui.engine.lanes.heavy import run_locked
@@ -305,11 +308,13 @@ __all__ = [
     "duration_text",
     "find_repo_root",
     "finish",
+    "gemini_setup_problems",
     "git_watch_warnings",
     "governor_summary",
     "group_members",
     "inspect_lane",
     "install_pre_push",
+    "is_gemini",
     "lane_caps",
     "lane_diff",
     "lane_gate_report",
