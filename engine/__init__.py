@@ -117,6 +117,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from typing import Any
 
     from lanes_tui.engine.channels.transcript import Turn
+    from lanes_tui.engine.config.gemini_setup import is_gemini
+    from lanes_tui.engine.config.gemini_setup import problems as gemini_setup_problems
     from lanes_tui.engine.config.layers import read_layers
     from lanes_tui.engine.config.providers import PRESETS, provider_family
     from lanes_tui.engine.config.settings import Config, load_config
@@ -182,8 +184,6 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
         peek_screen,
         send_to_lane,
     )
-    from lanes_tui.engine.config.gemini_setup import is_gemini
-    from lanes_tui.engine.config.gemini_setup import problems as gemini_setup_problems
     from lanes_tui.engine.lanes.env import passed_env_names
     from lanes_tui.engine.lanes.heavy import describe_slots as describe_heavy_slots
     from lanes_tui.engine.lanes.heavy import run_locked

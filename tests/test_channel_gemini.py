@@ -98,7 +98,8 @@ def test_gemini_retrying_by_itself_is_reported_with_its_delay(tmp_path: Path) ->
     ch2, clock2, _ = channel(tmp_path / "2")
     ch2.on_line(lines("server", "stderr")[0])  # "Attempt 1 failed with status 500. Retrying with backoff..."
     assert ch2.retrying_until == pytest.approx(clock2.time() + MAX_BACKOFF_S)
-    assert retry_delay("Attempt 2 failed: The model is overloaded. Please try again later.. Max attempts reached") is None
+    last = "Attempt 2 failed: The model is overloaded. Please try again later.. Max attempts reached"
+    assert retry_delay(last) is None  # gemini gave up: no retry to wait for
 
 
 @pytest.mark.parametrize(("message", "kind"), [

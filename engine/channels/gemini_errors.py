@@ -28,6 +28,8 @@ from typing import Any
 #: delay waits at most this long.
 MAX_BACKOFF_S = 30.0
 
+#: `ErrorInfo.reason`s of a 429 that no wait cures: the project has no billing, or no credits left.
+BILLING_REASONS = ("BILLING_DISABLED", "INSUFFICIENT_G1_CREDITS_BALANCE")
 TRUST_RE = re.compile(r"not running in a trusted directory", re.IGNORECASE)
 AUTH_RES = tuple(re.compile(p, re.IGNORECASE) for p in (
     r"Invalid auth method selected",
@@ -94,7 +96,8 @@ def result_error(message: str) -> Found | None:
 
 def google_error(error: dict[str, Any]) -> Found | None:
     """The kind of a Google API error body (`{"code", "message", "status", "details"}`)."""
-    code = error.get("code") if isinstance(error.get("code"), int) else 0
+    raw_code = error.get("code")
+    code = raw_code if isinstance(raw_code, int) else 0
     status = str(error.get("status") or "")
     message = str(error.get("message") or "")
     details = [d for d in error.get("details") or [] if isinstance(d, dict)]
@@ -121,7 +124,7 @@ def _quota(details: list[dict[str, Any]], message: str, detail: str) -> Found:
         kind = str(item.get("@type", ""))
         if kind.endswith("RetryInfo") and isinstance(item.get("retryDelay"), str):
             reset = stated_reset(f"Please retry in {item['retryDelay']}") or reset
-        if kind.endswith("ErrorInfo") and str(item.get("reason")) in ("BILLING_DISABLED", "INSUFFICIENT_G1_CREDITS_BALANCE"):
+        if kind.endswith("ErrorInfo") and str(item.get("reason")) in BILLING_REASONS:
             return Found("billing", detail)
     daily = any("PerDay" in str(v.get("quotaId", "")) or "Daily" in str(v.get("quotaId", ""))
                 for item in details if str(item.get("@type", "")).endswith("QuotaFailure")

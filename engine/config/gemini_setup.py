@@ -30,7 +30,8 @@ def is_gemini(argv: Sequence[str]) -> bool:
 def settings_files(env: Mapping[str, str], home: Path) -> list[Path]:
     """The settings gemini reads, the one that wins last: the user's, then the system's."""
     user_home = Path(env["GEMINI_CLI_HOME"]) if env.get("GEMINI_CLI_HOME") else home
-    system = Path(env["GEMINI_CLI_SYSTEM_SETTINGS_PATH"]) if env.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH") else SYSTEM_SETTINGS
+    system_path = env.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+    system = Path(system_path) if system_path else SYSTEM_SETTINGS
     return [user_home / ".gemini" / "settings.json", system]
 
 
@@ -101,12 +102,13 @@ def problems(argv: Sequence[str], lane_env: Mapping[str, str], home: Path) -> li
         found.append(f"gemini has no auth type for a headless run (exit 41): set GEMINI_API_KEY, or "
                      f"security.auth.selectedType in {user}")
     elif kind == "gateway":
-        found.append(f"GOOGLE_GEMINI_BASE_URL without an auth type makes gemini pick `gateway`, which it refuses "
-                     f"headless (exit 41): write security.auth.selectedType in {user}: {API_KEY_SETTINGS}")
+        found.append(f"gemini's auth type is `gateway` (what GOOGLE_GEMINI_BASE_URL picks when no selectedType is "
+                     f"set), which it refuses headless (exit 41): write security.auth.selectedType in {user}: "
+                     f"{API_KEY_SETTINGS}")
     elif kind == "gemini-api-key" and not lane_env.get("GEMINI_API_KEY"):
         found.append("gemini's auth type is gemini-api-key but a lane gets no GEMINI_API_KEY (exit 41): export it")
-    elif kind == "vertex-ai" and not (lane_env.get("GOOGLE_API_KEY")
-                                      or (lane_env.get("GOOGLE_CLOUD_PROJECT") and lane_env.get("GOOGLE_CLOUD_LOCATION"))):
+    elif kind == "vertex-ai" and not (lane_env.get("GOOGLE_API_KEY") or (
+            lane_env.get("GOOGLE_CLOUD_PROJECT") and lane_env.get("GOOGLE_CLOUD_LOCATION"))):
         found.append("gemini's auth type is vertex-ai but a lane gets neither GOOGLE_CLOUD_PROJECT and "
                      "GOOGLE_CLOUD_LOCATION nor GOOGLE_API_KEY (exit 41): export them")
     elif kind == "oauth-personal" and not (user.parent / "oauth_creds.json").exists():

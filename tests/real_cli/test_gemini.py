@@ -39,7 +39,7 @@ WORK = Script(steps=(WriteFile("hello.txt", "hello from gemini\n"), RunCommand("
 #: gates) takes ~10 s on an idle machine. The deadlines give a loaded CI machine ten times that.
 LANE_S = 120.0
 #: The hang test's idle limit: far above gemini's quiet start-up (~3 s with no output), far below LANE_S.
-HANG_IDLE_S = 12.0
+HANG_IDLE_S = 8.0
 GATE = 'commands = ["{python} -c \\"import os, sys; sys.exit(not os.path.exists(\'hello.txt\'))\\""]'
 NEEDS_RESULTS = pytest.mark.xfail(strict=False, reason="needs the results branch (channel.error → result)")
 
@@ -178,7 +178,7 @@ def test_a_daily_quota_with_a_reset_parks_the_lane_until_then(repo: Path, gemini
     gemini.set_script(Script(fail=Fail("usage_limit", reset_s=3600)))
     lane = run_gemini(repo, "gemquota")
     row = wait_for(lambda: (r := status(repo, lane))["state"] == "waiting" and r, timeout=LANE_S)
-    assert "parked until" in row["state_reason"] and "daily quota" in row["state_reason"], row
+    assert "parked until" in row["state_reason"] and "exhausted your" in row["state_reason"], row
     events = [json.loads(line) for line in (lane_dir(repo, lane) / "events.jsonl").read_text().splitlines()]
     until = [e["parked_until"] for e in events if e.get("parked_until")][-1]
     assert 3500 < until - time.time() <= 3600
@@ -196,22 +196,24 @@ def test_a_rate_limit_gemini_retries_by_itself_ends_ok(repo: Path, gemini: Model
 
 
 @pytest.mark.parametrize("kind", ["rate_limit", "overloaded", "server"])
-def test_a_persistent_transient_error_ends_the_run_after_gemini_retried(repo: Path, gemini: ModelServer,
-                                                                       kind: str) -> None:
+def test_a_persistent_transient_error_is_retried_by_gemini_and_never_ready(repo: Path, gemini: ModelServer,
+                                                                          kind: str) -> None:
+    """Today gemini's run ends LANE-FAILED (exit 173 / 247 / 244) and the chain stops; with the engine
+    reading `channel.error` it is retried in the lane, then the chain moves on (the xfail below)."""
     gemini.set_script(Script(fail=Fail(kind)))
-    lane = run_gemini(repo, f"gem{kind.replace('_', '')}")
-    wait_state(repo, lane, timeout=LANE_S)
+    lane = run_gemini(repo, f"gem{kind.replace('_', '')}", chain='["gemini", "sim"]')
+    wait_state(repo, lane, timeout=LANE_S * 2)
     row = status(repo, lane)
-    assert len(main_requests(gemini)) == SETTINGS["general"]["maxAttempts"]  # type: ignore[index]
-    assert row["result"] in ("LANE-FAILED", "OUT-OF-BUDGET"), row  # today: LANE-FAILED (exit 173/247/244)
-    assert row["state"] != "ready"
+    assert len(main_requests(gemini)) >= SETTINGS["general"]["maxAttempts"]  # type: ignore[index]
+    assert row["providers_tried"][0]["provider"] == "gemini" and row["providers_tried"][0]["result"] != "OK", row
+    assert "Retrying" in output(repo, lane)  # gemini's own retry line (the channel's `report_retry`)
+    assert row["state"] != "ready" or row["providers_tried"][-1]["provider"] == "sim", row
 
 
 @NEEDS_RESULTS
-@pytest.mark.parametrize("kind", ["rate_limit", "overloaded", "server"])
-def test_a_persistent_transient_error_moves_the_chain_on(repo: Path, gemini: ModelServer, kind: str) -> None:
-    gemini.set_script(Script(fail=Fail(kind)))
-    lane = run_gemini(repo, f"gemfb{kind.replace('_', '')}", chain='["gemini", "sim"]')
+def test_a_persistent_rate_limit_moves_the_chain_on(repo: Path, gemini: ModelServer) -> None:
+    gemini.set_script(Script(fail=Fail("rate_limit")))
+    lane = run_gemini(repo, "gemfallback", chain='["gemini", "sim"]')
     wait_state(repo, lane, timeout=LANE_S * 2)
     row = status(repo, lane)
     assert [t["provider"] for t in row["providers_tried"]][-1] == "sim" and row["result"] == "OK", row

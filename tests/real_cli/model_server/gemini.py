@@ -18,6 +18,7 @@ Errors are Google's: `{"error": {"code", "message", "status", "details": [...]}}
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -48,7 +49,8 @@ def failure(fail: Fail) -> tuple[int, dict[str, Any]]:
         return 429, _error(429, "RESOURCE_EXHAUSTED",
                            "You exceeded your current quota, please check your plan and billing details.",
                            [{"@type": _TYPE + "QuotaFailure", "violations": [{
-                               "quotaMetric": "generativelanguage.googleapis.com/generate_content_paid_tier_input_token_count",
+                               "quotaMetric": "generativelanguage.googleapis.com/"
+                                              "generate_content_paid_tier_input_token_count",
                                "quotaId": "GenerateContentPaidTierInputTokensPerModelPerDay"}]},
                             _error_info("BILLING_DISABLED"),
                             {"@type": _TYPE + "Help", "links": [{
@@ -108,13 +110,16 @@ def declared_tools(body: Any) -> set[str]:
     return names
 
 
+def wants_json(body: Any) -> bool:
+    """The CLI asks for JSON for itself (a next-speaker or loop check, a summary), not for a turn."""
+    config = body.get("generationConfig") if isinstance(body, dict) else None
+    return isinstance(config, dict) and bool(config.get("responseSchema") or config.get("responseJsonSchema")
+                                             or config.get("responseMimeType") == "application/json")
+
+
 def is_main(body: Any) -> bool:
     """An agent turn: the CLI offers its tools and asks for free text (not JSON for itself)."""
-    config = body.get("generationConfig") if isinstance(body, dict) else None
-    if isinstance(config, dict) and (config.get("responseSchema") or config.get("responseJsonSchema")
-                                     or config.get("responseMimeType") == "application/json"):
-        return False
-    return bool(declared_tools(body))
+    return not wants_json(body) and bool(declared_tools(body))
 
 
 def _usage(exchange: Exchange) -> dict[str, int]:
@@ -181,11 +186,8 @@ def stream(exchange: Exchange) -> None:
 
 def generate(exchange: Exchange) -> None:
     """Non-streaming calls: the CLI's own checks (next speaker, loop detection, summaries), never a step."""
-    body = exchange.body
-    config = body.get("generationConfig") if isinstance(body, dict) else None
-    wants_json = isinstance(config, dict) and (config.get("responseMimeType") == "application/json"
-                                               or bool(config.get("responseJsonSchema") or config.get("responseSchema")))
-    text = _json({"reasoning": "The model finished its turn.", "next_speaker": "user"}) if wants_json else "ok"
+    reply = {"reasoning": "The model finished its turn.", "next_speaker": "user"}
+    text = _json(reply) if wants_json(exchange.body) else "ok"
     exchange.json(200, {**_chunk([{"text": text}], "STOP", _usage(exchange))})
 
 
@@ -202,8 +204,6 @@ def model_list(exchange: Exchange) -> None:
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value, separators=(",", ":"))
 
 
