@@ -316,7 +316,9 @@ RESUME_BY_CHANNEL: Mapping[str, ResumeFact] = MappingProxyType({
     "claude-stream-json": ResumeFact(("--resume", "{session}"), missing=(r"No conversation found with session ID",)),
     "codex-json": ResumeFact(("resume", "{session}"), before="-",
                              missing=(r"no rollout found for thread id", r"missing rollout path")),
-    "gemini-stream-json": ResumeFact(("--resume", "{session}"), across_worktrees=False),
+    # Gemini CLI 0.61 resumes a session id in the folder that made it; elsewhere it exits 42 with this.
+    "gemini-stream-json": ResumeFact(("--resume", "{session}"), across_worktrees=False,
+                                     missing=(r"Error resuming session",)),
 })
 #: Resuming, by program, for CLIs read as plain text.
 RESUME_BY_PROGRAM: Mapping[str, ResumeFact] = MappingProxyType({

@@ -22,6 +22,7 @@ import pytest
 
 from tests.helpers import cli, output, run_lane, status, wait_for, wait_state, write_config
 from tests.real_cli.conftest import require_cli
+from tests.real_cli.model_server.gemini import ROUTES
 from tests.real_cli.model_server.script import Fail, RunCommand, Say, Script, WriteFile
 from tests.real_cli.model_server.server import ModelServer
 
@@ -97,6 +98,9 @@ def test_a_gemini_lane_writes_runs_meters_gates_and_accepts(repo: Path, gemini: 
     bodies = [r.body for r in main_requests(gemini)]
     assert [sum("functionResponse" in p for c in b["contents"] for p in c["parts"]) for b in bodies] == [0, 1, 2]
     assert all(r.headers.get("x-goog-api-key") == "test-key-not-secret" for r in main_requests(gemini))
+    unrouted = [f"{r.method} {r.path}" for r in gemini.requests if not any(
+        route.method == r.method and route.path.fullmatch(r.path.split("?", 1)[0]) for route in ROUTES.routes)]
+    assert unrouted == []  # a new call of a new gemini would have got a 404: the dialect must learn it
     # Accept merges exactly the agent's files.
     accepted = cli(repo, "accept", lane)
     assert accepted.returncode == 0, accepted.stderr
