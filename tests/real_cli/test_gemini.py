@@ -182,7 +182,7 @@ def test_a_daily_quota_with_a_reset_parks_the_lane_until_then(repo: Path, gemini
     gemini.set_script(Script(fail=Fail("usage_limit", reset_s=3600)))
     lane = run_gemini(repo, "gemquota")
     row = wait_for(lambda: (r := status(repo, lane))["state"] == "waiting" and r, timeout=LANE_S)
-    assert "parked until" in row["state_reason"] and "exhausted your" in row["state_reason"], row
+    assert row["state_reason"].startswith("parked until") and "out of budget" in row["state_reason"], row
     events = [json.loads(line) for line in (lane_dir(repo, lane) / "events.jsonl").read_text().splitlines()]
     until = [e["parked_until"] for e in events if e.get("parked_until")][-1]
     assert 3500 < until - time.time() <= 3600
