@@ -25,6 +25,7 @@ SAMPLES = Path(__file__).parent / "real_cli" / "samples" / "gemini"
 #: name → (exit code it had, kind the channel reports, seconds to the reset it states, result by patterns)
 RUNS = {
     "normal": (0, None, None, "OK"),
+    "retried": (0, None, None, "OK"),  # one 429, retried by gemini after ~6 s, then the turns: no error
     "trust": (55, "trust", None, "CONFIG-ERROR"),
     "auth41": (41, "auth", None, "CONFIG-ERROR"),
     "auth": (144, "auth", None, "CONFIG-ERROR"),
@@ -92,9 +93,9 @@ def test_a_normal_run_meters_its_tokens_and_session(tmp_path: Path) -> None:
 
 def test_gemini_retrying_by_itself_is_reported_with_its_delay(tmp_path: Path) -> None:
     ch, clock, _ = channel(tmp_path)
-    for line in lines("rate_limit", "stderr")[:2]:  # "Attempt 1 failed: …" / "… Retrying after 5531ms..."
+    for line in lines("retried", "stderr"):  # "Attempt 1 failed: …" / "… Retrying after 5931ms..."
         ch.on_line(line)
-    assert ch.retrying_until == pytest.approx(clock.time() + 5.531)
+    assert ch.retrying_until == pytest.approx(clock.time() + 5.931) and ch.error is None
     ch2, clock2, _ = channel(tmp_path / "2")
     ch2.on_line(lines("server", "stderr")[0])  # "Attempt 1 failed with status 500. Retrying with backoff..."
     assert ch2.retrying_until == pytest.approx(clock2.time() + MAX_BACKOFF_S)
