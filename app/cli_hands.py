@@ -60,15 +60,21 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p = sub.add_parser(
         "peek", help="the last lines of a lane's output, or a terminal lane's live screen",
         description="Without --screen: the last N lines of output.log, colour codes removed (any lane, running "
-                    "or not). --screen: the rows of a running terminal lane's screen, as the prompt detector "
-                    "reads them. Exit 0; 2 no such lane, or --screen on a lane that is not a running terminal.",
-        epilog="examples: lanes-tui peek fix-login-a1 --lines 20  ·  lanes-tui peek aider-a1 --screen --json")
+                    "or not); a claude, codex or gemini lane's JSON lines are shown readable (the agent's text, "
+                    "each tool call and its result on one line, questions, errors, usage and cost), --raw shows "
+                    "them as written. --screen: the rows of a running terminal lane's screen, as the prompt "
+                    "detector reads them. Exit 0; 2 no such lane, or --screen on a lane that is not a running "
+                    "terminal.",
+        epilog="examples: lanes-tui peek fix-login-a1 --lines 20  ·  lanes-tui peek fix-login-a1 --raw  ·  "
+               "lanes-tui peek aider-a1 --screen --json")
     p.add_argument("lane_id", metavar="ID", help="the lane")
     p.add_argument("--lines", type=cli_args.count, default=40, metavar="N", help="how many lines (default 40)")
     p.add_argument("--screen", action="store_true", help="the live screen of a terminal lane")
+    p.add_argument("--raw", action="store_true",
+                   help="output.log's lines as written: a structured lane's JSON, not its readable form")
     p.add_argument("--json", action="store_true",
-                   help='one object: {"lane", "source": "output"|"screen", "lines": [...]} (+ rows, columns, '
-                        'cursor, still for a screen)')
+                   help='one object: {"lane", "source": "output"|"screen", "lines": [...]} (+ "form": '
+                        '"readable"|"raw" for output; rows, columns, cursor, still for a screen)')
     p.set_defaults(func=cmd_peek)
 
 
@@ -136,10 +142,21 @@ def _refuse_other_lane(lane_id: str) -> None:
                          f"output, not {lane_id}'s", f"peek your own: `lanes-tui peek {own}`")
 
 
+def _terminal_width() -> int:
+    """The agent's text is wrapped to the lead's terminal; piped, it is not (a script gets whole lines)."""
+    if not sys.stdout.isatty():
+        return 0
+    import shutil
+
+    return shutil.get_terminal_size((100, 24)).columns
+
+
 def cmd_peek(args: argparse.Namespace) -> int:
     _refuse_other_lane(args.lane_id)
     repo = repo_of(args)
     result: dict[str, Any]
+    form = "raw" if args.raw else "readable"
+    width = _terminal_width() if not args.json else 0
     remote = _remote_config(repo, args.lane_id)
     if remote is not None:
         if args.screen:
@@ -147,8 +164,8 @@ def cmd_peek(args: argparse.Namespace) -> int:
                              f"peek its output instead: `lanes-tui peek {args.lane_id}`")
         from lanes_tui.app.cli_remote import peek_remote
 
-        result = {"lane": args.lane_id, "source": "output",
-                  "lines": peek_remote(repo, remote, args.lane_id, args.lines)}
+        result = {"lane": args.lane_id, "source": "output", "form": form,
+                  "lines": peek_remote(repo, remote, args.lane_id, args.lines, readable=not args.raw, width=width)}
     elif args.screen:
         reply = peek_screen(repo, args.lane_id)
         lines = [str(line) for line in reply.get("lines", [])]
@@ -157,7 +174,8 @@ def cmd_peek(args: argparse.Namespace) -> int:
         result = {"lane": args.lane_id, "source": "screen", "lines": lines[-args.lines:] if args.lines else [],
                   **{k: reply[k] for k in ("rows", "columns", "cursor", "still") if k in reply}}
     else:
-        result = {"lane": args.lane_id, "source": "output", "lines": peek_output(repo, args.lane_id, args.lines)}
+        result = {"lane": args.lane_id, "source": "output", "form": form,
+                  "lines": peek_output(repo, args.lane_id, args.lines, readable=not args.raw, width=width)}
     if args.json:
         print(json.dumps(result, ensure_ascii=False))
     else:

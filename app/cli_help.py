@@ -104,8 +104,10 @@ HELP: dict[str, tuple[str, tuple[str, ...]]] = {
                "running when you detach.", ("lanes-tui attach fix-login-a1",)),
     "send": ("Send a line to a running lane: a user message, or the text and Enter for a terminal lane.",
              ('lanes-tui send fix-login-a1 "use the existing session helper"',)),
-    "peek": ("The last lines of a lane's output, or a terminal lane's live screen, without attaching.",
-             ("lanes-tui peek fix-login-a1", "lanes-tui peek fix-login-a1 --screen")),
+    "peek": ("The last lines of a lane's output (a claude, codex or gemini lane's JSON made readable; --raw as "
+             "written), or a terminal lane's live screen, without attaching.",
+             ("lanes-tui peek fix-login-a1", "lanes-tui peek fix-login-a1 --raw",
+              "lanes-tui peek fix-login-a1 --screen")),
     # The scorecard (docs/benchmarks.md, "Scorecard"): fixed tasks, scored lanes, a baseline and a pass bar.
     "scorecard": ("Benchmark the orchestration: run fixed tasks in fresh repositories, score the lanes, and "
                   "compare the newest records against a stored baseline.",

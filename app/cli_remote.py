@@ -24,6 +24,8 @@ from lanes_tui.engine import (
     StatePaths,
     StopReport,
     read_lane,
+    strip_ansi,
+    terminal_text,
 )
 
 T = TypeVar("T")
@@ -101,10 +103,11 @@ def check_remote(repo: Path, config: Config, lane_id: str) -> dict[str, object]:
     return with_engine(repo, config, check)
 
 
-def peek_remote(repo: Path, config: Config, lane_id: str, lines: int) -> list[str]:
+def peek_remote(repo: Path, config: Config, lane_id: str, lines: int, *, readable: bool = False,
+                width: int = 0) -> list[str]:
     """The last `lines` lines of a remote lane's output, read through its runner: from a little before
     the end of the mirror's copy (the runner's sequence numbers are byte offsets of the same output),
-    so a long log is not carried over the network whole."""
+    so a long log is not carried over the network whole. `readable` as for a local lane (`peek_output`)."""
     _require_remote_runner(config, lane_id)
     try:
         mirrored = StatePaths(repo).lane(lane_id).output.stat().st_size
@@ -124,6 +127,11 @@ def peek_remote(repo: Path, config: Config, lane_id: str, lines: int) -> list[st
     shown = with_engine(repo, config, tail).decode("utf-8", errors="replace").splitlines()
     if start > 0 and shown:
         shown = shown[1:]  # began mid-line
+    shown = [terminal_text(strip_ansi(line)) for line in shown]  # as a local lane's peek: nothing reaches the terminal
+    if readable:
+        from lanes_tui.engine import readable_lines
+
+        shown = readable_lines(shown, width=width)
     return shown[-lines:] if lines else []
 
 

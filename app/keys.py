@@ -52,6 +52,9 @@ KEYS: tuple[Key, ...] = (
         "launch the open plans' tickets that can start now (blockers accepted, files free); the Plan tab lists them",
         show=False),  # the footer is full: the Plan pane's border and `?` name it
     Key("output", "o", "output", "Output", "show the selected lane's output", show=False),
+    Key("raw_output", "w", "toggle_raw", "Raw/readable",
+        "Output pane: a structured (claude, codex, gemini) lane's raw JSON lines, or back to the readable "
+        "conversation (the pane's title says which)", show=False),
     # Many lanes: order, find, and "allow always" (docs/dashboard.md); `?` names them.
     Key("sort_lanes", "O", "sort_lanes", "Sort",
         "sort the Lanes pane: oldest first, by attention (waiting and stalled first), newest first, by id",

@@ -365,3 +365,14 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
 
     def action_output(self) -> None:
         self.query_one(TabbedContent).active = "tab-output"
+
+    def action_toggle_raw(self) -> None:
+        """The Output pane between the readable conversation and the raw lines: the tail is loaded
+        again in the other form, and the stream goes on from its end, as on a lane switch."""
+        pane = self.query_one(OutputPane)
+        pane.readable = not pane.readable
+        self.query_one(TabbedContent).active = "tab-output"
+        lane_id = self.selected_lane
+        if lane_id is not None:
+            self.lanes_app.bridge.select(lane_id)
+            self._load_output(lane_id)

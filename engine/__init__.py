@@ -106,6 +106,7 @@ _EXPORTS: dict[str, str] = {
     "StopReport": "decisions.stop", "stop_lanes": "decisions.stop", "live_lane_ids": "decisions.stop",
     # the lead's hands on a running lane: the control socket's client (`supervisor.control`)
     "Turn": "channels.transcript", "conversation": "lanes.control_client",
+    "ReadableStream": "channels.readable", "readable_lines": "channels.readable",
     "lane_hands": "lanes.control_client", "open_attach": "lanes.control_client",
     "peek_output": "lanes.control_client", "peek_screen": "lanes.control_client",
     "send_to_lane": "lanes.control_client",
@@ -116,6 +117,7 @@ _EXPORTS: dict[str, str] = {
 if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal by a test)
     from typing import Any
 
+    from lanes_tui.engine.channels.readable import ReadableStream, readable_lines
     from lanes_tui.engine.channels.transcript import Turn
     from lanes_tui.engine.config.gemini_setup import is_gemini
     from lanes_tui.engine.config.gemini_setup import problems as gemini_setup_problems
@@ -277,6 +279,7 @@ __all__ = [
     "QuestionsChanged",
     "QueuePlan",
     "QueueReport",
+    "ReadableStream",
     "RealClock",
     "StallDetected",
     "StatePaths",
@@ -351,6 +354,7 @@ __all__ = [
     "read_lane",
     "read_layers",
     "read_text_file",
+    "readable_lines",
     "recheck",
     "reconcile",
     "relaunch",

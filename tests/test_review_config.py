@@ -35,7 +35,7 @@ def config_error(text: str, project: Path) -> ConfigError:
 
 @pytest.mark.parametrize(("name", "family"), [
     ("claude", "anthropic"), ("codex", "openai"), ("gemini", "google"), ("sim", "sim"),
-    ("aider", "anthropic"),  # its preset model is aider's `sonnet` alias
+    # aider: the family of the model it reads itself (tests/test_aider_facts.py)
 ])
 def test_each_preset_has_a_family(name: str, family: str) -> None:
     assert provider_family(PRESETS[name]) == family

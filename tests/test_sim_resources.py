@@ -139,8 +139,17 @@ def test_fork_bomb_stops_at_a_refused_fork(tmp_path: Path, monkeypatch: pytest.M
     assert len(forks) == 2
 
 
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def test_burn_procs_burns_in_parallel_and_reaps(tmp_path: Path) -> None:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = _children_cpu()
+    with sim_group(tmp_path, "sleep 0.5") as proc:
+        proc.communicate(timeout=30)
+    sleeping = _children_cpu() - before  # what starting a sim costs, on this machine, now
+    before = _children_cpu()
     with sim_group(tmp_path, "burn 0.5 --procs 2") as proc:
         helpers: set[int] = set()
         deadline = time.monotonic() + 5
@@ -155,12 +164,11 @@ def test_burn_procs_burns_in_parallel_and_reaps(tmp_path: Path) -> None:
         assert body(out) == []
         assert len(helpers) == 1  # one forked helper next to the sim itself
         assert not any(psutil.pid_exists(pid) for pid in helpers)  # reaped by the sim
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    # It burned, rather than slept. A loose bound, since the burn ends by the clock and the test
-    # machine may be shared; that two processes burned is what `helpers` shows.
-    expected = 0.5 * min(2, len(os.sched_getaffinity(0)))
-    assert cpu >= 0.25 * expected
+    burning = _children_cpu() - before
+    # It burned, rather than slept. The burn ends by the clock, so on a shared machine (CI saw 0.14 s
+    # of CPU for 2 x 0.5 s at a load of 8 on 2 cores) only "more than a sleeping sim" is certain; that
+    # two processes burned is what `helpers` shows.
+    assert burning >= sleeping + 0.05, (burning, sleeping)
 
 
 def test_resource_steps_with_bad_arguments_are_prose(tmp_path: Path) -> None:

@@ -7,16 +7,24 @@ cost 25-30 ms on the frame after a key-press (docs/benchmarks.md, B1). It keeps 
 the bottom (so the lead can scroll up and read while the agent keeps printing), and strips ANSI
 escapes and control characters: agent output must not be able to move the cursor or recolour the
 dashboard.
+
+A structured lane (claude, codex, gemini: one JSON object a line, several KB each) is shown readable
+by default: the engine's `ReadableStream` turns each line into the conversation it stands for as it
+arrives (text, `→ tool: input`, `  ⎿ result`, questions, errors, usage); every other line passes as
+it is. `readable = False` shows the raw lines (the `w` key; the title says which). Only what the pane
+is given is rendered (the tail, then each new chunk), never the whole log.
 """
 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region, Size
+from textual.reactive import var
 from textual.selection import Selection
 from textual.strip import Strip
 from textual.widgets import Log
@@ -24,6 +32,9 @@ from textual.widgets import Log
 from lanes_tui.widgets._format import clean_text
 from lanes_tui.widgets._framed_rows import FramedRowsCache
 from lanes_tui.widgets._plain_cell import one_cell_each
+
+if TYPE_CHECKING:
+    from lanes_tui.engine import ReadableStream
 
 MAX_LINES = 2000
 #: Old lines go in chunks: past `max_lines` by a `1/PRUNE_SLACK` share, the tail is cut back to
@@ -58,6 +69,9 @@ class OutputPane(Log):
     }
     """
 
+    readable: var[bool] = var(True, init=False)
+    """Structured output as a conversation (True) or as its raw JSON lines; `show` applies a change."""
+
     def __init__(self, *, max_lines: int = MAX_LINES, name: str | None = None, id: str | None = None,
                  classes: str | None = None) -> None:
         super().__init__(highlight=False, max_lines=max_lines, auto_scroll=False, name=name, id=id, classes=classes)
@@ -70,6 +84,8 @@ class OutputPane(Log):
         self._shown: dict[int, tuple[str, tuple[int, int, Style], Strip]] = {}
         """Line number -> (its text, (scroll x, width, style), its strip): see `_render_line`."""
         self._styles_cache = FramedRowsCache()  # a row that scrolled up is not framed again (see there)
+        self._stream: ReadableStream | None = None
+        """The shown lane's output made readable as it comes (None while raw lines are shown)."""
         self.border_title = "Output"
 
     @property
@@ -105,16 +121,39 @@ class OutputPane(Log):
     def show(self, lane_id: str | None, text: str) -> None:
         """Replace the pane with `lane_id`'s output (only its last `max_lines` lines are kept)."""
         self.lane_id = lane_id
-        self.border_title = f"Output · {lane_id}" if lane_id else "Output"
         self._forget_lines()
         self._partial = 0
         limit = self.max_lines or MAX_LINES
         tail = text[-limit * 200:] if len(text) > limit * 200 else text  # cheap cut before splitting
+        self._stream = None
+        if self.readable and lane_id is not None:
+            from lanes_tui.engine import ReadableStream  # here: importing the widgets loads no engine module
+
+            # The tail may begin mid-line (it is the end of the log): a torn JSON line is dropped.
+            self._stream = ReadableStream(width=self._wrap_width(), cut_head=True)
+            tail = self._stream.feed(tail) + "".join(f"{line}\n" for line in self._stream.readable.flush())
+        self._title()
         lines = tail.split("\n")
         if len(lines) > limit + 1:
             tail = "\n".join(lines[-(limit + 1):])
         self._write_batch(self._guard(clean_text(tail)), scroll_end=True)
         self._grow_virtual_size(Size(self._width, self.line_count))  # an empty tail: the old lane's range goes
+
+    def _wrap_width(self) -> int:
+        """The width the agent's text is wrapped to: the pane's, less its gutter (0: not laid out yet)."""
+        width = self.scrollable_content_region.width - 1
+        return width if width >= 20 else 0
+
+    def _title(self) -> None:
+        """`Output · lane`, and `· readable` once structured lines were made readable, or `· raw`."""
+        if not self.lane_id:
+            self.border_title = "Output"
+        elif not self.readable:
+            self.border_title = f"Output · {self.lane_id} · raw"
+        elif self._stream is not None and self._stream.structured:
+            self.border_title = f"Output · {self.lane_id} · readable"
+        else:
+            self.border_title = f"Output · {self.lane_id}"
 
     def _forget_lines(self) -> None:
         """`Log.clear` without its `virtual_size = Size(0, 0)`: that is a layout reactive, so every lane
@@ -130,6 +169,13 @@ class OutputPane(Log):
         """Add output of `lane_id` if it is the lane shown; returns whether it was shown."""
         if lane_id != self.lane_id or not text:
             return False
+        if self._stream is not None:
+            structured = self._stream.structured
+            text = self._stream.feed(text)
+            if self._stream.structured != structured:
+                self._title()
+            if not text:  # a JSON line not whole yet, or one that shows nothing (a streamed piece)
+                return True
         follow = self.following
         self._write_batch(self._guard(clean_text(text)), scroll_end=follow)
         return True

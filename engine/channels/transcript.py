@@ -17,13 +17,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from lanes_tui.engine.channels.base import json_line
+from lanes_tui.engine.channels.readable_parts import tool_subject
 
 __all__ = ["MAX_TURN_CHARS", "TranscriptParser", "Turn", "merge"]
 
 #: A turn longer than this is cut with a note: a transcript is for reading, the log keeps everything.
 MAX_TURN_CHARS = 8000
-#: The tool input field that says best what a call does (as the permission titles do).
-_SUBJECT = ("command", "file_path", "notebook_path", "url", "query", "pattern", "description")
 
 
 @dataclass(frozen=True)
@@ -47,10 +46,7 @@ def _cut(text: str) -> str:
 
 def _tool_line(block: Mapping[str, Any]) -> str:
     name = str(block.get("name") or "tool")
-    tool_input = block.get("input")
-    subject = ""
-    if isinstance(tool_input, Mapping):
-        subject = next((str(tool_input[k]) for k in _SUBJECT if isinstance(tool_input.get(k), str)), "")
+    subject = tool_subject(block.get("input"))  # the field that says best what it does (as `peek` shows it)
     return f"{name}: {' '.join(subject.split())}" if subject else name
 
 

@@ -19,14 +19,18 @@ CLAUDE_CONFIG = (
     r"Unknown Model, please check the model code",
     r"no API key for provider",
 )
+#: codex 0.169 prints its API errors as `{"type":"error","message":…}` lines (the codex-json channel
+#: reads them first); these are the fallback. Its apostrophe is typographic ("You’ve").
 CODEX_BUDGET = (
-    r"You've hit your usage limit",
+    r"You['’]ve hit your usage limit",
     r"Quota exceeded\. Check your plan",
     r"workspace is out of credits",
 )
+#: Not "Model metadata for … not found": codex warns so for a model missing from its list and runs on.
 CODEX_CONFIG = (
     r"model is not supported when using Codex",
-    r"Model metadata for .* not found",
+    r"unexpected status 401 Unauthorized",
+    r"unexpected status 403 Forbidden",
 )
 GEMINI_BUDGET = (
     r"RESOURCE_EXHAUSTED.*quota",
@@ -48,6 +52,37 @@ GEMINI_CONFIG = (
     r"API key not valid\. Please pass a valid API key",
     r'"status":\s*"(?:PERMISSION_DENIED|UNAUTHENTICATED)"',
 )
+#: aider (0.86) prints litellm's exception and its own advice, wrapped at 80 columns by rich when its
+#: output is not a terminal: words are joined by `\s+` so a line break between them still matches.
+#: OpenAI's `insufficient_quota` 429 is a `RateLimitError` that aider retries for about a minute, then it
+#: exits 0: the quota words decide, never aider's "check your quotas" advice printed for every 429.
+AIDER_BUDGET = (
+    r"exceeded\s+your\s+current\s+quota",
+    r"Insufficient\s+credits\s+with\s+the\s+API\s+provider",
+    r"credit\s+balance\s+is\s+too\s+low",
+)
+#: aider's auth error (`litellm.AuthenticationError`, a 401), a key that may not use the model (403),
+#: an unknown model (`litellm.NotFoundError`), and the crash when it cannot write the git identity it
+#: lacks (`user.name`/`user.email`) into the repository's shared config, which a lane's fence refuses.
+AIDER_CONFIG = (
+    r"litellm\.AuthenticationError",
+    r"litellm\.PermissionDeniedError",
+    r"litellm\.NotFoundError",
+    r"not\s+allowed\s+to\s+sample\s+from\s+this\s+model",
+    r"does\s+not\s+have\s+access\s+to\s+model",
+    r"Country,\s+region,\s+or\s+territory\s+not\s+supported",
+    r"Permission denied: '[^']*config\.lock'",
+)
+#: aider retrying by itself (rate limit, overload, 5xx, a timeout): litellm's retryable errors, then
+#: `Retrying in 0.2 seconds...` with the delay doubling up to 32 s (about a minute in all), then it gives
+#: up and exits 0. While it waits it prints nothing: silence until then is not a stall.
+AIDER_RETRY = (
+    r"Retrying in [0-9.]+ seconds",
+    r"litellm\.RateLimitError",
+    r"The API provider has rate limited you",
+    r"litellm\.(?:InternalServerError|ServiceUnavailableError|BadGatewayError|APIConnectionError|Timeout)",
+    r"The API provider's servers are down or overloaded",
+)
 SIM_BUDGET = (r"SIM-OUT-OF-BUDGET",)
 SIM_CONFIG = (r"SIM-CONFIG-ERROR",)
 
@@ -66,16 +101,24 @@ CODEX_ENV = ("OPENAI_*", "CODEX_*")
 #: GEMINI_CLI_TRUST_WORKSPACE, GEMINI_DEFAULT_AUTH_TYPE and GEMINI_API_KEY_AUTH_MECHANISM.
 GEMINI_ENV = ("GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_*", "GOOGLE_GENAI_*", "GOOGLE_APPLICATION_CREDENTIALS",
               "GOOGLE_GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL")
-#: aider: the keys of the models it is usually run with, and its own AIDER_* settings; add others
+#: aider: the keys of the models it is usually run with, the OpenAI-compatible base URL it reads
+#: (`--openai-api-base` = AIDER_OPENAI_API_BASE; litellm also reads OPENAI_API_BASE / OPENAI_BASE_URL,
+#: ANTHROPIC_API_BASE), and its own AIDER_* settings (AIDER_MODEL, AIDER_TIMEOUT, …); add others
 #: (DEEPSEEK_API_KEY, OPENROUTER_API_KEY, …) with `[providers.aider] env`.
-AIDER_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "AIDER_*")
+AIDER_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_BASE", "OPENAI_BASE_URL", "ANTHROPIC_API_BASE",
+             "AIDER_*")
 
 # --- Each CLI's own state (what `writable` adds to the worktree, its admin folder and its TMPDIR) ----
 #: claude: its settings, sessions and credentials folder, and the one state file it keeps in HOME.
 CLAUDE_WRITABLE = ("~/.claude/", "~/.claude.json", "~/.config/claude/")
-#: codex: CODEX_HOME's default (sessions, logs, auth).
-CODEX_WRITABLE = ("~/.codex/",)
+#: codex: CODEX_HOME (sessions, logs, auth): its default, and where the agent's environment moves it.
+CODEX_WRITABLE = ("~/.codex/", "$CODEX_HOME/")
 #: gemini: settings, trusted folders, its OAuth cache and checkpoints.
 GEMINI_WRITABLE = ("~/.gemini/",)
 #: aider: its caches and analytics (its chat history and tags cache live in the worktree).
 AIDER_WRITABLE = ("~/.aider/", "~/.cache/aider/")
+
+# --- Each CLI's own files in the worktree (never in the lane's diff, never accepted) ---------------
+#: aider: `.aider.chat.history.md`, `.aider.input.history`, `.aider.tags.cache.v4/` (the pattern aider
+#: itself adds to .gitignore; the preset runs it with --no-gitignore so the repository is not touched).
+AIDER_WORKTREE_STATE = (".aider*",)

@@ -15,7 +15,10 @@ from pathlib import Path
 from types import MappingProxyType
 
 from lanes_tui.engine.config.provider_facts import (
+    AIDER_BUDGET,
+    AIDER_CONFIG,
     AIDER_ENV,
+    AIDER_WORKTREE_STATE,
     AIDER_WRITABLE,
     CLAUDE_BUDGET,
     CLAUDE_CONFIG,
@@ -142,7 +145,12 @@ def provider_family(provider: ProviderConfig) -> str:
     a family of its own, so it never counts as the same family as a known one by accident."""
     if provider.family:
         return provider.family
-    return model_family(provider.model) or provider.name
+    model = provider.model
+    if not model:  # aider's own choice: read where aider reads it (`config.aider_model`)
+        from lanes_tui.engine.config.aider_model import aider_family_model
+
+        model = aider_family_model(provider)
+    return model_family(model) or provider.name
 
 
 def placeholders_in(part: str) -> list[str]:
@@ -218,7 +226,9 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         argv=("codex", "exec", "--json", "-m", "{model}", "-c", "model_reasoning_effort={effort}",
               "-s", "workspace-write", "-C", "{worktree}", "--skip-git-repo-check", "-"),
         prompt="stdin",
-        model="gpt-5-codex",
+        # In codex 0.169's model list with the classic tools (gpt-6.x are "code mode only"); a model
+        # missing from the list makes codex warn and fall back to generic metadata.
+        model="gpt-5.5",
         effort="medium",
         max=DEFAULT_MAX,
         channel="codex-json",
@@ -248,15 +258,16 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
     ),
     "aider": ProviderConfig(
         name="aider",
-        # aider picks its model from its own config (.aider.conf.yml / AIDER_MODEL); no JSON output.
-        argv=("aider", "--yes-always", "--no-auto-commits", "--message", "{prompt}"),
+        # No JSON output. The model is aider's own choice (--model, AIDER_MODEL, .aider.conf.yml; see
+        # config.aider_model) unless the lead sets one; --no-gitignore: never add `.aider*` to .gitignore.
+        argv=("aider", "--yes-always", "--no-auto-commits", "--no-gitignore", "--message", "{prompt}"),
         prompt="arg",
-        model="sonnet",
+        model="",
         effort="",
         max=DEFAULT_MAX,
         channel="plain",
-        budget_patterns=(),
-        config_patterns=(),
+        budget_patterns=AIDER_BUDGET,
+        config_patterns=AIDER_CONFIG,
         env=AIDER_ENV,
         writable=AIDER_WRITABLE,
         family="",  # the family of its model: provider_family derives it
@@ -326,6 +337,15 @@ RESUME_BY_PROGRAM: Mapping[str, ResumeFact] = MappingProxyType({
 })
 
 
+#: Files a CLI keeps in its working folder that are no change of the lane's (`lanes.worktree_ready`).
+WORKTREE_STATE_BY_PROGRAM: Mapping[str, tuple[str, ...]] = MappingProxyType({"aider": AIDER_WORKTREE_STATE})
+
+
+def worktree_state(provider: ProviderConfig) -> tuple[str, ...]:
+    """The gitignore patterns of `provider`'s own files in the worktree (aider's `.aider*`), or ()."""
+    return WORKTREE_STATE_BY_PROGRAM.get(Path(provider.executable()).name, ())
+
+
 def resume_fact(provider: ProviderConfig) -> ResumeFact | None:
     """How `provider` resumes its own session, or None when it cannot (sim, an unknown plain CLI)."""
     if provider.channel in RESUME_BY_CHANNEL:
@@ -362,7 +382,8 @@ SCREEN_BUSY: Mapping[str, tuple[str, ...]] = MappingProxyType({
 #: The `[providers]` part of the default config, as comment lines: what each key of a preset means.
 PROVIDERS_HELP = (
     "[providers.NAME] overrides a preset key by key, or adds an agent CLI (argv required).",
-    "Presets: " + "; ".join(f"{p.name} model {p.model!r}" + (f" effort {p.effort!r}" if p.effort else "")
+    "Presets: " + "; ".join(f"{p.name} model " + (repr(p.model) if p.model else "its own (AIDER_MODEL, …)")
+                            + (f" effort {p.effort!r}" if p.effort else "")
                             for p in PRESETS.values()) + ".",
     "  argv = [...]        placeholders: " + " ".join(f"{{{name}}}" for name in PLACEHOLDERS),
     '  prompt = "stdin"    or "arg": the prompt becomes the last argument (or replaces {prompt})',

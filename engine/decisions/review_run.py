@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.channels import ChannelContext, make_channel
-from lanes_tui.engine.config.providers import ProviderConfig, provider_family
+from lanes_tui.engine.config.providers import ProviderConfig, model_family, provider_family
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import private_opener
@@ -68,11 +68,17 @@ def review_slot_dir() -> Path:
 
 
 def writer_families(config: Config, record: LaneRecord) -> set[str]:
-    """The families of every provider that ran in the lane (an unknown one is a family of its own)."""
+    """The families of every provider that ran in the lane (an unknown one is a family of its own): the
+    model each attempt ran (aider's is the one it read itself) decides when the provider sets no family."""
     families = set()
     for attempt in record.providers_tried:
         provider = config.providers.get(attempt.provider)
-        families.add(provider_family(provider) if provider is not None else attempt.provider)
+        if provider is None:
+            families.add(attempt.provider)
+        elif not provider.family and attempt.model:
+            families.add(model_family(attempt.model) or provider_family(provider))
+        else:
+            families.add(provider_family(provider))
     return families
 
 

@@ -26,7 +26,7 @@ from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.lanes.cadence import OutputCadence
 from lanes_tui.engine.lanes.classify import Classification, PatternScanner, classify
 from lanes_tui.engine.lanes.guard import Finding, RunGuard, first_exit_finding, first_finding, release_all
-from lanes_tui.engine.lanes.output_pump import MAX_LINE, READ_CHUNK, REST_S, LineFramer, pump, pump_fd
+from lanes_tui.engine.lanes.output_pump import MAX_LINE, READ_CHUNK, REST_S, LineFramer, WholeLines, pump, pump_fd
 from lanes_tui.engine.lanes.watchdog import ProcInfo, Sample, Verdict, Watchdog
 from lanes_tui.engine.procs.process import (
     ProcessHandle,
@@ -299,14 +299,25 @@ class AgentRun:
         if channel is not None:
             after = self._beat.set if channel.asks else self._guarded(channel.flush_due)
 
+        # A pipe (stdout, stderr) reaches the log a whole line at a time, so the two never mix in a line.
+        lines = WholeLines(self._log) if isinstance(stream, int) else None
+
         def on_chunk(chunk: bytes) -> None:
-            self._write(chunk)
+            if lines is None:
+                self._write(chunk)
+            else:
+                self.output_bytes += len(chunk)
+                lines.feed(chunk)
             if raw_hook is not None:
                 raw_hook(chunk)
 
         if isinstance(stream, int):
-            await pump_fd(stream, on_chunk=on_chunk, on_block=self._block, rest_s=self.rest_s, after=after,
-                          sleep=self._rest)
+            try:
+                await pump_fd(stream, on_chunk=on_chunk, on_block=self._block, rest_s=self.rest_s, after=after,
+                              sleep=self._rest)
+            finally:
+                assert lines is not None
+                lines.flush()
         else:
             await pump(stream, self.terminal, on_chunk=on_chunk, on_block=self._block, rest_s=self.rest_s,
                        after=after, sleep=self._rest)
@@ -327,9 +338,12 @@ class AgentRun:
         return call
 
     def _write(self, chunk: bytes) -> None:
+        self._log(chunk)
+        self.output_bytes += len(chunk)
+
+    def _log(self, chunk: bytes) -> None:
         self.output.write(chunk)
         self.output.flush()
-        self.output_bytes += len(chunk)
 
     def _block(self, block: bytes) -> None:
         """The complete lines of one read: scanned as one text, then to the hooks."""

@@ -66,11 +66,21 @@ def describe_here() -> str:
 
 def provider_writable(entries: Iterable[str], env: dict[str, str] | None = None) -> list[Path]:
     """A provider's `writable` entries as paths: `~` is the agent's HOME; a trailing `/` marks a folder,
-    which is made when missing (a rule needs something to hold on to); a missing file is skipped."""
+    which is made when missing (a rule needs something to hold on to); a missing file is skipped.
+
+    `$NAME/…` (presets only: codex's `$CODEX_HOME/`) is the agent's variable NAME, where a CLI keeps
+    its state when the lead moves it; skipped when the agent's environment does not set it.
+    """
     home = (env or {}).get("HOME") or os.path.expanduser("~")
     found: list[Path] = []
     for entry in entries:
         text = home + entry[1:] if entry == "~" or entry.startswith("~/") else entry
+        if text.startswith("$"):
+            name, _, rest = text[1:].partition("/")
+            value = (os.environ if env is None else env).get(name, "")
+            if not value:
+                continue
+            text = value.rstrip("/") + "/" + rest
         path = Path(text)
         if not path.is_absolute():
             continue

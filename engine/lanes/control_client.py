@@ -168,9 +168,20 @@ def peek_screen(repo: Path, lane_id: str) -> dict[str, Any]:
     return request(repo, lane_id, {"op": "peek", "screen": True})
 
 
-def peek_output(repo: Path, lane_id: str, count: int = 40) -> list[str]:
-    """The last `count` lines of the lane's output.log, colour codes removed; no supervisor needed."""
-    return tail_lines(_lane(repo, lane_id).output, count)
+def peek_output(repo: Path, lane_id: str, count: int = 40, *, readable: bool = False, width: int = 0) -> list[str]:
+    """The last `count` lines of the lane's output.log, colour codes removed; no supervisor needed.
+
+    `readable`: a structured lane's JSON lines as the conversation they stand for
+    (`channels.readable`), the last `count` of those; other lines as they are. `width` wraps the
+    agent's text (0: not wrapped).
+    """
+    path = _lane(repo, lane_id).output
+    if not readable:
+        return tail_lines(path, count)
+    from lanes_tui.engine.channels.readable import readable_lines
+
+    shown = readable_lines(tail_lines(path, MAX_PEEK_LINES), width=width)
+    return shown[-count:] if count > 0 else []
 
 
 def tail_lines(path: Path, count: int, window: int = PEEK_WINDOW) -> list[str]:

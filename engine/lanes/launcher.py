@@ -37,7 +37,7 @@ from lanes_tui.engine.lanes.confine import check_contained
 from lanes_tui.engine.lanes.env import supervisor_environment
 from lanes_tui.engine.lanes.load_guard import check_load_wording
 from lanes_tui.engine.lanes.preamble import read_rules
-from lanes_tui.engine.lanes.worktree_ready import copy_into_worktree
+from lanes_tui.engine.lanes.worktree_ready import chain_state, copy_into_worktree, exclude_agent_state
 from lanes_tui.engine.procs import caps_cgroup, cgroup
 from lanes_tui.engine.procs.process import (
     ProcKey,
@@ -148,6 +148,7 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
             crash_point("run:origin")
             info = worktrees.create_worktree(repo, root, lane_id, base_sha)
             copy_into_worktree(repo, info.path, config.lanes.copy, store, lane_id)  # never committed
+            exclude_agent_state(repo, info.path, chain_state(config.providers, record.chain))  # aider's .aider*
             # The shared git config, hooks, attributes, compared at every decision: taken once lanes-tui's
             # own writes (the worktree's excludes, `extensions.worktreeConfig`) are done, before any agent.
             git_snapshot.write_lane_snapshot(repo, lane_id, git_snapshot.snapshot(repo, lane_id))

@@ -83,6 +83,34 @@ class LineFramer:
         return [rest] if rest else []
 
 
+class WholeLines:
+    """One pipe's bytes to a log shared with the other pipe, a whole line at a time.
+
+    An agent's stdout and stderr are read apart; written to the log as read, a warning on stderr
+    lands inside a half-read stdout line (codex's JSON lines). Each stream holds back its unfinished
+    last line until its newline comes (or the stream ends, or it outgrows `limit`), so the log
+    interleaves whole lines only. The watchdog counts bytes as they are read, not as written here.
+    """
+
+    def __init__(self, write: Callable[[bytes], None], limit: int = MAX_LINE) -> None:
+        self.write, self.limit = write, limit
+        self._tail = b""
+
+    def feed(self, chunk: bytes) -> None:
+        data = self._tail + chunk if self._tail else chunk
+        cut = data.rfind(b"\n") + 1
+        if len(data) - cut > self.limit:
+            cut = len(data)
+        if cut:
+            self.write(data[:cut])
+        self._tail = data[cut:]
+
+    def flush(self) -> None:
+        if self._tail:
+            tail, self._tail = self._tail, b""
+            self.write(tail)
+
+
 class Rhythm:
     """When to rest: after a short read, unless a flood-sized read came within `FLOOD_HOLD_S`."""
 

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from lanes_tui.engine.config.providers import ProviderConfig, worktree_state
 from lanes_tui.engine.config.worktree_keys import check_copy_path
 from lanes_tui.engine.core.atomic import write_text_atomic
 from lanes_tui.engine.core.errors import LanesError
@@ -30,7 +31,7 @@ from lanes_tui.engine.git.commands import git_out, run_git
 from lanes_tui.engine.state.paths import inside
 from lanes_tui.engine.state.store import LaneStore
 
-__all__ = ["EXCLUDE_FILE", "copy_into_worktree", "exclude_in_worktree"]
+__all__ = ["EXCLUDE_FILE", "chain_state", "copy_into_worktree", "exclude_agent_state", "exclude_in_worktree"]
 
 #: The per-worktree excludes file, in the worktree's own git folder (`.git/worktrees/ID/`).
 EXCLUDE_FILE = "lanes-tui-exclude"
@@ -97,6 +98,43 @@ def exclude_in_worktree(repo: Path, worktree: Path, paths: Sequence[str]) -> Pat
         run_git(repo, "config", "extensions.worktreeConfig", "true")
     run_git(worktree, "config", "--worktree", "core.excludesFile", str(target))
     return target
+
+
+def chain_state(providers: Mapping[str, ProviderConfig], chain: Sequence[str]) -> list[str]:
+    """The patterns of the own files of every CLI the lane's chain may run (`config.providers.worktree_state`)."""
+    patterns: list[str] = []
+    for name in chain:
+        provider = providers.get(name)
+        for pattern in worktree_state(provider) if provider is not None else ():
+            if pattern not in patterns:
+                patterns.append(pattern)
+    return patterns
+
+
+def exclude_agent_state(repo: Path, worktree: Path, patterns: Sequence[str]) -> bool:
+    """Make git in `worktree` ignore the agent CLI's own files (gitignore `patterns`, e.g. aider's
+    `.aider*`), after whatever the excludes file already holds; True if it had to be written.
+
+    The CLI keeps them in the worktree (a chat history, a tags cache): they are no change of the lane's
+    and must never reach its diff or an accept, yet the repository's .gitignore is the lead's. Called
+    by the launcher before the lane's git-config snapshot, like the copies' exclusion."""
+    if not patterns:
+        return False
+    git_dir = Path(git_out(worktree, "rev-parse", "--absolute-git-dir"))
+    target = git_dir / EXCLUDE_FILE
+    try:
+        current = target.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        current = ""
+    missing = [p for p in patterns if p not in current.splitlines()]
+    if not missing:
+        return False
+    if not current:  # the setting replaces the lead's global excludes: carry them over
+        exclude_in_worktree(repo, worktree, [])
+        current = target.read_text(encoding="utf-8", errors="replace")
+    lines = [current.rstrip("\n"), "# lanes-tui: the agent CLI's own files, never committed", *missing]
+    write_text_atomic(target, "\n".join(line for line in lines if line) + "\n")
+    return True
 
 
 def _global_excludes(repo: Path) -> str:

@@ -193,6 +193,7 @@ class Supervisor:
     async def _run_provider(self, provider: ProviderConfig) -> RunOutcome:
         record = self.record
         worktree = self.worktree
+        provider = setup.ready_for(worktree, provider)  # aider: the model it reads itself
         attempt = ProviderAttempt(provider=provider.name, model=provider.model, started=self.clock.time())
         record.providers_tried.append(attempt)
         self.store.transition(record, "launching", f"starting {provider.name}", provider=provider.name)

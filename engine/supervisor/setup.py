@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 from typing import BinaryIO
 
-from lanes_tui.engine.config.settings import Config
+from lanes_tui.engine.config import aider_model
+from lanes_tui.engine.config.settings import Config, ProviderConfig
 from lanes_tui.engine.core.atomic import private_opener
 from lanes_tui.engine.decisions.shared_envs import record_before
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
@@ -31,7 +32,7 @@ from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
 from lanes_tui.engine.supervisor.containment import Hold
 
-__all__ = ["run_setup", "setup_argv"]
+__all__ = ["ready_for", "run_setup", "setup_argv"]
 
 #: How a setup step is stopped (timeout, or the lead's stop): its whole session, TERM then KILL.
 STOP = StopDeadlines(steps=("sigterm", "sigkill"), sigterm=5.0, sigkill=5.0)
@@ -122,3 +123,9 @@ async def _run_step(command: str, worktree: Path, env: dict[str, str], hold: Hol
     if code is None:
         return None, ("stopped by the lead" if stop.is_set() else f"timed out after {timeout_s:g}s"), last
     return code, (f"exit {code}" if code != 0 else None), last
+
+
+def ready_for(worktree: Path, provider: ProviderConfig) -> ProviderConfig:
+    """The provider as it runs in `worktree`: the model aider will run, read where aider reads it
+    (`config.aider_model`), so the lane's label, cost and review family are the model's."""
+    return aider_model.resolved(provider, os.environ, worktree)

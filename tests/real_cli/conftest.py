@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.real_cli.install import cache_dir, executable
+from tests.real_cli.install import cache_dir, executable, tier_path
 from tests.real_cli.model_server.script import Script
 from tests.real_cli.model_server.server import ModelServer
 
@@ -36,3 +36,9 @@ def require_cli(name: str) -> Path:
 def model_server() -> Iterator[ModelServer]:
     with ModelServer(Script()) as server:
         yield server
+
+
+@pytest.fixture(autouse=True)
+def tier_node_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The npm CLIs' scripts start with `env node`: the tier's pinned Node comes first on PATH."""
+    monkeypatch.setenv("PATH", tier_path())

