@@ -126,6 +126,7 @@ def test_recover_relaunch_starts_gemini_fresh_in_the_new_worktree(repo: Path, ge
     said = [json.loads(line) for line in (lane_dir(repo, new) / "events.jsonl").read_text().splitlines()]
     resume = [e for e in said if e.get("type") == "resume"]
     assert resume and all(not e.get("resumed") for e in resume), resume
+    assert "keeps sessions per folder" in resume[0]["message"], resume
     fresh = main_requests(gemini)[before]
     assert sum("functionResponse" in p for c in fresh.body["contents"] for p in c["parts"]) == 0
     assert "Findings from attempt" in json.dumps(fresh.body["contents"])
