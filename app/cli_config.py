@@ -200,12 +200,19 @@ def doctor_report(repo: Path) -> dict[str, Any]:
             lane_env = {k: os.environ[k] for k in passed_env_names(os.environ, allow)}
             problems.extend(f"chain provider {name!r}: {p}" for p in gemini_setup_problems(argv, lane_env, Path.home()))
     remote_lanes: set[str] = set()  # their worktree is on a node, never on this machine
+    last_runs: dict[str, tuple[float, str, Any]] = {}  # provider -> its last run anywhere: (ended, lane, attempt)
     for lane_id in StatePaths(repo).lane_ids():
         try:
-            if read_lane(repo, lane_id, reconciled=False).runner != "local":
-                remote_lanes.add(lane_id)
+            lane = read_lane(repo, lane_id, reconciled=False)
         except LanesError as exc:
             problems.append(str(exc))
+            continue
+        if lane.runner != "local":
+            remote_lanes.add(lane_id)
+        for attempt in lane.providers_tried:
+            if attempt.ended is not None and attempt.ended >= last_runs.get(attempt.provider, (-1.0,))[0]:
+                last_runs[attempt.provider] = (attempt.ended, lane_id, attempt)
+    problems.extend(refused_providers(config, last_runs))
     report["stale"] = [{"lane": c.lane_id, "before": c.before, "after": c.after, "reason": c.reason}
                        for c in reconcile(repo)]
     problems.extend(stuck.describe() for stuck in stuck_accepts(repo))
@@ -223,6 +230,20 @@ def doctor_report(repo: Path) -> dict[str, Any]:
             problems.append(f"worktree of {row['id']} is missing: {row['worktree']}")
     report["problems"] = problems
     return report
+
+
+def refused_providers(config: Config, last_runs: dict[str, tuple[float, str, Any]]) -> list[str]:
+    """A problem for each provider whose last run the API refused for its configuration (a structured
+    auth, forbidden, model or trust error), naming the fix the lane's why column named."""
+    from lanes_tui.engine.config.provider_errors import error_fix
+    from lanes_tui.engine.lanes.classify import CONFIG_KINDS
+
+    found = []
+    for name, (_, lane_id, attempt) in sorted(last_runs.items()):
+        if attempt.error in CONFIG_KINDS and name in config.providers:
+            found.append(f"provider {name}: its last run (lane {lane_id}) was refused, "
+                         f"{CONFIG_KINDS[attempt.error]}: {error_fix(config.providers[name], attempt.error)}")
+    return found
 
 
 #: The fix for a Ray runner that cannot load: the extra pins the Ray every node must run too.

@@ -14,7 +14,7 @@ from tests.helpers import run_lane, wait_state, write_config
 
 async def test_dashboard_shows_existing_lanes_and_quits(repo: Path) -> None:
     write_config(repo)
-    lane = run_lane(repo, "say hi\n", lane_id="shown")
+    lane = run_lane(repo, "write hi.txt hi\n", lane_id="shown")
     wait_state(repo, lane)
     engine = Engine(repo, poll_s=0.05)
     app = LanesApp(repo, engine=engine)

@@ -45,7 +45,7 @@ def test_doctor_reports_providers_and_lost_lanes(repo: Path) -> None:
 def test_status_json_lists_every_lane(repo: Path) -> None:
     write_config(repo)
     assert json.loads(cli(repo, "status", "--json").stdout) == []
-    first = run_lane(repo, "say a\n", lane_id="one")
+    first = run_lane(repo, "write a.txt a\n", lane_id="one")
     second = run_lane(repo, "say b\n", lane_id="two")
     for lane in (first, second):
         wait_state(repo, lane)
@@ -68,7 +68,7 @@ def test_status_json_is_the_typed_status(repo: Path) -> None:
     from lanes_tui.engine import LaneStatus
 
     write_config(repo)
-    lane = run_lane(repo, "say typed\n", lane_id="typed")
+    lane = run_lane(repo, "write typed.txt typed\n", lane_id="typed")
     wait_state(repo, lane)
     row = json.loads(cli(repo, "status", lane, "--json").stdout)[0]
     assert list(row) == STATUS_KEYS

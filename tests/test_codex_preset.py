@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lanes_tui.engine.config.providers import PRESETS
+from lanes_tui.engine.config.providers import PRESETS, argv_under_fence
 from lanes_tui.engine.lanes.confine import provider_writable
 
 
@@ -27,3 +27,17 @@ def test_codex_warnings_are_no_config_error() -> None:
                "performance and cause issues.")
     assert codex.config_match(warning) is None and codex.budget_match(warning) is None
     assert codex.config_match("unexpected status 401 Unauthorized: Incorrect API key provided") is not None
+
+
+def test_under_the_kernels_fence_codexs_own_sandbox_is_off_and_kept_without_it(tmp_path: Path) -> None:
+    """bubblewrap (codex's workspace-write) cannot start under Landlock: the fence replaces it there."""
+    codex = PRESETS["codex"]
+    argv = codex.render_argv("task", tmp_path)
+    assert argv[argv.index("-s") + 1] == "workspace-write"
+    fenced = argv_under_fence(codex.channel, argv, contained=True)
+    assert fenced[fenced.index("-s") + 1] == "danger-full-access"
+    assert [a for a in fenced if a != "danger-full-access"] == [a for a in argv if a != "workspace-write"]
+    assert argv_under_fence(codex.channel, argv, contained=False) == argv
+    claude = PRESETS["claude"]
+    assert argv_under_fence(claude.channel, claude.render_argv("t", tmp_path), contained=True) == \
+        claude.render_argv("t", tmp_path)

@@ -307,7 +307,9 @@ def test_recover_recheck_of_rejected_lane(programme: Path, tmp_path: Path) -> No
 def test_finish_removes_merged_and_lists_leftovers(programme: Path) -> None:
     repo = programme
     write_config(repo)
-    merged = lane_ready(repo, "say nothing to change\n", "noop")
+    merged = run_lane(repo, "say nothing to change\n", lane_id="noop")  # NO-CHANGES: its branch is the target's
+    wait_state(repo, merged)
+    assert status(repo, merged)["result"] == "NO-CHANGES"
     dirty = lane_ready(repo, "write d.txt x\n", "dirty")
     report = cli(repo, "finish")
     assert report.returncode == 1, "a leftover: exit 1"

@@ -36,8 +36,8 @@ async def test_engine_runs_a_lane_and_streams_events(repo: Path) -> None:
     try:
         collector = asyncio.create_task(_collect_until_state(engine, "streamed-a1", {"ready"}))
         await asyncio.sleep(0)  # let the collector subscribe before the lane starts
-        record = await engine.run_lane(LaunchRequest(prompt="print 5 --rate 10 --text hello\nsay bye\n",
-                                                     slug="streamed"))
+        script = "print 5 --rate 10 --text hello\nwrite hello.txt hi\nsay bye\n"
+        record = await engine.run_lane(LaunchRequest(prompt=script, slug="streamed"))
         assert record.id == "streamed-a1"
         events = await collector
     finally:
@@ -55,7 +55,7 @@ async def test_a_new_engine_reattaches_to_running_lanes(repo: Path) -> None:
     write_config(repo, sample_s=0.1)
     first = Engine(repo, poll_s=0.05)
     await first.start()
-    await first.run_lane(LaunchRequest(prompt="say up\nsleep 2\nsay still here\n", slug="survivor"))
+    await first.run_lane(LaunchRequest(prompt="say up\nsleep 2\nwrite here.txt x\nsay still here\n", slug="survivor"))
     await first.aclose()  # the dashboard closes: the lane must go on
     second = Engine(repo, poll_s=0.05)
     await second.start()

@@ -255,8 +255,9 @@ def test_a_hand_edited_record_is_kept_from_finish_and_accept_until_a_check(repo:
     finish = json.loads(cli(repo, "finish", "--json", "--no-push").stdout)
     changed = [left for left in finish["leftovers"] if left["kind"] == "CHANGED"]
     assert changed and "lane.json was changed outside lanes-tui" in changed[0]["fix"], finish
-    assert Path(str(changed[0]["path"])).is_dir() and status(repo, lane)["state"] == "ready"  # nothing removed
-    refused = cli(repo, "accept", lane)
+    assert Path(str(changed[0]["path"])).is_dir() and status(repo, lane)["state"] == "exited"  # nothing removed
+    assert status(repo, lane)["result"] == "NO-CHANGES"  # finish would remove it as merged, but for the edit
+    refused = cli(repo, "accept", lane, "--override", "past its state, to the seal")
     assert refused.returncode != 0 and "lane.json was changed outside lanes-tui" in refused.stderr
     checked = cli(repo, "check", lane)
     assert checked.returncode == 0, checked.stderr

@@ -20,7 +20,7 @@ COST_LINE = "say Tokens: 10k sent, 500 received. Cost: $3.00 message, $3.00 sess
 # The agent must still run when the guard sees the cost: the output pump of a lane nobody watches may
 # rest up to `cadence.UNWATCHED_REST_S` (2 s) before it reads the line, and a sample follows within
 # `sample_s`.
-SPEND_SCRIPT = f"{COST_LINE}\nsleep 5\nsay after the cap\nexit 0\n"
+SPEND_SCRIPT = f"{COST_LINE}\nsleep 5\nsay after the cap\nwrite spent.txt work\nexit 0\n"
 
 QUOTA = ("[providers.quota]\n"
          "argv = [\"{python}\", \"-c\", \"import pathlib, sys; p = pathlib.Path('ran-once'); "

@@ -125,8 +125,8 @@ def test_silent_agent_is_stalled_and_killed_with_setsid_child(repo: Path) -> Non
 
 def test_busy_agents_are_not_stalled(repo: Path) -> None:
     write_config(repo, idle_timeout_s=1.0, sample_s=0.2)
-    cpu = run_lane(repo, "burn 3\n", lane_id="cpu")
-    files = run_lane(repo, "touch 3 --every 0.3\n", lane_id="files")
+    cpu = run_lane(repo, "burn 3\nwrite cpu.txt done\n", lane_id="cpu")  # work done after the quiet time
+    files = run_lane(repo, "touch 3 --every 0.3\nwrite files.txt done\n", lane_id="files")
     for lane in (cpu, files):
         wait_state(repo, lane)
         row = status(repo, lane)
@@ -196,7 +196,7 @@ def test_max_parallel_queues_extra_lanes(repo: Path) -> None:
 
 def test_provider_max_queues_extra_lanes(repo: Path) -> None:
     write_config(repo, sim_max=1)
-    first = run_lane(repo, "ask hold the slot? --yes-no\n", lane_id="p1")
+    first = run_lane(repo, "ask hold the slot? --yes-no\nwrite p1.txt done\n", lane_id="p1")
     wait_state(repo, first, "waiting")
     second = run_lane(repo, "say second\n", lane_id="p2")
     wait_for(lambda: "sim slot" in status(repo, second)["state_reason"])
@@ -207,7 +207,7 @@ def test_provider_max_queues_extra_lanes(repo: Path) -> None:
 
 def test_quiet_lane_samples_carry_its_process_tree(repo: Path) -> None:
     write_config(repo, idle_timeout_s=60, sample_s=0.2, lanes_extra="warn_idle_s = 0.5")
-    lane = run_lane(repo, "say going quiet\nsleep 3\n", lane_id="quiet")
+    lane = run_lane(repo, "say going quiet\nsleep 3\nwrite quiet.txt done\n", lane_id="quiet")
     samples = repo / ".lanes/state/lanes/quiet-a1/samples.jsonl"
     tree = wait_for(lambda: next((json.loads(line)["tree"] for line in samples.read_text().splitlines()
                                   if "tree" in json.loads(line)), None) if samples.exists() else None)
@@ -218,7 +218,7 @@ def test_quiet_lane_samples_carry_its_process_tree(repo: Path) -> None:
 
 def test_waiting_for_the_lead_does_not_use_up_the_wall_clock_limit(repo: Path) -> None:
     write_config(repo, timeout_s=1.5, sample_s=0.1)
-    lane = run_lane(repo, "ask --yes-no --timeout 60 Ready?\nsay thanks\n", lane_id="patient")
+    lane = run_lane(repo, "ask --yes-no --timeout 60 Ready?\nwrite thanks.txt thanks\n", lane_id="patient")
     wait_state(repo, lane, "waiting")
     qdir = repo / ".lanes/state/inbox" / lane
     question = wait_for(lambda: [p for p in qdir.glob("q_*.json") if p.name.count(".") == 1])[0]

@@ -198,7 +198,7 @@ async def test_a_lost_lane_is_announced_once_by_the_first_reconcile(repo: Path) 
 def test_a_question_is_announced_once_by_the_supervisor(repo: Path) -> None:
     log = repo.parent / "notified.txt"
     write_config(repo, sample_s=0.1, extra=_notify_table(log, "{event}", "{body}"))
-    lane = run_lane(repo, "ask --yes-no Deploy to staging?\nsay done\n", lane_id="asker")
+    lane = run_lane(repo, "ask --yes-no Deploy to staging?\nwrite deployed.txt done\n", lane_id="asker")
     wait_state(repo, lane, "waiting", timeout=30)
     assert wait_for(lambda: _lines(log)) == ["question | Deploy to staging?"]
     question = json.loads(cli(repo, "inbox", "--json", check=True).stdout)[0]

@@ -116,7 +116,11 @@ def test_a_target_behind_its_upstream_is_said(programme: Path, tmp_path: Path) -
 def test_accept_refuses_a_lane_that_changed_nothing(programme: Path) -> None:
     repo = programme
     lane_id, _tree = ready_lane(repo, "idle", "say nothing to do here")
+    assert lane_json(repo, lane_id)["result"] == "NO-CHANGES"  # never `ready`
     proc = cli(repo, "accept", lane_id)
+    assert proc.returncode != 0
+    assert "not ready (exited 0 and changed nothing)" in proc.stderr + proc.stdout
+    proc = cli(repo, "accept", lane_id, "--override", "take it anyway")
     assert proc.returncode != 0
     assert f"nothing to merge: abandon it (`lanes-tui abandon {lane_id}`)" in proc.stderr + proc.stdout
     assert git(repo, "rev-parse", "programme") == git(repo, "rev-parse", "origin/programme")

@@ -41,6 +41,7 @@ subprocess.run(["mkdir", str(folder / "slot-0.lock")], check=True)
 subprocess.run(["ln", "-s", victim, str(folder / "slot-1.lock")], check=True)
 (folder / "slot-2.lock").write_text("[1, 2, garbage")
 subprocess.run(["chmod", "000", str(folder / "slot-2.lock")], check=True)
+pathlib.Path("vandalised.txt").write_text("x")  # and did work, so the lane is judged by its gates
 print("vandalised", flush=True)
 """
 

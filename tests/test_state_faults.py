@@ -166,7 +166,7 @@ def gate_pids() -> Iterator[list[int]]:
 def test_an_interrupted_check_is_recovered_and_its_gate_stopped(repo: Path, gate_pids: list[int],
                                                                sig: signal.Signals) -> None:
     write_config(repo)
-    lane = run_lane(repo, "say hi", lane_id="checked")
+    lane = run_lane(repo, "write hi.txt hi", lane_id="checked")
     assert wait_state(repo, lane) == f"{lane} ready OK"
     write_config(repo, gates=SLOW_GATE)
     check = subprocess.Popen([sys.executable, "-m", "lanes_tui.app", "check", lane], cwd=repo,

@@ -10,6 +10,10 @@ When the `result` line arrives the run is over: stdin is closed so the CLI exits
 Meters: `assistant` lines carry the usage of their message so far, and a message is printed several
 times as it grows, so usage is kept per `message.id` and replaced, never summed per line; the
 `result` line's totals and `total_cost_usd` replace the live figures at the end.
+
+API errors are read from Claude's structured fields (`claude_errors`: the `error` of an API-error
+`assistant` line, the `result` line's `api_error_status`, `api_retry` lines) and reported through
+`report_error` / `report_retry`; the preset's text patterns stay the fallback.
 """
 
 from __future__ import annotations
@@ -31,6 +35,14 @@ from lanes_tui.engine.channels.base import (
     number,
     orphan_question,
     truncate,
+)
+from lanes_tui.engine.channels.claude_errors import (
+    ClaudeError,
+    assistant_error,
+    record,
+    rejected_reset,
+    result_error,
+    retry_delay,
 )
 from lanes_tui.engine.config.providers import CLAUDE_PERMISSION_ARGS
 from lanes_tui.engine.core.errors import LanesError
@@ -117,6 +129,8 @@ class ClaudeStreamChannel(Channel):
         super().__init__(*args, **kwargs)
         self.pending: dict[str, _Pending] = {}
         self.result_seen = False
+        #: When the plan's limit resets, from the last `rate_limit_event` that said it was reached.
+        self.limit_reset_at: float | None = None
         #: The lead's "allow always" rules for this lane (`state.allow`); None without a lane folder.
         self.rules = RuleBook(self.ctx.lane_dir) if self.ctx.lane_dir is not None else None
 
@@ -155,8 +169,17 @@ class ClaudeStreamChannel(Channel):
                 meters.set_model(msg["model"])
         elif kind == "assistant":
             message = msg.get("message")
+            self._api_error(assistant_error(msg, self.limit_reset_at))
             if isinstance(message, Mapping) and isinstance(message.get("id"), str) and "usage" in message:
                 meters.set_message(message["id"], claude_usage(message["usage"]))
+        elif kind == "system" and msg.get("subtype") == "api_retry":
+            retry = retry_delay(msg)
+            if retry is not None:
+                self.report_retry(*retry)
+                record(self.ctx.lane_dir, self.ctx.clock.time(), "api-retry", provider=self.ctx.provider.name,
+                       delay_s=retry[0], detail=retry[1])
+        elif kind == "rate_limit_event":
+            self.limit_reset_at = rejected_reset(msg) or self.limit_reset_at
         elif kind == "result":
             self._result(msg)
         elif kind == "control_request":
@@ -166,8 +189,22 @@ class ClaudeStreamChannel(Channel):
             if isinstance(request_id, str):
                 self._withdraw(request_id, "the agent withdrew the request")
 
+    def _api_error(self, error: ClaudeError | None) -> None:
+        if error is None:
+            return
+        before = self.error
+        self.report_error(error.kind, error.detail, error.reset_at)
+        if self.error != before:
+            record(self.ctx.lane_dir, self.ctx.clock.time(), "api-error", provider=self.ctx.provider.name,
+                   kind=error.kind, detail=self.error.detail if self.error else error.detail, reset_at=error.reset_at)
+
     def _result(self, msg: Mapping[str, Any]) -> None:
         self.session(msg.get("session_id"))
+        if msg.get("is_error") is True:
+            if self.error is None:
+                self._api_error(result_error(msg, self.limit_reset_at))
+        elif msg.get("is_error") is False:
+            self.error = None  # the turn succeeded after all: an earlier error was retried away
         if "usage" in msg:
             self.ctx.meters.set_total(claude_usage(msg["usage"]))
         cost = msg.get("total_cost_usd")

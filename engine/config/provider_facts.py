@@ -13,11 +13,23 @@ CLAUDE_BUDGET = (
     r"Insufficient balance or no resource package",
     r"Usage limit reached for",
     r"Limit Exhausted",
+    # Claude Code 2.1.328 itself (the fallback: its channel reads the structured `error` field first).
+    r"Credit balance is too low",
+    r"You've hit your (?:[\w-]+ )?limit",
 )
 CLAUDE_CONFIG = (
     r"API Error: 400 \[1211\]",
     r"Unknown Model, please check the model code",
     r"no API key for provider",
+    r"Invalid API key · Fix external API key",
+    r"Failed to authenticate\. API Error: 40[13]\b",
+)
+#: Claude Code 2.1.328's lines after its own retries ran out on a rate limit, an overload or a 5xx: the
+#: text fallback of a retry in the lane (its channel reads `api_error_status` first).
+CLAUDE_RETRY_LINES = (
+    r"API Error: Request rejected \(429\)",
+    r"API Error: 529 Overloaded",
+    r"API Error: 5\d\d\b",
 )
 #: codex 0.169 prints its API errors as `{"type":"error","message":…}` lines (the codex-json channel
 #: reads them first); these are the fallback. Its apostrophe is typographic ("You’ve").
@@ -86,12 +98,52 @@ AIDER_RETRY = (
 SIM_BUDGET = (r"SIM-OUT-OF-BUDGET",)
 SIM_CONFIG = (r"SIM-CONFIG-ERROR",)
 
+# --- Rate-limit and overload lines: the text fallback when a CLI gives up without a structured error --
+#: Each matched line, on a non-zero exit (or an exit 0 that changed nothing), means "try the same provider
+#: again later": the supervisor backs off (`RETRY_BACKOFF_S`) and retries it in the lane. A CLI that
+#: retries by itself and then succeeds is not affected: its exit 0 with work done is OK.
+CLAUDE_RETRY: tuple[str, ...] = CLAUDE_RETRY_LINES
+#: codex retries 5xx by itself ("Reconnecting… n/N", read by its channel) and reports what is left as a
+#: structured error: no text fallback is needed.
+CODEX_RETRY: tuple[str, ...] = ()
+GEMINI_RETRY: tuple[str, ...] = ()
+SIM_RETRY = (r"SIM-RATE-LIMITED",)
+
+#: Seconds the supervisor waits before each retry of a rate-limited / overloaded provider in the lane;
+#: past the last, the chain moves on to the next provider (a `fallback` event).
+RETRY_BACKOFF_S = (30.0, 120.0, 300.0)
+
+#: Files (top-level names, globs) the CLIs write for themselves in the worktree: never the agent's work,
+#: so a run that left only these changed nothing (NO-CHANGES). aider's chat and input history, tags cache.
+AGENT_OWN_FILES = (".aider*",)
+
+# --- What fixes a refused credential (CONFIG-ERROR "auth"; `doctor` says the same) ---------------------
+#: By preset name, else by the program's name (a custom provider running `claude` gets claude's fix).
+AUTH_FIX = {
+    "claude": "set ANTHROPIC_API_KEY (or run `claude /login`)",
+    "codex": "set OPENAI_API_KEY (or run `codex login`)",
+    "gemini": "set GEMINI_API_KEY (or GOOGLE_API_KEY; or run `gemini` once to log in)",
+}
+#: aider (and any CLI that runs whichever model it is given): the key of its model's family.
+KEY_BY_FAMILY = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY", "google": "GEMINI_API_KEY"}
+#: The other refusals, by `ProviderError.kind`: `{name}` is the provider, `{model}` its model.
+ERROR_FIX = {
+    "forbidden": "the key may not use model {model!r}: choose another `model` in [providers.{name}] or another key",
+    "model": "{name} does not know model {model!r}: set `model` in [providers.{name}]",
+    "trust": "{name} refuses the lane's folder as untrusted: let it trust the worktree (docs/providers.md)",
+}
+
 
 # --- Each CLI's own credentials and settings (what `env` adds to the base set) ----------------------
 
 #: claude: the API key (or a gateway's token and base URL) and Claude Code's own settings
-#: (CLAUDE_CONFIG_DIR, CLAUDE_CODE_USE_BEDROCK, …); never the session markers above.
-CLAUDE_ENV = ("ANTHROPIC_*", "CLAUDE_*")
+#: (CLAUDE_CONFIG_DIR, CLAUDE_CODE_USE_BEDROCK, CLAUDE_CODE_MAX_RETRIES, …); never the session markers
+#: above; and the variables it documents without its prefix: telemetry, error reports and updates off,
+#: the API's and its tools' timeouts, prompt caching, thinking tokens.
+CLAUDE_ENV = ("ANTHROPIC_*", "CLAUDE_*", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDATER", "DISABLE_ERROR_REPORTING",
+              "DISABLE_BUG_COMMAND", "DISABLE_COST_WARNINGS", "DISABLE_PROMPT_CACHING*", "DO_NOT_TRACK",
+              "API_TIMEOUT_MS", "API_FORCE_IDLE_TIMEOUT", "BASH_DEFAULT_TIMEOUT_MS", "BASH_MAX_TIMEOUT_MS",
+              "MCP_TIMEOUT", "MAX_THINKING_TOKENS")
 #: codex: the OpenAI key, base URL and organisation, and CODEX_HOME.
 CODEX_ENV = ("OPENAI_*", "CODEX_*")
 #: gemini: its key, or Vertex AI's project, location and service-account file. Not every GOOGLE_*:
@@ -109,8 +161,9 @@ AIDER_ENV = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_BASE", "OPENAI_B
              "AIDER_*")
 
 # --- Each CLI's own state (what `writable` adds to the worktree, its admin folder and its TMPDIR) ----
-#: claude: its settings, sessions and credentials folder, and the one state file it keeps in HOME.
-CLAUDE_WRITABLE = ("~/.claude/", "~/.claude.json", "~/.config/claude/")
+#: claude: its settings, sessions and credentials folder, and the one state file it keeps in HOME; all of
+#: it in CLAUDE_CONFIG_DIR instead when the lead sets that (`lanes.confine.provider_writable`).
+CLAUDE_WRITABLE = ("~/.claude/", "~/.claude.json", "~/.config/claude/", "$CLAUDE_CONFIG_DIR/")
 #: codex: CODEX_HOME (sessions, logs, auth): its default, and where the agent's environment moves it.
 CODEX_WRITABLE = ("~/.codex/", "$CODEX_HOME/")
 #: gemini: settings, trusted folders, its OAuth cache and checkpoints.

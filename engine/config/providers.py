@@ -18,22 +18,27 @@ from lanes_tui.engine.config.provider_facts import (
     AIDER_BUDGET,
     AIDER_CONFIG,
     AIDER_ENV,
+    AIDER_RETRY,
     AIDER_WORKTREE_STATE,
     AIDER_WRITABLE,
     CLAUDE_BUDGET,
     CLAUDE_CONFIG,
     CLAUDE_ENV,
+    CLAUDE_RETRY,
     CLAUDE_WRITABLE,
     CODEX_BUDGET,
     CODEX_CONFIG,
     CODEX_ENV,
+    CODEX_RETRY,
     CODEX_WRITABLE,
     GEMINI_BUDGET,
     GEMINI_CONFIG,
     GEMINI_ENV,
+    GEMINI_RETRY,
     GEMINI_WRITABLE,
     SIM_BUDGET,
     SIM_CONFIG,
+    SIM_RETRY,
 )
 
 #: How a provider's output is read: plain text, one of three JSON-lines dialects, or a terminal screen.
@@ -75,6 +80,9 @@ class ProviderConfig:
     channel: str
     budget_patterns: tuple[str, ...]
     config_patterns: tuple[str, ...]
+    #: Lines meaning "rate limited / overloaded, try again later" (the text fallback of a structured
+    #: error): the supervisor retries the same provider in the lane with back-off, then moves on.
+    retry_patterns: tuple[str, ...] = ()
     #: Environment variables the agent receives besides the base set (`lanes.env`): its own
     #: credentials and settings, as exact names or `PREFIX_*`; the lead's `env` is added to the preset's.
     env: tuple[str, ...] = ()
@@ -216,6 +224,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         channel="claude-stream-json",
         budget_patterns=CLAUDE_BUDGET,
         config_patterns=CLAUDE_CONFIG,
+        retry_patterns=CLAUDE_RETRY,
         env=CLAUDE_ENV,
         writable=CLAUDE_WRITABLE,
         family="anthropic",
@@ -234,6 +243,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         channel="codex-json",
         budget_patterns=CODEX_BUDGET,
         config_patterns=CODEX_CONFIG,
+        retry_patterns=CODEX_RETRY,
         env=CODEX_ENV,
         writable=CODEX_WRITABLE,
         family="openai",
@@ -252,6 +262,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         channel="gemini-stream-json",
         budget_patterns=GEMINI_BUDGET,
         config_patterns=GEMINI_CONFIG,
+        retry_patterns=GEMINI_RETRY,
         env=GEMINI_ENV,
         writable=GEMINI_WRITABLE,
         family="google",
@@ -268,6 +279,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         channel="plain",
         budget_patterns=AIDER_BUDGET,
         config_patterns=AIDER_CONFIG,
+        retry_patterns=AIDER_RETRY,
         env=AIDER_ENV,
         writable=AIDER_WRITABLE,
         family="",  # the family of its model: provider_family derives it
@@ -282,6 +294,7 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
         channel="plain",
         budget_patterns=SIM_BUDGET,
         config_patterns=SIM_CONFIG,
+        retry_patterns=SIM_RETRY,
         family="sim",
     ),
 })
@@ -355,6 +368,29 @@ def resume_fact(provider: ProviderConfig) -> ResumeFact | None:
     return None
 
 
+#: The CLIs' own sandboxes that cannot start under the kernel's fence (`lanes.confine`). Codex's
+#: `workspace-write` is bubblewrap, which needs mount(2) and user namespaces; Landlock forbids both, so a
+#: confined codex had every write and command refused, and still exited 0. Under the fence the kernel
+#: already holds the agent to its worktree, so the CLI's own sandbox is swapped for its "off" mode
+#: there (`argv_under_fence`), and kept where a lane runs uncontained. The lead's config may still
+#: never name the off mode (`FORBIDDEN_ARGS`): only lanes-tui swaps it in, and only under the fence.
+SANDBOX_UNDER_FENCE: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = MappingProxyType({
+    "codex-json": (("-s", "workspace-write"), ("-s", "danger-full-access")),
+})
+
+
+def argv_under_fence(channel: str, argv: list[str], *, contained: bool) -> list[str]:
+    """`argv` with the CLI's own sandbox swapped for its off mode when the kernel's fence contains it."""
+    swap = SANDBOX_UNDER_FENCE.get(channel)
+    if not contained or swap is None:
+        return argv
+    own, off = swap
+    for at in range(len(argv) - len(own) + 1):
+        if tuple(argv[at:at + len(own)]) == own:
+            return [*argv[:at], *off, *argv[at + len(own):]]
+    return argv
+
+
 #: Gemini exit codes with a meaning beyond success / failure (Gemini CLI 0.61). 41 and 55 are config errors
 #: (`GEMINI_CONFIG_EXIT_CODES`); each is printed with a message that `GEMINI_CONFIG` and the channel read.
 #: An API error ends the run with the HTTP status modulo 256 (400 → 144, 403 → 147, 429 → 173,
@@ -392,6 +428,8 @@ PROVIDERS_HELP = (
     f'  channel = "plain"   {" | ".join(CHANNELS)}',
     "  budget_patterns     regexes (case-insensitive): OUT-OF-BUDGET, the chain moves on",
     "  config_patterns     regexes: CONFIG-ERROR, the chain stops",
+    "  retry_patterns      regexes: rate limited / overloaded: retried in the lane with back-off, then the",
+    "                      chain moves on (structured errors of the JSON channels need none)",
     '  env = ["NAME", "PREFIX_*"]  environment variables the agent gets besides the base set and',
     "                      the preset's own credentials (docs/providers.md); everything else is dropped",
     '  family = "openai"   the model family, for [review] (default: the preset\'s, or derived from model)',

@@ -336,7 +336,7 @@ class _Parser:
             values["env"] = self.env_patterns(f"{key}.env", table["env"])
         if "writable" in table:
             values["writable"] = self.writable_paths(f"{key}.writable", table["writable"])
-        for name in ("budget_patterns", "config_patterns"):
+        for name in ("budget_patterns", "config_patterns", "retry_patterns"):
             if name in table:
                 patterns = self.strings(f"{key}.{name}", table[name])
                 for pattern in patterns:

@@ -25,6 +25,7 @@ from lanes_tui.engine.lanes.caps import lane_caps
 from lanes_tui.engine.lanes.confine import confine, provider_writable
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
 from lanes_tui.engine.lanes.launcher import stop_leftovers_now, supervisor_alive
+from lanes_tui.engine.lanes.no_changes import unchanged
 from lanes_tui.engine.procs.gate_scope import GateScope
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.paths import StatePaths, repo_key
@@ -58,6 +59,10 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
     changed = seal_problem(lane.record)
     if changed:  # this check writes the record again, sealed: the lead is told what it carried over
         warnings.append(f"{changed}; this check kept its fields: look at `lanes-tui status {record.id} --json`")
+    try:  # a lane that did nothing, judged before the gates write into its tree: nothing to accept
+        unchanged_before = record.result == "NO-CHANGES" and unchanged(worktree, record.base_sha)
+    except LanesError:  # git cannot tell: the gates and the packet will
+        unchanged_before = False
     if record.result == "OK" or by_lead:
         store.transition(record, "checking", "running the gates")
         crash_point("check:checking")  # tests kill -9 `check` at each step (LANES_TUI_CRASH_AT)
@@ -110,6 +115,8 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
               if g.status == "failed" or g.status == "timeout"]
     if failed:
         reason = f"gate failed: {', '.join(failed)}"
+    if state == "ready" and unchanged_before:  # the lead's check of a lane that did nothing: nothing to accept
+        state, reason = "exited", "NO-CHANGES: the worktree still has no changes; nothing to accept"
     if review_next and state == "ready":
         state, reason = "reviewing", f"{reason}; the review runs next"
     store.transition(record, state, reason, gates=status)

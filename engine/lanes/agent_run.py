@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from lanes_tui.engine.channels import Channel
+from lanes_tui.engine.channels.base import ProviderError
 from lanes_tui.engine.core.atomic import append_jsonl
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.lanes.cadence import OutputCadence
@@ -64,6 +65,10 @@ class RunOutcome:
     stall_report: dict[str, Any] | None = None
     #: Set when a guard (a cap, the spend) ended or explained the run.
     finding: Finding | None = None
+    #: The first line that matched the provider's `retry_patterns`, if any (`supervisor.retry.settle`).
+    retry_hit: str | None = None
+    #: The structured API error the channel reported last, if any (`supervisor.retry.settle`).
+    error: ProviderError | None = None
 
 
 class _PipeIO:
@@ -241,9 +246,13 @@ class AgentRun:
         if finding is not None:
             result = Classification(finding.result, finding.reason)
         else:
+            channel = self.channel
             result = classify(rc, self.scanner, stalled=stalled is not None, timed_out=timed_out,
-                              stopped_by_lead=self.stop_requested.is_set())
-        return RunOutcome(result, rc, started, self.clock.time(), stall_report, finding)
+                              stopped_by_lead=self.stop_requested.is_set(),
+                              error=channel.error if channel is not None else None,
+                              provider=channel.ctx.provider if channel is not None else None)
+        return RunOutcome(result, rc, started, self.clock.time(), stall_report, finding, self.scanner.retry_hit,
+                          self.channel.error if self.channel is not None else None)
 
     def _set_waiting(self, waiting: bool) -> None:
         if waiting != self.waiting:
@@ -367,7 +376,7 @@ class AgentRun:
         procs = sample_tree()
         self._last_procs = procs or self._last_procs
         sample = Sample(self.clock.monotonic(), self.output_bytes, self.files_changed(), procs,
-                        waiting=self.is_waiting())
+                        waiting=self.is_waiting(), retrying=self._retrying())
         self._last_sample = sample
         verdict = watchdog.observe(sample)
         record: dict[str, object] = {
@@ -382,6 +391,12 @@ class AgentRun:
             record["tree"] = [p.to_json() for p in procs[:12]]
         append_jsonl(self.samples_path, record)
         return verdict
+
+    def _retrying(self) -> bool:
+        """The CLI said it waits before retrying by itself (`Channel.report_retry`) and that time has
+        not come: its silence is the provider's back-off, not a stall."""
+        until = self.channel.retrying_until if self.channel is not None else None
+        return until is not None and self.clock.time() < until
 
     async def _stop_descendants(self) -> None:
         """Whatever is still below the supervisor once the agent is gone (setsid grandchildren)."""

@@ -1,7 +1,13 @@
-"""How a provider run ended, in the six results of PRODUCT.md.
+"""How a provider run ended, in the results of PRODUCT.md.
 
-The order matters: a config error stops the chain even if the CLI also printed a quota line, and
-our own stop reasons (stall, wall clock) outrank whatever the agent printed while dying.
+The order matters: our own stop reasons (stall, wall clock, the lead) outrank whatever the agent printed
+while dying; then what the CLI said in a structured field (`Channel.error`, a `ProviderError`) outranks
+every text pattern, whatever the exit code (aider and gemini exit 0 after an API error; only a rate limit
+or overload followed by exit 0 is left to the worktree: work done is OK, none a retry); then a config
+error stops the chain even if the CLI also printed a quota line. A rate limit, an overload or a 5xx is
+LANE-FAILED marked `retry`: the supervisor tries the same provider again in the lane after a back-off
+(`supervisor.retry`) before the chain moves on. `NO-CHANGES` (exit 0, nothing changed) is decided by the
+supervisor after the run, from the worktree (`supervisor.retry.settle`).
 """
 
 from __future__ import annotations
@@ -9,6 +15,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from lanes_tui.engine.channels.base import ProviderError
+    from lanes_tui.engine.config.providers import ProviderConfig
 
 RESOURCE_PATTERNS = (
     r"No space left on device",
@@ -55,25 +66,29 @@ class PatternScanner:
     budget: tuple[Watch, ...]
     config: tuple[Watch, ...]
     resource: tuple[Watch, ...] = field(default_factory=lambda: tuple(Watch.of(p) for p in RESOURCE_PATTERNS))
+    #: The provider's `retry_patterns`: rate limited / overloaded, try again later.
+    retry: tuple[Watch, ...] = ()
     budget_hit: str | None = None
     config_hit: str | None = None
     resource_hit: str | None = None
+    retry_hit: str | None = None
 
     @classmethod
-    def from_patterns(cls, budget: Iterable[str], config: Iterable[str]) -> PatternScanner:
-        return cls(tuple(Watch.of(p) for p in budget if p), tuple(Watch.of(p) for p in config if p))
+    def from_patterns(cls, budget: Iterable[str], config: Iterable[str], retry: Iterable[str] = ()) -> PatternScanner:
+        return cls(tuple(Watch.of(p) for p in budget if p), tuple(Watch.of(p) for p in config if p),
+                   retry=tuple(Watch.of(p) for p in retry if p))
 
     def feed_bytes(self, block: bytes) -> None:
         """A block of raw output: decoded only when some pattern's literal is in it (rarely)."""
         lowered = block.lower()
-        if any(watch.may_match(lowered) for kind in ("config", "budget", "resource")
+        if any(watch.may_match(lowered) for kind in _KINDS
                if getattr(self, f"{kind}_hit") is None for watch in getattr(self, kind)):
             self.feed(block.decode("utf-8", errors="replace"))
 
     def feed(self, text: str) -> None:
         """One line, or a block of lines."""
         lowered: str | None = None
-        for kind in ("config", "budget", "resource"):
+        for kind in _KINDS:
             if getattr(self, f"{kind}_hit") is not None:
                 continue
             for watch in getattr(self, kind):
@@ -83,6 +98,8 @@ class PatternScanner:
                     setattr(self, f"{kind}_hit", _line_at(text, match.start()))
                     break
 
+
+_KINDS = ("config", "budget", "resource", "retry")
 
 #: Characters that end a pattern's leading literal: anything with a meaning in a regular expression.
 _SPECIAL = frozenset("\\.^$*+?{}[]|()")
@@ -136,15 +153,31 @@ def _line_at(text: str, at: int) -> str:
     return text[start:end if end >= 0 else len(text)].strip()[:300]
 
 
+#: Structured error kinds that are the provider's configuration (CONFIG-ERROR, with the fix), that are
+#: worth the same provider again after a back-off (LANE-FAILED marked `retry`), and that are its money.
+CONFIG_KINDS = {"auth": "authentication refused", "forbidden": "access refused", "model": "unknown model",
+                "trust": "untrusted folder"}
+RETRY_KINDS = {"rate_limit": "rate limited by {name}", "overloaded": "{name} is overloaded",
+               "server": "server error at {name}"}
+BUDGET_KINDS = {"billing": "out of credit at {name}", "usage_limit": "usage limit of {name} reached"}
+
+
 @dataclass(frozen=True)
 class Classification:
     result: str
     reason: str
+    #: Try the same provider again in the lane after a back-off (a rate limit, an overload, a 5xx).
+    retry: bool = False
+    #: When the provider's quota resets (seconds since the epoch), from its structured error.
+    reset_at: float | None = None
+    #: The structured error's kind this came from (`ProviderError.kind`), for `doctor`; None from text.
+    error: str | None = None
 
 
 def classify(returncode: int | None, scanner: PatternScanner, *, stalled: bool = False,
              timed_out: float | None = None, stopped_by_lead: bool = False,
-             spawn_error: str | None = None) -> Classification:
+             spawn_error: str | None = None, error: ProviderError | None = None,
+             provider: ProviderConfig | None = None) -> Classification:
     if spawn_error is not None:
         return Classification("CONFIG-ERROR", spawn_error)
     if stalled:
@@ -153,6 +186,8 @@ def classify(returncode: int | None, scanner: PatternScanner, *, stalled: bool =
         return Classification("LANE-FAILED", f"wall-clock limit of {timed_out:g}s reached")
     if stopped_by_lead:
         return Classification("LANE-FAILED", "stopped by the lead")
+    if error is not None and not (returncode == 0 and error.kind in RETRY_KINDS):
+        return from_error(error, provider)
     if scanner.config_hit is not None:
         return Classification("CONFIG-ERROR", f"config error: {scanner.config_hit}")
     if returncode == 127:
@@ -161,8 +196,33 @@ def classify(returncode: int | None, scanner: PatternScanner, *, stalled: bool =
         return Classification("OUT-OF-BUDGET", f"out of budget: {scanner.budget_hit}")
     if returncode == 0:
         return Classification("OK", "exit 0")
+    if scanner.retry_hit is not None:
+        return retry_from_text(scanner.retry_hit, provider)
     if scanner.resource_hit is not None:
         return Classification("FAILED-RESOURCE", scanner.resource_hit)
     if returncode == -9:
         return Classification("FAILED-RESOURCE", "killed by SIGKILL (out of memory?)")
     return Classification("LANE-FAILED", f"exit {returncode}")
+
+
+def from_error(error: ProviderError, provider: ProviderConfig | None) -> Classification:
+    """The result of a structured API error (the table in `channels.base`), its reason for the why column."""
+    name = provider.name if provider is not None else "the provider"
+    if error.kind in CONFIG_KINDS:
+        from lanes_tui.engine.config.provider_errors import error_fix
+
+        fix = error_fix(provider, error.kind) if provider is not None else ""
+        return Classification("CONFIG-ERROR", f"{CONFIG_KINDS[error.kind]} ({name}): {error.detail}"
+                              + (f"; fix: {fix}" if fix else ""), error=error.kind)
+    if error.kind in RETRY_KINDS:
+        return Classification("LANE-FAILED", f"{RETRY_KINDS[error.kind].format(name=name)}: {error.detail}", retry=True,
+                              error=error.kind)
+    reset = error.reset_at if error.kind == "usage_limit" else None
+    return Classification("OUT-OF-BUDGET", BUDGET_KINDS.get(error.kind, "out of budget at {name}").format(name=name)
+                          + f": {error.detail}", reset_at=reset, error=error.kind)
+
+
+def retry_from_text(line: str, provider: ProviderConfig | None) -> Classification:
+    """A `retry_patterns` line: the same retry in the lane as a structured rate limit."""
+    name = provider.name if provider is not None else "the provider"
+    return Classification("LANE-FAILED", f"rate limited by {name}: {line}", retry=True)

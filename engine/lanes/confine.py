@@ -68,19 +68,24 @@ def provider_writable(entries: Iterable[str], env: dict[str, str] | None = None)
     """A provider's `writable` entries as paths: `~` is the agent's HOME; a trailing `/` marks a folder,
     which is made when missing (a rule needs something to hold on to); a missing file is skipped.
 
-    `$NAME/…` (presets only: codex's `$CODEX_HOME/`) is the agent's variable NAME, where a CLI keeps
-    its state when the lead moves it; skipped when the agent's environment does not set it.
+    `$NAME/…` is the agent's variable NAME (a preset's `$CLAUDE_CONFIG_DIR/`: Claude Code keeps all its
+    state there, not in HOME, when the lead sets it); skipped when unset or relative, and never the
+    whole disk or the whole HOME, whatever the variable says.
     """
-    home = (env or {}).get("HOME") or os.path.expanduser("~")
+    env = env or {}
+    home = env.get("HOME") or os.path.expanduser("~")
     found: list[Path] = []
     for entry in entries:
-        text = home + entry[1:] if entry == "~" or entry.startswith("~/") else entry
-        if text.startswith("$"):
-            name, _, rest = text[1:].partition("/")
-            value = (os.environ if env is None else env).get(name, "")
-            if not value:
+        if entry.startswith("$"):
+            name, sep, rest = entry[1:].partition("/")
+            base = env.get(name, "")
+            if not base or not os.path.isabs(base):
                 continue
-            text = value.rstrip("/") + "/" + rest
+            text = base.rstrip("/") + sep + rest
+            if Path(text) in (Path("/"), Path(home)):
+                continue
+        else:
+            text = home + entry[1:] if entry == "~" or entry.startswith("~/") else entry
         path = Path(text)
         if not path.is_absolute():
             continue

@@ -2,7 +2,8 @@
 
 Activity is any of: new output bytes, a changed file in the worktree, a change in the process set,
 or CPU of the process tree above a small share of the elapsed time. A lane waiting on a question is
-never idle: the lead is the one who is slow, not the agent.
+never idle: the lead is the one who is slow, not the agent; nor is a CLI that said it waits before
+retrying a rate-limited request by itself (`retrying`, until the time it gave): the provider is.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ class Sample:
     files_changed: bool
     procs: tuple[ProcInfo, ...]
     waiting: bool = False
+    #: The CLI is inside a back-off it announced (`Channel.retrying_until`).
+    retrying: bool = False
 
     @property
     def proc_keys(self) -> frozenset[tuple[int, float]]:
@@ -83,6 +86,8 @@ class Watchdog:
             reasons.append("files")
         if sample.waiting:
             reasons.append("waiting")
+        if sample.retrying:
+            reasons.append("retrying")
         if reasons:
             self.last_activity = sample.t
         idle = max(0.0, sample.t - self.last_activity)

@@ -38,12 +38,24 @@ if TYPE_CHECKING:
         def usage(self, tokens_in: int, tokens_out: int, cost: float) -> None: ...
 
 __all__ = [
-    "ALLOC_MAX_MIB", "BURN_MAX_PROCS", "CONFIG_ERROR", "ECHO_DEFAULT_S", "FORK_MAX", "OUT_OF_BUDGET", "STEP_WORDS",
-    "Action", "ScriptError", "SimExit", "parse_script", "parse_step",
+    "ALLOC_MAX_MIB",
+    "BURN_MAX_PROCS",
+    "CONFIG_ERROR",
+    "ECHO_DEFAULT_S",
+    "FORK_MAX",
+    "OUT_OF_BUDGET",
+    "RATE_LIMITED",
+    "STEP_WORDS",
+    "Action",
+    "ScriptError",
+    "SimExit",
+    "parse_script",
+    "parse_step",
 ]
 
 OUT_OF_BUDGET = "SIM-OUT-OF-BUDGET: You've hit your usage limit"
 CONFIG_ERROR = "SIM-CONFIG-ERROR: Unknown Model, please check the model code"
+RATE_LIMITED = "SIM-RATE-LIMITED: 429 Too Many Requests"
 
 # Bounds of the resource steps (`alloc`, `fork-bomb`, `burn --procs`): they exist for the governor's
 # tests of per-lane caps, and a typo must not take the machine down with the lane.
@@ -209,8 +221,8 @@ def _parse_simple(word: str, args: list[str]) -> Action:
         secs = _number(word, rest[0])
         every = _number(word, opts.get("--every", "1"), positive=True)
         return lambda sim: sim.touch(secs, every)
-    if word in ("out-of-budget", "config-error"):
-        default = OUT_OF_BUDGET if word == "out-of-budget" else CONFIG_ERROR
+    if word in ("out-of-budget", "config-error", "rate-limited"):
+        default = {"out-of-budget": OUT_OF_BUDGET, "config-error": CONFIG_ERROR}.get(word, RATE_LIMITED)
         return _exit_with(1, " ".join(args) or default)
     if word == "exit":
         _count(word, args, 1, 1)
@@ -246,7 +258,7 @@ def _env_line(name: str) -> str:
 
 
 STEP_WORDS = frozenset(("print", "say", "write", "append", "sleep", "burn", "touch", "spawn-setsid", "ask",
-                        "if", "out-of-budget", "config-error", "exit", "env", "fail-if-exists", "alloc",
+                        "if", "out-of-budget", "config-error", "rate-limited", "exit", "env", "fail-if-exists", "alloc",
                         "fork-bomb", "echo-input", "usage"))
 
 _PARSERS: dict[str, Callable[[list[str]], Action]] = {

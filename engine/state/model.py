@@ -17,7 +17,7 @@ STATES = (
     "queued", "launching", "running", "waiting", "stalled", "exited", "checking", "reviewing",
     "ready", "rejected", "conflict", "accepted", "abandoned", "lost", "unreachable",
 )
-RESULTS = ("OK", "LANE-FAILED", "LANE-STALLED", "OUT-OF-BUDGET", "CONFIG-ERROR", "FAILED-RESOURCE")
+RESULTS = ("OK", "LANE-FAILED", "LANE-STALLED", "OUT-OF-BUDGET", "CONFIG-ERROR", "FAILED-RESOURCE", "NO-CHANGES")
 TASK_TYPES = ("backend", "hard", "ui", "tests", "docs")
 
 #: States in which a supervisor is expected to be alive and own the lane.
@@ -44,6 +44,9 @@ class ProviderAttempt:
     duration_s: float | None = None
     reason: str = ""
     session_id: str | None = None
+    #: The kind of the structured API error that ended it (`channels.base.ERROR_KINDS`), if one did:
+    #: `doctor` names the fix for a provider whose last run was refused for its credentials.
+    error: str | None = None
 
 
 @dataclass

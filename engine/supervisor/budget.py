@@ -54,7 +54,10 @@ def quota_out(outcome: RunOutcome) -> bool:
 
 
 def reset_time(outcome: RunOutcome, output: Path, now: datetime) -> datetime | None:
-    """When the quota resets, if the provider said so in its quota line or its last output."""
+    """When the quota resets: the provider's structured error's `reset_at` first, else what its quota line
+    or its last output says."""
+    if outcome.classification.reset_at is not None:
+        return datetime.fromtimestamp(outcome.classification.reset_at, tz=now.tzinfo)
     lines = [outcome.classification.reason]
     with contextlib.suppress(OSError), open(output, "rb") as handle:
         handle.seek(max(0, handle.seek(0, 2) - TAIL_BYTES))

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.channels import Channel, ChannelContext, make_channel
+from lanes_tui.engine.config.providers import argv_under_fence
 from lanes_tui.engine.config.settings import Config, ProviderConfig, load_config
 from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import private_opener
@@ -43,7 +44,7 @@ from lanes_tui.engine.state.model import ProviderAttempt
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.seals import write_sealed
 from lanes_tui.engine.state.store import LaneStore
-from lanes_tui.engine.supervisor import after_run, budget, containment, setup
+from lanes_tui.engine.supervisor import after_run, budget, containment, retry, setup
 from lanes_tui.engine.supervisor.containment import Hold
 from lanes_tui.engine.supervisor.resume import Resumer
 
@@ -172,13 +173,20 @@ class Supervisor:
                                          f"waiting for a {name} slot (max={provider.max})")
             if slot is None:
                 return outcome
-            with slot:
-                outcome = await self._run_provider(provider)
-                if self.resume.retry_fresh() and not self.stop_requested.is_set():  # no such session
-                    outcome = await self._run_provider(provider)
-            if not budget.quota_out(outcome) or self.stop_requested.is_set():
+            with slot:  # a rate limit or an overload: the same provider again after a back-off (`retry`)
+                again = functools.partial(self._run_once, provider)
+                outcome = await retry.in_lane(await again(), provider, again, store=self.store, record=record,
+                                              resumer=self.resume, stop=self.stop_requested, clock=self.clock,
+                                              lane_dir=self.lane.dir)
+            if not (budget.quota_out(outcome) or outcome.classification.retry) or self.stop_requested.is_set():
                 break  # done, failed, or the lead said stop at a spend cap: no fallback
             self.store.event(record.id, "fallback", provider=name, reason=outcome.classification.reason)
+        return outcome
+
+    async def _run_once(self, provider: ProviderConfig) -> RunOutcome:
+        outcome = await self._run_provider(provider)
+        if self.resume.retry_fresh() and not self.stop_requested.is_set():  # no such session: once, fresh
+            outcome = await self._run_provider(provider)
         return outcome
 
     async def _wait_slot(self, folder: Path, count: int, holder: dict[str, Any],
@@ -216,7 +224,9 @@ class Supervisor:
             outcome = self._refused(provider, f"not started: {exc}")
         else:
             env.update(fence.env())
-            request = ProcessRequest(turn.argv(channel.render_argv(turn.prompt, worktree)), worktree, env,
+            argv = argv_under_fence(provider.channel, turn.argv(channel.render_argv(turn.prompt, worktree)),
+                                    contained=fence.ruleset is not None)
+            request = ProcessRequest(argv, worktree, env,
                                      stdin_pipe=channel.stdin_pipe, name=f"{record.id}:{provider.name}",
                                      preexec=fence.preexec(self.hold.governor.preexec() if self.hold else None))
             try:
@@ -224,7 +234,8 @@ class Supervisor:
             finally:
                 fence.close()
         self.resume.ended(turn, outcome, lambda session_id: self._on_session(attempt, session_id))
-        attempt.result = outcome.classification.result
+        outcome = retry.settle(outcome, worktree, record.base_sha, provider)  # exit 0, nothing changed
+        attempt.result, attempt.error = outcome.classification.result, outcome.classification.error
         attempt.reason = outcome.classification.reason
         attempt.returncode = outcome.returncode
         attempt.ended = self.clock.time()
@@ -255,7 +266,8 @@ class Supervisor:
             run = AgentRun(
                 request, stdin_data=channel.stdin_payload(turn.prompt),
                 keep_stdin_open=channel.keep_stdin_open, output=output, samples_path=self.lane.samples,
-                scanner=PatternScanner.from_patterns(provider.budget_patterns, provider.config_patterns),
+                scanner=PatternScanner.from_patterns(provider.budget_patterns, provider.config_patterns,
+                                                     provider.retry_patterns),
                 settings=settings, clock=self.clock,
                 files_changed=watcher.changed_since_last,
                 is_waiting=(lambda: inbox.lane_is_waiting(record.id)) if inbox else (lambda: False),

@@ -35,7 +35,7 @@ from lanes_tui.engine.lanes.agent_run import RunOutcome
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.store import LaneStore
 
-__all__ = ["Resumer", "Turn", "resume_message"]
+__all__ = ["Resumer", "Turn", "resume_message", "retry_message"]
 
 #: A session id goes into an argv: letters, digits and `._:-`, never a leading `-` (it would be a flag).
 SESSION_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$")
@@ -81,11 +81,21 @@ class Resumer:
         self.pending = record.resume_from is not None
         self.retry = False
         self.told: set[str] = set()
+        #: A retry in the lane (`supervisor.retry`): (provider, its session or None, why it is retried).
+        self._again: tuple[str, str | None, str] | None = None
+
+    def again(self, provider: str, session: str | None, reason: str) -> None:
+        """The next run of `provider` retries it in the same worktree after `reason` (a rate limit):
+        resumed from `session` where its CLI can, else fresh with the task and a note."""
+        self._again = (provider, session, reason)
 
     def turn(self, provider: ProviderConfig, prompt: str, worktree: Path) -> Turn:
         """The next run of `provider`: resumed when this is the relaunch's session and the CLI can."""
         fact = resume_fact(provider)
         fresh = Turn(provider, prompt, worktree, fact, offset=_size(self.output))
+        again, self._again = self._again, None
+        if again is not None and again[0] == provider.name:
+            return self._retried(fresh, again[1], again[2])
         if not self.pending:
             return fresh
         record = self.record
@@ -133,6 +143,17 @@ class Resumer:
             self._say(False, turn.provider.name, f"session not resumed: {turn.provider.name} could not find "
                       f"session {turn.session} ({line}); starting fresh", session_id=turn.session)
 
+    def _retried(self, fresh: Turn, session: str | None, reason: str) -> Turn:
+        """A retry in the lane: its own session continued (the same worktree, so even a CLI that keeps
+        sessions per folder finds it), or the whole task again with what happened."""
+        fact, name = fresh.fact, fresh.provider.name
+        if fact is not None and session and (session == fact.history_file if fact.history_file
+                                             else SESSION_RE.match(session)):
+            self._say(True, name, f"resumed session {session} after: {reason}", session_id=session)
+            return Turn(fresh.provider, retry_message(reason), fresh.worktree, fact, session, fresh.offset)
+        fresh.prompt += "\n\n" + retry_message(reason)
+        return fresh
+
     def retry_fresh(self) -> bool:
         """True once after a resumed run whose session the CLI could not find: run it again, fresh."""
         retry, self.retry = self.retry, False
@@ -177,6 +198,13 @@ def resume_message(record: LaneRecord, worktree: Path, old_worktree: Path | None
                      "helps, change nothing there.")
     lines.append("- Work only in this worktree; everything else you were told about working in a lane still holds.")
     return "\n".join(lines) + ("\n\n" + findings if findings else "\n\nContinue the task.") + "\n"
+
+
+def retry_message(reason: str) -> str:
+    """What an agent retried in its lane is told: why it stopped, and that its work is still there."""
+    return ("## The provider's API refused the last request\n"
+            f"> {reason}\nlanes-tui waited and runs you again in the same worktree: your earlier work is there "
+            "(see `git status` and `git diff`). Continue the task from it; do not start over.\n")
 
 
 def _size(path: Path) -> int:
