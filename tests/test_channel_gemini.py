@@ -23,6 +23,7 @@ from lanes_tui.engine.state.meters import RunMeter
 
 SAMPLES = Path(__file__).parent / "real_cli" / "samples" / "gemini"
 #: name → (exit code it had, kind the channel reports, seconds to the reset it states, result by patterns)
+#: ("LANE-FAILED" here is a retry in the lane: rate limit, overload and 5xx.)
 RUNS = {
     "normal": (0, None, None, "OK"),
     "retried": (0, None, None, "OK"),  # one 429, retried by gemini after ~6 s, then the turns: no error
@@ -71,14 +72,22 @@ def test_each_recorded_run_reports_its_error_kind(tmp_path: Path, name: str, std
         assert ch.error.reset_at == pytest.approx(clock.time() + reset_in)
 
 
+@pytest.mark.parametrize("structured", [True, False])
 @pytest.mark.parametrize("name", sorted(RUNS))
-def test_the_text_patterns_alone_give_each_run_its_result(name: str) -> None:
-    rc, _, _, result = RUNS[name]
+def test_each_run_gets_its_result_from_structure_and_from_text_alone(tmp_path: Path, name: str,
+                                                                      structured: bool) -> None:
+    """`classify` on the channel's error (as the supervisor does), and on the text patterns alone."""
+    rc, kind, _, result = RUNS[name]
     preset = PRESETS["gemini"]
-    scanner = PatternScanner.from_patterns(preset.budget_patterns, preset.config_patterns)
+    scanner = PatternScanner.from_patterns(preset.budget_patterns, preset.config_patterns, preset.retry_patterns)
+    ch, _, _ = channel(tmp_path)
     for line in lines(name, "jsonl") + lines(name, "stderr"):
         scanner.feed_bytes(line)
-    assert classify(rc, scanner).result == result
+        ch.on_line(line)
+    got = classify(rc, scanner, error=ch.error if structured else None, provider=preset)
+    assert got.result == result, got
+    assert got.retry == (kind in ("rate_limit", "overloaded", "server")), got
+    assert got.error == (kind if structured else None), got
 
 
 def test_a_normal_run_meters_its_tokens_and_session(tmp_path: Path) -> None:

@@ -106,7 +106,9 @@ CLAUDE_RETRY: tuple[str, ...] = CLAUDE_RETRY_LINES
 #: codex retries 5xx by itself ("Reconnecting… n/N", read by its channel) and reports what is left as a
 #: structured error: no text fallback is needed.
 CODEX_RETRY: tuple[str, ...] = ()
-GEMINI_RETRY: tuple[str, ...] = ()
+#: Gemini CLI 0.61 retries 429s and 5xx by itself (`general.maxAttempts`, 10 by default) and then says
+#: so; its `result` line names the error first (the gemini channel), this is the fallback.
+GEMINI_RETRY: tuple[str, ...] = (r"Max attempts reached",)
 SIM_RETRY = (r"SIM-RATE-LIMITED",)
 
 #: Seconds the supervisor waits before each retry of a rate-limited / overloaded provider in the lane;
