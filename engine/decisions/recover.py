@@ -30,7 +30,7 @@ from lanes_tui.engine.decisions.review_prompt import describe_review, review_det
 from lanes_tui.engine.decisions.runners import remote_runner
 from lanes_tui.engine.git.lane_paths import git_witness, locate_lane
 from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, leftover_processes, stop_lane, supervisor_alive
-from lanes_tui.engine.lanes.parking import PARKED_PREFIX, RESUME_NOW
+from lanes_tui.engine.lanes.parking import BACKOFF_MARK, PARKED_PREFIX, RESUME_NOW
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore, lane_operation
@@ -148,14 +148,16 @@ async def _inspect(repo: Path, config: Config, lane_id: str, clock: Clock | None
 
 
 def wake_parked(repo: Path, lane_id: str) -> bool:
-    """`recover` on a parked lane (quota parking, `supervisor.budget`): ask its supervisor to resume now.
+    """`recover` on a parked lane (quota parking, `supervisor.budget`, or the back-off before a retry in
+    the lane, `supervisor.retry`, whose why says so): ask its supervisor to resume now.
 
     False when the lane is not parked (then recover goes on as usual). The request is a file in the
     lane's own state folder, derived from its id; the supervisor removes it when it wakes.
     """
     paths = StatePaths(repo)
     record = LaneStore(paths).read(lane_id)
-    if record.state != "waiting" or not record.state_reason.startswith(PARKED_PREFIX):
+    reason = record.state_reason
+    if record.state != "waiting" or not (reason.startswith(PARKED_PREFIX) or BACKOFF_MARK in reason):
         return False
     if not supervisor_alive(repo, lane_id):
         return False

@@ -42,6 +42,9 @@ RESUMED = "resumed by the lead"
 RESUME_NOW = "resume-now"
 #: How a parked lane's state reason starts (`format_parked`); `recover` looks for it.
 PARKED_PREFIX = "parked until"
+#: What the reason of a lane backing off before a retry in the lane says (`supervisor.retry`: "rate limited
+#: by gemini: retrying in 30s (retry 1 of 3; …)"); it waits through `park_until` too, so `recover` wakes it.
+BACKOFF_MARK = ": retrying in "
 #: A stated reset further away than this is not believed (a misread, not a quota window).
 MAX_AHEAD = timedelta(days=32)
 #: Only the start of a very long line is read (a JSON error blob can be large; the regexes stay fast).
