@@ -282,8 +282,9 @@ def test_a_confined_process_cannot_stop_its_supervisor(tmp_path: Path) -> None:
 
 
 def test_the_object_store_is_not_writable_and_what_that_costs(repo: Path, tmp_path: Path) -> None:
-    """The decision in docs/reliability.md, held: under the fence `git add`, `stash` and `commit` are refused
-    (no object can be written), while `status`, `diff`, `log`, `restore` and `checkout -- FILE` work."""
+    """The decision in docs/reliability.md, held: under the fence the shared object store takes no object,
+    even with the variables unset; `git add` writes into the lane's own store (issue 29), while what
+    needs a shared ref (`stash`, `commit` on the lane's branch) is refused."""
     from lanes_tui.engine.lanes.confine import confine
 
     worktree = tmp_path / "lane"
@@ -291,19 +292,27 @@ def test_the_object_store_is_not_writable_and_what_that_costs(repo: Path, tmp_pa
     (worktree / "calc.py").write_text("changed\n")
     objects_before = sorted(p.name for p in (repo / ".git" / "objects").rglob("*") if p.is_file())
     fence = confine(repo, "store-a1", worktree, kind="agent", writable=[], allowed_uncontained=False)
+    unset = ["env", "-u", "GIT_OBJECT_DIRECTORY", "-u", "GIT_ALTERNATE_OBJECT_DIRECTORIES"]
     try:
         env = {**os.environ, **fence.env()}
+        assert env["GIT_OBJECT_DIRECTORY"] == str(repo / ".git" / "worktrees" / "lane" / "lane-objects")
         codes = {}
-        for argv in (["status", "--short"], ["diff", "--stat"], ["log", "--oneline", "-1"], ["add", "calc.py"],
-                     ["stash"], ["commit", "-qam", "agent commit"], ["restore", "calc.py"]):
-            done = subprocess.run(["git", *argv], cwd=worktree, env=env, preexec_fn=fence.preexec(),
+        for argv in (["git", "status", "--short"], ["git", "diff", "--stat"], ["git", "log", "--oneline", "-1"],
+                     ["git", "add", "calc.py"], ["git", "diff", "--cached", "--stat"], ["git", "stash"],
+                     ["git", "commit", "-qam", "agent commit"], [*unset, "git", "add", "--renormalize", "calc.py"],
+                     [*unset, "git", "hash-object", "-w", "calc.py"], ["git", "restore", "calc.py"]):
+            done = subprocess.run(argv, cwd=worktree, env=env, preexec_fn=fence.preexec(),
                                   capture_output=True, text=True, check=False)
-            codes[argv[0]] = (done.returncode, done.stderr)
-            if argv[0] in ("add", "stash", "commit"):
+            codes[" ".join(argv[argv.index("git") + 1:])] = (done.returncode, done.stderr)
+            if argv[0] == "env":
                 assert "insufficient permission for adding an object" in done.stderr, (argv, done.stderr)
     finally:
         fence.close()
-    assert {name for name, (code, _) in codes.items() if code == 0} == {"status", "diff", "log", "restore"}
-    assert (worktree / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"  # restored
+    assert {name for name, (code, _) in codes.items() if code == 0} == {
+        "status --short", "diff --stat", "log --oneline -1", "add calc.py", "diff --cached --stat", "restore calc.py"}
+    assert (worktree / "calc.py").read_text() == "changed\n"  # restored from the index: the staged version
     assert sorted(p.name for p in (repo / ".git" / "objects").rglob("*") if p.is_file()) == objects_before
     assert git(repo, "rev-parse", "lane/store-a1") == git(repo, "rev-parse", "main")  # nothing committed
+    private = repo / ".git" / "worktrees" / "lane" / "lane-objects"
+    staged = git(worktree, "hash-object", "calc.py")
+    assert (private / staged[:2] / staged[2:]).is_file()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -185,12 +186,24 @@ class Accept:
 
 
 def commit_worktree(worktree: Path, files: list[str], message: str) -> str:
-    """Stage exactly the changed files and commit them (if anything is staged); return HEAD."""
-    if files:
-        run_git(worktree, "add", "-A", "--", *files)
-    staged = run_git(worktree, "diff", "--cached", "--quiet", check=False).returncode != 0
-    if staged:
-        run_git(worktree, "commit", "-q", "--no-verify", "-m", message)
+    """Commit exactly the changed files as they are in the worktree (if anything changed); return HEAD.
+
+    Built in a temporary index from HEAD, where `git add` rehashes every file: the lane's own index is
+    the agent's, and its entries may name objects only in the lane's private store (`lanes.confine`),
+    which vanish with the worktree, or content the files no longer have. Afterwards the lane's index is
+    set to the new HEAD, so a rebase finds it clean.
+    """
+    with tempfile.TemporaryDirectory(prefix="lanes-accept-index-") as tmp:
+        env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
+        run_git(worktree, "read-tree", "HEAD", extra_env=env)
+        if files:
+            run_git(worktree, "add", "-A", "--", *files, extra_env=env)
+        staged = run_git(worktree, "diff", "--cached", "--quiet", check=False, extra_env=env).returncode != 0
+        if staged:
+            run_git(worktree, "commit", "-q", "--no-verify", "-m", message, extra_env=env)
+    if staged:  # not `reset`: it would read the old entries' blobs, which lanes-tui's git does not see
+        run_git(worktree, "read-tree", "HEAD")
+        run_git(worktree, "update-index", "-q", "--refresh", check=False)
     return git_out(worktree, "rev-parse", "HEAD")
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.repo import GIT_ENV_DROP, NOT_A_REPO_FIX, with_git_config
-from lanes_tui.engine.git.harden import hardened_env
+from lanes_tui.engine.git.harden import hardened_env, read_command
 
 __all__ = [
     "DEFAULT_FIX", "GIT_ENV_DROP", "GIT_TIMEOUT_S", "NOT_A_REPO_FIX", "WorktreeEntry", "branch_exists", "first_line",
@@ -52,9 +52,10 @@ def run_git(cwd: Path, *args: str, fix: str = DEFAULT_FIX, check: bool = True,
     Output stays bytes so file names that are not UTF-8 survive (decoded with `os.fsdecode`).
     `extra_env` is set over the cleaned environment (a temporary `GIT_INDEX_FILE`, an author).
     The environment is `git.harden`'s: no fsmonitor, hook or lane-written driver runs, and in a
-    registered lane's worktree the git dir is the one derived from the lane's id, not its `.git` file.
+    registered lane's worktree the git dir is the one derived from the lane's id, not its `.git` file,
+    and only a command that writes no object and no ref sees the lane's private objects.
     """
-    env = hardened_env(cwd, dict(extra_env or {}))
+    env = hardened_env(cwd, dict(extra_env or {}), reads=read_command(args))
     try:
         proc = subprocess.run(
             ["git", *args], cwd=cwd, env=env, capture_output=True, timeout=GIT_TIMEOUT_S,

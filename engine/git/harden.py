@@ -18,6 +18,12 @@ credential program — could have been chosen by a lane. Every git lanes-tui run
   `GIT_DIR`/`GIT_COMMON_DIR`/`GIT_WORK_TREE`: never the worktree's `.git` file, nor the admin
   folder's `commondir`, both of which the lane can write. `dotgit_problem` says when the `.git`
   file no longer points where it must, for the decisions to refuse.
+- a contained lane's agent writes its objects into a store of its own, `<admin>/lane-objects`
+  (`lanes.confine`, issue 29). lanes-tui's git sees that store (as an alternate) only for the
+  commands in `READ_COMMANDS`, which write no object and no ref: a `git diff` of a file the agent
+  staged may need its blob, but a `write-tree` or `commit` that saw it could name an object that
+  vanishes with the worktree. Without it git itself refuses such a tree ("invalid object"), so every
+  commit lanes-tui makes of a lane is built from the files, rehashed in a temporary index.
 
 The reads here use `git config --file`, which runs nothing, and are cached on the files' stat so a
 busy dashboard does not pay a git process per git process.
@@ -36,9 +42,18 @@ from pathlib import Path
 from lanes_tui.engine.core.repo import git_env, with_git_config
 
 __all__ = [
-    "LaneGitDirs", "common_dir", "config_entries", "dotgit_problem", "driver_overrides", "hardened_env",
-    "is_program_key", "lane_dirs_for", "register_lane", "repo_config_files",
+    "LANE_OBJECTS", "READ_COMMANDS", "LaneGitDirs", "common_dir", "config_entries", "dotgit_problem",
+    "driver_overrides", "hardened_env", "is_program_key", "lane_dirs_for", "read_command", "register_lane",
+    "repo_config_files",
 ]
+
+#: A contained lane's own object store, in its admin folder: what its agent's `git add` writes.
+LANE_OBJECTS = "lane-objects"
+#: git commands that write no object and no ref: only they see a lane's private store (module doc).
+READ_COMMANDS = frozenset({"diff", "status", "ls-files", "diff-files", "diff-index", "cat-file", "show", "log",
+                           "ls-tree"})
+#: Global options whose value is the next argument (`git -c KEY=VALUE diff`).
+_VALUE_OPTIONS = frozenset({"-c", "-C", "--git-dir", "--work-tree", "--namespace", "--config-env"})
 
 #: Single-valued keys that name a program, and the value that runs nothing of a lane's (git's default).
 PROGRAM_KEYS: dict[str, str] = {
@@ -192,6 +207,11 @@ class LaneGitDirs:
     git_dir: Path
     common: Path
 
+    @property
+    def objects(self) -> Path:
+        """The lane's private object store (present only for a lane that ran contained)."""
+        return self.git_dir / LANE_OBJECTS
+
 
 _LANES: dict[Path, LaneGitDirs] = {}
 _COMMON: dict[Path, Path] = {}
@@ -259,13 +279,29 @@ def _common_for(cwd: Path) -> Path | None:
     return None
 
 
-def hardened_env(cwd: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment for a git in `cwd`: `git_env()`, the lane's derived dirs, the driver overrides."""
+def read_command(args: tuple[str, ...] | list[str]) -> bool:
+    """Whether `git args…` is one of `READ_COMMANDS` (global options before the command skipped)."""
+    skip = False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in _VALUE_OPTIONS:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg in READ_COMMANDS
+    return False
+
+
+def hardened_env(cwd: Path, extra: dict[str, str] | None = None, *, reads: bool = False) -> dict[str, str]:
+    """The environment for a git in `cwd`: `git_env()`, the lane's derived dirs, the driver overrides;
+    with `reads` (a command that writes no object and no ref), the lane's private store as an alternate."""
     env = git_env()
     dirs = lane_dirs_for(cwd)
     common = dirs.common if dirs is not None else _common_for(cwd)
     if dirs is not None:
         env.update(GIT_DIR=str(dirs.git_dir), GIT_COMMON_DIR=str(dirs.common), GIT_WORK_TREE=str(dirs.worktree))
+        if reads and dirs.objects.is_dir():
+            env["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(dirs.objects)
     if common is not None:
         with_git_config(env, driver_overrides(common))
     env.update(extra or {})

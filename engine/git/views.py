@@ -250,8 +250,9 @@ def _open(path: Path) -> Iterator[Repo]:
 
     with Repo(path) as git_repo:
         _pin_environment(git_repo)
-        git_repo.git.update_environment(**{k: v for k, v in hardened_env(path).items()
-                                           if k.startswith("GIT_CONFIG_")})  # git.harden: nothing of a lane's runs
+        # git.harden: nothing of a lane's runs; the views only read, so a lane's private objects are seen
+        git_repo.git.update_environment(**{k: v for k, v in hardened_env(path, reads=True).items()
+                                           if k.startswith("GIT_CONFIG_") or k == "GIT_ALTERNATE_OBJECT_DIRECTORIES"})
         yield git_repo
 
 

@@ -14,10 +14,14 @@ write only:
 
 Nothing else is writable: the lead checkout, the shared git config, hooks, refs, packed-refs and
 `info/`, the object store, `.lanes/` and the state folder, other worktrees, the heavy-slot locks,
-cgroupfs. The object store is left out on purpose: with it an agent could delete or replace the
-objects the lead's own branches point at. What that costs (measured, docs/reliability.md): `git add`,
-`git stash` and `git commit` fail inside a lane with "insufficient permission for adding an object";
-the preamble already tells agents not to commit, and accept commits the worktree itself.
+cgroupfs. The shared object store is left out on purpose: with it an agent could delete or replace
+the objects the lead's own branches point at. Instead a contained process gets an object store of its
+own (issue 29): `GIT_OBJECT_DIRECTORY` is `<admin>/lane-objects` (inside its admin folder, so it is
+writable and goes with the worktree) and `GIT_ALTERNATE_OBJECT_DIRECTORIES` the shared store, read
+only. So `git add`, `git diff --cached`, `git stash create` work; what needs a shared ref (`commit` on
+the lane's branch, `stash`) still fails at the ref. Nothing lanes-tui writes may name an object that
+is only there: every commit it makes is rehashed from the files in a temporary index, and its own git
+sees the private store only for commands that write no object and no ref (`git.harden`).
 
 Where the kernel has no Landlock, a lane runs only if the lead allowed it (`run --allow-uncontained`
 or `[lanes] allow_uncontained = true`), and its record says it ran uncontained.
@@ -33,12 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.git.harden import common_dir
+from lanes_tui.engine.git.harden import LANE_OBJECTS, common_dir
 from lanes_tui.engine.procs import landlock
 from lanes_tui.engine.state.paths import repo_key, runtime_dir
 
 __all__ = ["DEVICES", "UNCONTAINED_FIX", "Confinement", "check_contained", "confine", "describe_here",
-           "lane_admin_dir", "provider_writable"]
+           "lane_admin_dir", "private_objects", "provider_writable"]
 
 #: Devices every process expects to write (or open for writing): never a file of the lead's.
 DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx",
@@ -126,6 +130,8 @@ class Confinement:
     tmpdir: Path | None
     reason: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    #: (the lane's private object store, the shared one): set for a contained process only.
+    objects: tuple[Path, Path] | None = None
 
     @property
     def mechanism(self) -> str:
@@ -151,14 +157,18 @@ class Confinement:
         found = {"TMPDIR": str(self.tmpdir), "TMP": str(self.tmpdir), "TEMP": str(self.tmpdir)}
         if self.ruleset is not None:
             found[CONFINED_ENV] = self.mechanism
+        if self.objects is not None:  # git's object writes land in the lane's own store (module doc)
+            found["GIT_OBJECT_DIRECTORY"] = str(self.objects[0])
+            found["GIT_ALTERNATE_OBJECT_DIRECTORIES"] = str(self.objects[1])
         return found
 
     def record(self) -> dict[str, Any]:
         """What `lane.json` keeps under `confinement` and the events say."""
         if self.ruleset is None:
             return {"mechanism": "none", "reason": self.reason, **self.extra}
+        objects = {"objects": str(self.objects[0])} if self.objects else {}
         return {"mechanism": self.mechanism, "writable": list(self.ruleset.writable),
-                "missing": list(self.ruleset.missing), **self.extra}
+                "missing": list(self.ruleset.missing), **objects, **self.extra}
 
     def close(self, *, remove_tmp: bool = True) -> None:
         if self.ruleset is not None:
@@ -206,11 +216,24 @@ def confine(repo: Path, lane_id: str, worktree: Path, *, kind: str, writable: It
         return Confinement(None, tmpdir, reason=found.reason, extra={"allowed_by": "allow_uncontained"})
     paths: list[Path | str] = [worktree, tmpdir, *DEVICES, *writable]
     admin = lane_admin_dir(repo, worktree)
+    objects = None
     if admin is not None:
         paths.insert(1, admin)
+        objects = (private_objects(admin), common_dir(repo) / "objects")
     try:
         ruleset = landlock.build(found.abi, paths)
     except OSError as exc:
         remove_tree(tmpdir)
         raise LanesError(f"the kernel refused the lane's Landlock ruleset: {exc}", UNCONTAINED_FIX) from exc
-    return Confinement(ruleset, tmpdir)
+    return Confinement(ruleset, tmpdir, objects=objects)
+
+
+def private_objects(admin: Path) -> Path:
+    """The lane's own object store in its admin folder (`LANE_OBJECTS`), made when missing.
+
+    Only for a contained lane: an uncontained one may write the shared refs, and a commit of its
+    own store on its branch would leave the branch naming objects that vanish with the worktree.
+    """
+    folder = admin / LANE_OBJECTS
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return folder
