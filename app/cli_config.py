@@ -31,8 +31,10 @@ from lanes_tui.engine import (
     describe_heavy_slots,
     describe_watch_limit,
     detect_containment,
+    gemini_setup_problems,
     git_watch_warnings,
     governor_summary,
+    is_gemini,
     lane_caps,
     load_config,
     passed_env_names,
@@ -193,6 +195,10 @@ def doctor_report(repo: Path) -> dict[str, Any]:
         exe = config.providers[name].executable()
         if _found(exe) is None:
             problems.append(f"chain provider {name!r} is not installed ({exe} not on PATH)")
+        elif is_gemini([exe]):  # trust, approval mode and auth: each would end every lane at once
+            argv, allow = config.providers[name].argv, config.providers[name].env
+            lane_env = {k: os.environ[k] for k in passed_env_names(os.environ, allow)}
+            problems.extend(f"chain provider {name!r}: {p}" for p in gemini_setup_problems(argv, lane_env, Path.home()))
     remote_lanes: set[str] = set()  # their worktree is on a node, never on this machine
     last_runs: dict[str, tuple[float, str, Any]] = {}  # provider -> its last run anywhere: (ended, lane, attempt)
     for lane_id in StatePaths(repo).lane_ids():

@@ -53,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "Config": "config.settings", "load_config": "config.settings",
     "write_default_config": "config.write", "set_config_value": "config.write",
     "read_layers": "config.layers", "PRESETS": "config.providers", "provider_family": "config.providers",
+    "gemini_setup_problems": "config.gemini_setup:problems", "is_gemini": "config.gemini_setup",
     # git
     "find_repo_root": "core.repo",
     # lanes
@@ -118,6 +119,8 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
 
     from lanes_tui.engine.channels.readable import ReadableStream, readable_lines
     from lanes_tui.engine.channels.transcript import Turn
+    from lanes_tui.engine.config.gemini_setup import is_gemini
+    from lanes_tui.engine.config.gemini_setup import problems as gemini_setup_problems
     from lanes_tui.engine.config.layers import read_layers
     from lanes_tui.engine.config.providers import PRESETS, provider_family
     from lanes_tui.engine.config.settings import Config, load_config
@@ -308,11 +311,13 @@ __all__ = [
     "duration_text",
     "find_repo_root",
     "finish",
+    "gemini_setup_problems",
     "git_watch_warnings",
     "governor_summary",
     "group_members",
     "inspect_lane",
     "install_pre_push",
+    "is_gemini",
     "lane_caps",
     "lane_diff",
     "lane_gate_report",

@@ -404,6 +404,7 @@ def test_preset_argv_gemini() -> None:
     gemini = PRESETS["gemini"]
     assert gemini.render_argv(PROMPT, WT) == [
         "gemini", "-p", PROMPT, "--output-format", "stream-json", "-m", "gemini-2.5-pro",
+        "--skip-trust", "--approval-mode", "yolo",  # a new folder each lane; edit and shell tools (issue 29)
     ]
     assert (gemini.prompt, gemini.channel) == ("arg", "gemini-stream-json")
 

@@ -10,7 +10,8 @@
 
 Every channel also feeds the lane's meters (`state.meters`) and reports the agent's session id.
 
-Owns: `base` (the Channel interface and the agent's I/O), one module per channel above, `screen`
+Owns: `base` (the Channel interface and the agent's I/O), one module per channel above (and
+`gemini_errors`, Gemini CLI's error shapes, pure, read by the gemini channel), `screen`
 and `pty_process` (the terminal a `pty` channel reads, its repaint and its viewers' copy of the bytes),
 `transcript` (a structured lane's conversation as turns, for attach and the conversation view),
 `readable` with `readable_dialects` and `readable_parts` (claude, codex and gemini output lines as

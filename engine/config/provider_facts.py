@@ -47,10 +47,22 @@ CODEX_CONFIG = (
 GEMINI_BUDGET = (
     r"RESOURCE_EXHAUSTED.*quota",
     r"Individual quota reached",
+    # Gemini CLI 0.61's TerminalQuotaError (a daily quota, or no billing): it does not retry it.
+    r"exhausted your daily quota",
 )
 GEMINI_CONFIG = (
     r"invalid model selection",
     r"is not recognized as a known model",
+    # Gemini CLI 0.61 headless (docs/providers.md, "Gemini"): exit 55, a folder it does not trust;
+    r"not running in a trusted directory",
+    # exit 41, no usable auth type (with GOOGLE_GEMINI_BASE_URL alone it picks `gateway`, refused headless);
+    r"Invalid auth method selected",
+    r"Please set an Auth method in your",
+    r"must specify the GEMINI_API_KEY environment variable",
+    r"When using Vertex AI, you must specify",
+    # the API refused the key or its permissions (400 API_KEY_INVALID, 401, 403 on its stderr).
+    r"API key not valid\. Please pass a valid API key",
+    r'"status":\s*"(?:PERMISSION_DENIED|UNAUTHENTICATED)"',
 )
 #: aider (0.86) prints litellm's exception and its own advice, wrapped at 80 columns by rich when its
 #: output is not a terminal: words are joined by `\s+` so a line break between them still matches.
@@ -94,7 +106,9 @@ CLAUDE_RETRY: tuple[str, ...] = CLAUDE_RETRY_LINES
 #: codex retries 5xx by itself ("Reconnecting… n/N", read by its channel) and reports what is left as a
 #: structured error: no text fallback is needed.
 CODEX_RETRY: tuple[str, ...] = ()
-GEMINI_RETRY: tuple[str, ...] = ()
+#: Gemini CLI 0.61 retries 429s and 5xx by itself (`general.maxAttempts`, 10 by default) and then says
+#: so; its `result` line names the error first (the gemini channel), this is the fallback.
+GEMINI_RETRY: tuple[str, ...] = (r"Max attempts reached",)
 SIM_RETRY = (r"SIM-RATE-LIMITED",)
 
 #: Seconds the supervisor waits before each retry of a rate-limited / overloaded provider in the lane;
@@ -136,7 +150,11 @@ CLAUDE_ENV = ("ANTHROPIC_*", "CLAUDE_*", "DISABLE_TELEMETRY", "DISABLE_AUTOUPDAT
 CODEX_ENV = ("OPENAI_*", "CODEX_*")
 #: gemini: its key, or Vertex AI's project, location and service-account file. Not every GOOGLE_*:
 #: that prefix is shared by all of Google's tools (an OAuth client secret of the lead's own app).
-GEMINI_ENV = ("GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_*", "GOOGLE_GENAI_*", "GOOGLE_APPLICATION_CREDENTIALS")
+#: Also the documented endpoints (a gateway or proxy: GOOGLE_GEMINI_BASE_URL, GOOGLE_VERTEX_BASE_URL);
+#: GEMINI_* already carries its settings, telemetry (GEMINI_TELEMETRY_*), GEMINI_CLI_HOME,
+#: GEMINI_CLI_TRUST_WORKSPACE, GEMINI_DEFAULT_AUTH_TYPE and GEMINI_API_KEY_AUTH_MECHANISM.
+GEMINI_ENV = ("GEMINI_*", "GOOGLE_API_KEY", "GOOGLE_CLOUD_*", "GOOGLE_GENAI_*", "GOOGLE_APPLICATION_CREDENTIALS",
+              "GOOGLE_GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL")
 #: aider: the keys of the models it is usually run with, the OpenAI-compatible base URL it reads
 #: (`--openai-api-base` = AIDER_OPENAI_API_BASE; litellm also reads OPENAI_API_BASE / OPENAI_BASE_URL,
 #: ANTHROPIC_API_BASE), and its own AIDER_* settings (AIDER_MODEL, AIDER_TIMEOUT, …); add others

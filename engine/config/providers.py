@@ -250,7 +250,11 @@ PRESETS: Mapping[str, ProviderConfig] = MappingProxyType({
     ),
     "gemini": ProviderConfig(
         name="gemini",
-        argv=("gemini", "-p", "{prompt}", "--output-format", "stream-json", "-m", "{model}"),
+        # Headless, every lane is a new folder: `--skip-trust` or gemini exits 55. Without an approval
+        # mode it is offered read-only tools; `auto_edit` still withholds its shell (no tests run), so
+        # `yolo` — the kernel's fence (`lanes.confine`) keeps its writes in the worktree.
+        argv=("gemini", "-p", "{prompt}", "--output-format", "stream-json", "-m", "{model}",
+              "--skip-trust", "--approval-mode", "yolo"),
         prompt="arg",
         model="gemini-2.5-pro",
         effort="",
@@ -336,7 +340,9 @@ RESUME_BY_CHANNEL: Mapping[str, ResumeFact] = MappingProxyType({
     "claude-stream-json": ResumeFact(("--resume", "{session}"), missing=(r"No conversation found with session ID",)),
     "codex-json": ResumeFact(("resume", "{session}"), before="-",
                              missing=(r"no rollout found for thread id", r"missing rollout path")),
-    "gemini-stream-json": ResumeFact(("--resume", "{session}"), across_worktrees=False),
+    # Gemini CLI 0.61 resumes a session id in the folder that made it; elsewhere it exits 42 with this.
+    "gemini-stream-json": ResumeFact(("--resume", "{session}"), across_worktrees=False,
+                                     missing=(r"Error resuming session",)),
 })
 #: Resuming, by program, for CLIs read as plain text.
 RESUME_BY_PROGRAM: Mapping[str, ResumeFact] = MappingProxyType({
@@ -385,8 +391,15 @@ def argv_under_fence(channel: str, argv: list[str], *, contained: bool) -> list[
     return argv
 
 
-#: Gemini exit codes with a meaning beyond success / failure.
-GEMINI_EXIT_CODES: Mapping[int, str] = MappingProxyType({42: "bad input", 53: "turn limit reached"})
+#: Gemini exit codes with a meaning beyond success / failure (Gemini CLI 0.61). 41 and 55 are config errors
+#: (`GEMINI_CONFIG_EXIT_CODES`); each is printed with a message that `GEMINI_CONFIG` and the channel read.
+#: An API error ends the run with the HTTP status modulo 256 (400 → 144, 403 → 147, 429 → 173,
+#: 500 → 244, 503 → 247): the `result` line's error says which.
+GEMINI_EXIT_CODES: Mapping[int, str] = MappingProxyType({
+    41: "no usable authentication", 42: "bad input", 52: "bad configuration", 53: "turn limit reached",
+    55: "the folder is not trusted",
+})
+GEMINI_CONFIG_EXIT_CODES = (41, 52, 55)
 
 #: Terminal-screen fallback: lines that mean the agent waits for the lead (case-insensitive regexes).
 SCREEN_PROMPTS: Mapping[str, tuple[str, ...]] = MappingProxyType({
