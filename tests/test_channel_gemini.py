@@ -16,7 +16,8 @@ import pytest
 from lanes_tui.engine.channels import ChannelContext, make_channel
 from lanes_tui.engine.channels.gemini import GeminiChannel
 from lanes_tui.engine.channels.gemini_errors import MAX_BACKOFF_S, result_error, retry_delay
-from lanes_tui.engine.config.providers import GEMINI_CONFIG_EXIT_CODES, GEMINI_EXIT_CODES, PRESETS
+from lanes_tui.engine.config.cli_facts import GEMINI_CONFIG_EXIT_CODES, GEMINI_EXIT_CODES
+from lanes_tui.engine.config.providers import PRESETS
 from lanes_tui.engine.core.clock import FakeClock
 from lanes_tui.engine.lanes.classify import PatternScanner, classify
 from lanes_tui.engine.state.meters import RunMeter

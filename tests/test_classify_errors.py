@@ -304,3 +304,13 @@ def test_a_retry_resumes_the_provider_s_own_session_in_the_same_worktree(repo: P
     assert fresh.session is None and fresh.prompt.startswith("write a.txt x\n\n## The provider's API refused")
     events = store.lane_paths(record.id).events.read_text()
     assert '"resumed":true' in events and "resumed session sess-1 after: rate limited by claude: 429" in events
+
+
+@pytest.mark.parametrize(("code", "meaning"), [(55, "the folder is not trusted"), (41, "no usable authentication")])
+def test_gemini_s_config_exit_codes_are_config_errors_without_its_message(code: int, meaning: str) -> None:
+    """Gemini prints why it exits 55 or 41; a run whose message was lost is still CONFIG-ERROR by its code,
+    and the same code from another CLI is an ordinary failure."""
+    found = classify(code, scanner(), provider=PRESETS["gemini"])
+    assert (found.result, found.reason) == ("CONFIG-ERROR", f"exit {code}: {meaning}")
+    assert classify(code, scanner(), provider=CLAUDE).result == "LANE-FAILED"
+    assert classify(127, scanner(), provider=CLAUDE).reason == "exit 127: command not found"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lanes_tui.engine.config.providers import PRESETS, argv_under_fence
+from lanes_tui.engine.config.cli_facts import argv_under_fence
+from lanes_tui.engine.config.providers import PRESETS
 from lanes_tui.engine.lanes.confine import provider_writable
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from lanes_tui.engine.config.providers import PRESETS, ResumeFact, resume_fact
+from lanes_tui.engine.config.cli_facts import ResumeFact, resume_fact
+from lanes_tui.engine.config.providers import PRESETS
 from lanes_tui.engine.decisions.recover import resume_fields
 from lanes_tui.engine.state.model import LaneRecord, ProviderAttempt
 from lanes_tui.engine.supervisor.resume import resume_message

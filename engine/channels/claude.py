@@ -44,7 +44,7 @@ from lanes_tui.engine.channels.claude_errors import (
     result_error,
     retry_delay,
 )
-from lanes_tui.engine.config.providers import CLAUDE_PERMISSION_ARGS
+from lanes_tui.engine.config.cli_facts import CLAUDE_PERMISSION_ARGS
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.inbox.store import Question, QuestionView
 from lanes_tui.engine.state.allow import RuleBook, record_auto_allow

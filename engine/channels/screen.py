@@ -27,7 +27,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from lanes_tui.engine.config.providers import SCREEN_BUSY, SCREEN_PROMPTS, ProviderConfig, compile_pattern
+from lanes_tui.engine.config.cli_facts import SCREEN_BUSY, SCREEN_PROMPTS
+from lanes_tui.engine.config.providers import ProviderConfig, compile_pattern
 from lanes_tui.engine.core.clock import Clock
 
 COLUMNS = 120

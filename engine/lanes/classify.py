@@ -190,8 +190,11 @@ def classify(returncode: int | None, scanner: PatternScanner, *, stalled: bool =
         return from_error(error, provider)
     if scanner.config_hit is not None:
         return Classification("CONFIG-ERROR", f"config error: {scanner.config_hit}")
-    if returncode == 127:
-        return Classification("CONFIG-ERROR", "exit 127: command not found")
+    if returncode not in (None, 0):  # 127 (not found) for every CLI, gemini's 41 (auth) and 55 (trust), …
+        from lanes_tui.engine.config.cli_facts import config_exit_codes, exit_meaning
+
+        if returncode in config_exit_codes(provider):
+            return Classification("CONFIG-ERROR", f"exit {returncode}: {exit_meaning(provider, returncode)}")
     if scanner.budget_hit is not None:
         return Classification("OUT-OF-BUDGET", f"out of budget: {scanner.budget_hit}")
     if returncode == 0:

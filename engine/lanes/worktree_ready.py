@@ -22,7 +22,8 @@ import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from lanes_tui.engine.config.providers import ProviderConfig, worktree_state
+from lanes_tui.engine.config.cli_facts import worktree_state
+from lanes_tui.engine.config.providers import ProviderConfig
 from lanes_tui.engine.config.worktree_keys import check_copy_path
 from lanes_tui.engine.core.atomic import write_text_atomic
 from lanes_tui.engine.core.errors import LanesError
@@ -101,7 +102,7 @@ def exclude_in_worktree(repo: Path, worktree: Path, paths: Sequence[str]) -> Pat
 
 
 def chain_state(providers: Mapping[str, ProviderConfig], chain: Sequence[str]) -> list[str]:
-    """The patterns of the own files of every CLI the lane's chain may run (`config.providers.worktree_state`)."""
+    """The patterns of the own files of every CLI the lane's chain may run (`config.cli_facts.worktree_state`)."""
     patterns: list[str] = []
     for name in chain:
         provider = providers.get(name)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.channels import Channel, ChannelContext, make_channel
-from lanes_tui.engine.config.providers import argv_under_fence
+from lanes_tui.engine.config.cli_facts import argv_under_fence
 from lanes_tui.engine.config.settings import Config, ProviderConfig, load_config
 from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import private_opener

@@ -3,7 +3,7 @@
 A relaunch (`recover --relaunch`, `answer --relaunch`, a plan's next attempt) writes into the new
 lane which attempt it follows and that attempt's provider and session (`LaneRecord.resume_*`). When
 this supervisor runs that provider, it continues the conversation instead of starting over: the CLI's
-resume arguments (`config.providers.resume_fact`) go into its argv, and the agent gets only the new
+resume arguments (`config.cli_facts.resume_fact`) go into its argv, and the agent gets only the new
 message — where it works now and the findings (the lead's answer, the failed gates, the stall) —
 not the whole task again, which its conversation already holds. Every other run of the chain
 (another provider, a fallback) starts fresh with the full prompt.
@@ -26,7 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from lanes_tui.engine.config.providers import ResumeFact, compile_pattern, resume_fact
+from lanes_tui.engine.config.cli_facts import ResumeFact, resume_fact
+from lanes_tui.engine.config.providers import compile_pattern
 from lanes_tui.engine.config.settings import Config, ProviderConfig
 from lanes_tui.engine.core.atomic import private_opener
 from lanes_tui.engine.core.errors import LanesError

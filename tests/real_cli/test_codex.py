@@ -9,7 +9,7 @@ codex 0.169 runs its tools (apply_patch, commands) in its workspace-write sandbo
 inside the lane's Landlock fence bubblewrap cannot start (Landlock denies mount(2): "bwrap: Failed to
 make / slave"; before that, the write to /proc/self/uid_map), so every tool call failed and the lane
 ended `ready` with nothing done. Under the fence lanes-tui now swaps codex's sandbox for its off mode
-(`providers.argv_under_fence`): the kernel holds it to the worktree. These lanes run contained;
+(`cli_facts.argv_under_fence`): the kernel holds it to the worktree. These lanes run contained;
 `test_an_uncontained_codex_lane_keeps_codexs_own_sandbox` is the other case.
 
 Checks that depend on the engine mapping a channel's `error.kind` to a result (the "results" branch
