@@ -20,6 +20,7 @@ from lanes_tui.engine.decisions.gates import RUNNING_FILE, run_gates, stop_lefto
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, state_after_gates, write_packet
 from lanes_tui.engine.decisions.scope import describe_outside
 from lanes_tui.engine.git import git_snapshot, lead_checkout
+from lanes_tui.engine.git.head_repair import head_note
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.caps import lane_caps
 from lanes_tui.engine.lanes.confine import confine, provider_writable
@@ -104,6 +105,7 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
         packet["gate_containment"] = contained
     packet["warnings"] = warnings + lead_checkout.changed_since(repo, record.id,
                                                                 location.origin and location.origin.lead_checkout)
+    packet["warnings"] += [note] if (note := head_note(lane.dir, record.attempt)) else []  # `git.head_repair`
     if packet["outside_scope"]:  # `check` prints the warnings: the lead learns it before trying to accept
         packet["warnings"].append("accept will refuse: " + describe_outside(record.id, packet["outside_scope"],
                                                                              record.scope))

@@ -19,6 +19,7 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.ranking import GroupRanks, with_ranks
 from lanes_tui.engine.decisions.reconcile import reconcile
 from lanes_tui.engine.decisions.runners import shared_runner
+from lanes_tui.engine.git.head_repair import repair_from_status
 from lanes_tui.engine.git.lane_paths import lane_problem
 from lanes_tui.engine.git.radar import RADAR_STATES, radar_report, with_conflicts
 from lanes_tui.engine.lanes.launcher import supervisor_alive
@@ -95,6 +96,8 @@ def lane_statuses(repo: Path, lane_id: str | None = None) -> list[LaneStatus]:
         records, problems = store.scan()
     # The conflict radar (live and ready lanes) looks at all of them, even when one lane was asked for.
     radar_lanes = [] if not any(r.state in RADAR_STATES for r in records) else store.all() if lane_id else records
+    for record in records:  # a HEAD an agent left on a private commit breaks the lead's gc: set back first
+        repair_from_status(repo, store, record)
     report = radar_report(repo, radar_lanes)
     statuses = [_with_problem(store, with_conflicts(lane_status(store, record), report), record)
                 for record in records]

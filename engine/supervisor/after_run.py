@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,10 +19,25 @@ from lanes_tui.engine.core.errors import LanesError
 if TYPE_CHECKING:
     from lanes_tui.engine.config.settings import Config
     from lanes_tui.engine.core.clock import Clock
+    from lanes_tui.engine.lanes.agent_run import RunOutcome
     from lanes_tui.engine.state.model import LaneRecord
     from lanes_tui.engine.state.store import LaneStore
 
-__all__ = ["decide"]
+__all__ = ["decide", "head_back"]
+
+
+def head_back(repo: Path, store: LaneStore, record: LaneRecord, worktree: Path, lane_dir: Path,
+              outcome: RunOutcome) -> RunOutcome:
+    """After every agent run: the lane's HEAD, reflog and index set back when the agent detached, committed
+    or staged into its own object store (`git.head_repair`); the lane's reason then says its own commits
+    were discarded and its files kept."""
+    from lanes_tui.engine.git.head_repair import repair_after_run
+
+    said = repair_after_run(repo, store, record.id, record.attempt, worktree, lane_dir)
+    if said is None:
+        return outcome
+    reason = f"{outcome.classification.reason}; {said}" if outcome.classification.reason else said
+    return dataclasses.replace(outcome, classification=dataclasses.replace(outcome.classification, reason=reason))
 
 
 async def decide(repo: Path, config: Config, store: LaneStore, record: LaneRecord, *, clock: Clock,
@@ -36,13 +52,15 @@ async def decide(repo: Path, config: Config, store: LaneStore, record: LaneRecor
     from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
     from lanes_tui.engine.decisions.review_run import review_follows, review_lane
     from lanes_tui.engine.decisions.shared_envs import changes as shared_env_changes
+    from lanes_tui.engine.git.head_repair import head_note
 
     lane = store.lane_paths(record.id)
     changed = shared_env_changes(lane.dir)
     if record.result != "OK" or stop.is_set() or changed:
         packet = build_packet(record, [], clock=clock, previous=read_packet(lane))
-        if changed:
-            packet["warnings"] = [*packet.get("warnings", []), *changed]
+        note = head_note(lane.dir, record.attempt)  # the agent's commits discarded: said beside the rest
+        if changed or note:
+            packet["warnings"] = [*packet.get("warnings", []), *changed, *([note] if note else [])]
         write_packet(lane, packet)
         if changed:
             store.transition(record, "rejected", "; ".join(changed))

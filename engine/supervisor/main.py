@@ -129,18 +129,14 @@ class Supervisor:
         if outcome is None:
             return self._finish(None, "LANE-FAILED", "stopped by the lead while queued")
         self._finish(outcome, outcome.classification.result, outcome.classification.reason)
-        try:
-            await self._decide()
+        try:  # after the agent: gates, packet and review (`supervisor.after_run`)
+            await after_run.decide(self.repo, self.config, self.store, record, clock=self.clock,
+                                   stop=self.stop_requested)
         except LanesError as exc:  # e.g. its origin.json torn meanwhile: said, instead of a dead supervisor
             log.error("gates not run: %s", exc)
             return self._finish(outcome, "FAILED-RESOURCE", f"its gates could not run: {exc}")
         announce(self.store, self.config.notify, self.record)  # ready or rejected, after gates and review
         return 0
-
-    async def _decide(self) -> None:
-        """After the agent: gates, packet and review (`supervisor.after_run`)."""
-        await after_run.decide(self.repo, self.config, self.store, self.record, clock=self.clock,
-                               stop=self.stop_requested)
 
     async def _run_chain(self, holder: dict[str, Any]) -> RunOutcome | None:
         """The chain, and again after each parking while the provider's quota resets (`budget`)."""
@@ -234,11 +230,11 @@ class Supervisor:
             finally:
                 fence.close()
         self.resume.ended(turn, outcome, lambda session_id: self._on_session(attempt, session_id))
+        outcome = after_run.head_back(self.repo, self.store, record, worktree, self.lane.dir, outcome)
         outcome = retry.settle(outcome, worktree, record.base_sha, provider)  # exit 0, nothing changed
-        attempt.result, attempt.error = outcome.classification.result, outcome.classification.error
-        attempt.reason = outcome.classification.reason
-        attempt.returncode = outcome.returncode
-        attempt.ended = self.clock.time()
+        found = outcome.classification
+        attempt.result, attempt.error, attempt.reason = found.result, found.error, found.reason
+        attempt.returncode, attempt.ended = outcome.returncode, self.clock.time()
         attempt.duration_s = round(outcome.ended - outcome.started, 3)
         record.agent_pid = None
         if outcome.stall_report is not None:
