@@ -42,6 +42,7 @@ from lanes_tui.engine import (
     read_lane,
     read_layers,
     reconcile,
+    refused_providers,
     stuck_accepts,
 )
 
@@ -212,7 +213,7 @@ def doctor_report(repo: Path) -> dict[str, Any]:
         for attempt in lane.providers_tried:
             if attempt.ended is not None and attempt.ended >= last_runs.get(attempt.provider, (-1.0,))[0]:
                 last_runs[attempt.provider] = (attempt.ended, lane_id, attempt)
-    problems.extend(refused_providers(config, last_runs))
+    problems.extend(refused_providers(config.providers, last_runs))
     report["stale"] = [{"lane": c.lane_id, "before": c.before, "after": c.after, "reason": c.reason}
                        for c in reconcile(repo)]
     problems.extend(stuck.describe() for stuck in stuck_accepts(repo))
@@ -230,20 +231,6 @@ def doctor_report(repo: Path) -> dict[str, Any]:
             problems.append(f"worktree of {row['id']} is missing: {row['worktree']}")
     report["problems"] = problems
     return report
-
-
-def refused_providers(config: Config, last_runs: dict[str, tuple[float, str, Any]]) -> list[str]:
-    """A problem for each provider whose last run the API refused for its configuration (a structured
-    auth, forbidden, model or trust error), naming the fix the lane's why column named."""
-    from lanes_tui.engine.config.provider_errors import error_fix
-    from lanes_tui.engine.lanes.classify import CONFIG_KINDS
-
-    found = []
-    for name, (_, lane_id, attempt) in sorted(last_runs.items()):
-        if attempt.error in CONFIG_KINDS and name in config.providers:
-            found.append(f"provider {name}: its last run (lane {lane_id}) was refused, "
-                         f"{CONFIG_KINDS[attempt.error]}: {error_fix(config.providers[name], attempt.error)}")
-    return found
 
 
 #: The fix for a Ray runner that cannot load: the extra pins the Ray every node must run too.

@@ -52,8 +52,9 @@ _EXPORTS: dict[str, str] = {
     # config
     "Config": "config.settings", "load_config": "config.settings",
     "write_default_config": "config.write", "set_config_value": "config.write",
-    "read_layers": "config.layers", "PRESETS": "config.providers", "provider_family": "config.providers",
+    "read_layers": "config.layers", "PRESETS": "config.providers", "provider_family": "config.families",
     "gemini_setup_problems": "config.gemini_setup:problems", "is_gemini": "config.gemini_setup",
+    "refused_providers": "config.provider_errors",
     # git
     "find_repo_root": "core.repo",
     # lanes
@@ -119,10 +120,12 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
 
     from lanes_tui.engine.channels.readable import ReadableStream, readable_lines
     from lanes_tui.engine.channels.transcript import Turn
+    from lanes_tui.engine.config.families import provider_family
     from lanes_tui.engine.config.gemini_setup import is_gemini
     from lanes_tui.engine.config.gemini_setup import problems as gemini_setup_problems
     from lanes_tui.engine.config.layers import read_layers
-    from lanes_tui.engine.config.providers import PRESETS, provider_family
+    from lanes_tui.engine.config.provider_errors import refused_providers
+    from lanes_tui.engine.config.providers import PRESETS
     from lanes_tui.engine.config.settings import Config, load_config
     from lanes_tui.engine.config.write import set_config_value, write_default_config
     from lanes_tui.engine.core.ansi import strip_ansi, terminal_text
@@ -357,6 +360,7 @@ __all__ = [
     "readable_lines",
     "recheck",
     "reconcile",
+    "refused_providers",
     "relaunch",
     "relayed_create",
     "report_modules_at_exit",

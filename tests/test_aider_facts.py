@@ -16,8 +16,9 @@ from lanes_tui.engine.channels.base import ChannelContext
 from lanes_tui.engine.channels.plain import PlainChannel
 from lanes_tui.engine.config.aider_model import aider_model, model_in_argv, resolved
 from lanes_tui.engine.config.cli_facts import worktree_state
+from lanes_tui.engine.config.families import provider_family
 from lanes_tui.engine.config.provider_facts import AIDER_RETRY
-from lanes_tui.engine.config.providers import PRESETS, compile_pattern, provider_family
+from lanes_tui.engine.config.providers import PRESETS, compile_pattern
 from lanes_tui.engine.core.clock import FakeClock
 from lanes_tui.engine.lanes.classify import PatternScanner, classify
 from lanes_tui.engine.state.meters import RunMeter

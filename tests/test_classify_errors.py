@@ -131,7 +131,7 @@ def test_auth_fixes_per_provider() -> None:
     assert "OPENAI_API_KEY" in error_fix(PRESETS["codex"], "auth") and "codex login" in error_fix(
         PRESETS["codex"], "auth")
     assert error_fix(PRESETS["gemini"], "auth").startswith("set GEMINI_API_KEY")
-    aider = PRESETS["aider"]
+    aider = dataclasses.replace(PRESETS["aider"], model="sonnet")
     assert error_fix(aider, "auth") == "set ANTHROPIC_API_KEY, the key of its model 'sonnet'"
     assert error_fix(dataclasses.replace(aider, model="gpt-4o"), "auth").startswith("set OPENAI_API_KEY")
     # A custom provider running claude gets claude's fix; an unknown CLI is told where to let its key through.

@@ -136,7 +136,7 @@ def test_run_refuses_a_lane_without_a_memory_cap_unless_allowed(repo: Path) -> N
     assert refused.returncode != 0 and "without a memory cap" in refused.stderr
     assert "--allow-uncapped" in refused.stderr and "Traceback" not in refused.stderr
     assert not StatePaths(repo).lane("nocap-a1").dir.exists()  # nothing made
-    lane = run_lane(repo, "say hi", lane_id="nocap", extra=("--allow-uncapped",))
+    lane = run_lane(repo, "say hi\nwrite hi.txt hi", lane_id="nocap", extra=("--allow-uncapped",))
     wait_state(repo, lane)
     assert status(repo, lane)["result"] == "OK"
     assert _record(repo, lane).caps == {"allow_uncapped": True}

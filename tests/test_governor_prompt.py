@@ -112,7 +112,8 @@ def test_allow_load_runs_the_sim_and_recover_keeps_it(repo: Path) -> None:
 
 def test_whole_word_prompt_runs(repo: Path) -> None:
     write_config(repo)
-    lane = run_lane(repo, "Update benchmarks.md for the distressed parser\nsay fine", lane_id="words")
+    lane = run_lane(repo, "Update benchmarks.md for the distressed parser\nsay fine\nwrite words.txt fine",
+                    lane_id="words")
     assert wait_state(repo, lane).split()[-1] == "OK"
     assert "fine" in output(repo, lane)
 
@@ -144,7 +145,7 @@ def test_agent_receives_preamble_and_rules_record_keeps_prompt(repo: Path) -> No
     (repo / ".lanes" / "rules.md").write_text(RULES)
     prompt = "Fix the flaky login test.\nThen tell me."
     lane = run_lane(repo, prompt, lane_id="echoed")
-    assert wait_state(repo, lane).split()[-1] == "OK"
+    assert wait_state(repo, lane).split()[-1] == "NO-CHANGES"  # it only echoes: it ran to exit 0, changing nothing
     out = output(repo, lane)
     assert agent_prompt(prompt, RULES, False) in out
     assert "> write tests first\n" in out and out.index(PREAMBLE) < out.index("# Your task\n" + prompt)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from lanes_tui.engine.config.providers import PRESETS, ProviderConfig, model_family, provider_family
+from lanes_tui.engine.config.families import model_family, provider_family
+from lanes_tui.engine.config.providers import PRESETS, ProviderConfig
 from lanes_tui.engine.config.review import ReviewConfig
 from lanes_tui.engine.config.settings import Config, parse_config
 from lanes_tui.engine.core.errors import ConfigError

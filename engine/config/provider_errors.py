@@ -6,12 +6,16 @@ One function over the data in `config.provider_facts`, shared by the lane's why 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
+from lanes_tui.engine.config.aider_model import aider_family_model
+from lanes_tui.engine.config.families import provider_family
 from lanes_tui.engine.config.provider_facts import AUTH_FIX, ERROR_FIX, KEY_BY_FAMILY
-from lanes_tui.engine.config.providers import ProviderConfig, provider_family
+from lanes_tui.engine.config.providers import ProviderConfig
 
-__all__ = ["error_fix"]
+__all__ = ["error_fix", "refused_providers"]
 
 
 def error_fix(provider: ProviderConfig, kind: str) -> str:
@@ -25,5 +29,20 @@ def error_fix(provider: ProviderConfig, kind: str) -> str:
         return fix
     key = KEY_BY_FAMILY.get(provider_family(provider))
     if key:
-        return f"set {key}, the key of its model {provider.model!r}"
+        return f"set {key}, the key of its model {provider.model or aider_family_model(provider)!r}"
     return f"set the API key {provider.name} reads and let it through with [providers.{provider.name}] env"
+
+
+def refused_providers(providers: Mapping[str, ProviderConfig],
+                      last_runs: Mapping[str, tuple[float, str, Any]]) -> list[str]:
+    """For `doctor`: a problem for each provider whose last run the API refused for its configuration (a
+    structured auth, forbidden, model or trust error), naming the fix the lane's why column named.
+    `last_runs` maps a provider's name to (when, lane id, its last `ProviderAttempt`)."""
+    from lanes_tui.engine.lanes.classify import CONFIG_KINDS  # the kinds and their words, one table
+
+    found = []
+    for name, (_, lane_id, attempt) in sorted(last_runs.items()):
+        if attempt.error in CONFIG_KINDS and name in providers:
+            found.append(f"provider {name}: its last run (lane {lane_id}) was refused, "
+                         f"{CONFIG_KINDS[attempt.error]}: {error_fix(providers[name], attempt.error)}")
+    return found

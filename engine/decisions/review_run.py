@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.channels import ChannelContext, make_channel
-from lanes_tui.engine.config.providers import ProviderConfig, model_family, provider_family
+from lanes_tui.engine.config.families import model_family, provider_family
+from lanes_tui.engine.config.providers import ProviderConfig
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import private_opener

@@ -15,7 +15,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from lanes_tui.engine.config.providers import ProviderConfig, provider_family
+from lanes_tui.engine.config.families import provider_family
+from lanes_tui.engine.config.providers import ProviderConfig
 from lanes_tui.engine.config.review import ReviewConfig
 
 __all__ = ["TAIL_LINES", "VERDICTS", "Finding", "Verdict", "choose_reviewer", "parse_verdict"]

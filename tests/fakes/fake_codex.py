@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A fake `codex exec --json … -`: reads the prompt from stdin to EOF and prints the JSON-lines events
 of PROVIDERS.md byte for byte (compact JSON): thread.started, turn.started, item.started /
-item.completed (a command, an agent message), turn.completed with usage. No cost field, as the real one.
+item.completed (a command, a file change, an agent message), turn.completed with usage. No cost field, as
+the real one. Each turn appends a line to `codex-work.txt` in its working folder, as the real codex's
+apply_patch would: a lane that ran it changed something (an agent that changes nothing is NO-CHANGES).
 
 A prompt containing `turns N` runs N turns (usage per turn: input 1000 of which 600 cached, output 100).
 """
@@ -37,6 +39,10 @@ def main() -> int:
         emit({"type": "item.completed", "item": {"id": item, "type": "command_execution",
                                                  "command": "bash -lc ls", "aggregated_output": "calc.py\n",
                                                  "exit_code": 0, "status": "completed"}})
+        with open("codex-work.txt", "a", encoding="utf-8") as work:
+            work.write(f"turn {turn + 1}\n")
+        emit({"type": "item.completed", "item": {"id": f"{item}_patch", "type": "file_change", "status": "completed",
+                                                 "changes": [{"path": "codex-work.txt", "kind": "update"}]}})
         emit({"type": "item.completed", "item": {"id": f"item_{turn * 2 + 1}", "type": "agent_message",
                                                  "text": f"Turn {turn + 1} done."}})
         emit({"type": "turn.completed", "usage": {"input_tokens": 1000, "cached_input_tokens": 600,
