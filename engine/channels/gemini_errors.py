@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from lanes_tui.engine.core.ansi import strip_ansi
+
 #: Gemini's own back-off ceiling (`DEFAULT_RETRY_OPTIONS.maxDelayMs`): a retry that does not say its
 #: delay waits at most this long.
 MAX_BACKOFF_S = 30.0
@@ -42,7 +44,6 @@ RETRY_BACKOFF_RE = re.compile(r"Attempt \d+ failed.*Retrying with backoff")
 #: `Please retry in 41.2s.` (the API's message) or `Suggested retry after 3600s.` (gemini's).
 RESET_RE = re.compile(r"(?:Please retry in|Suggested retry after)\s+(?P<n>\d+(?:\.\d+)?)(?P<u>ms|s)\b")
 API_ERROR_RE = re.compile(r"\[API Error: (?P<body>.*?)\]?(?:\n|$)", re.DOTALL)
-ANSI_RE = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class Found:
 
 def setup_error(line: str) -> Found | None:
     """A headless set-up failure on stderr (untrusted folder, no usable auth), or None."""
-    text = ANSI_RE.sub("", line).strip()
+    text = strip_ansi(line).strip()
     if TRUST_RE.search(text):
         return Found("trust", text)
     if any(rx.search(text) for rx in AUTH_RES):

@@ -39,6 +39,7 @@ from typing import Any, Protocol
 from lanes_tui.engine.core.atomic import read_json, write_bytes_atomic, write_json_atomic
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import branch_for
+from lanes_tui.engine.core.trees import remove_tree
 from lanes_tui.engine.git.commands import run_git
 from lanes_tui.engine.git.harden import LaneGitDirs, common_dir, register_lane
 
@@ -172,16 +173,7 @@ def _clear_operations(admin: Path) -> list[str]:
         if not os.path.lexists(path):
             continue
         if path.is_dir() and not path.is_symlink():
-            for top, dirs, files in os.walk(path, topdown=False):
-                for item in files:
-                    with contextlib.suppress(OSError):
-                        os.unlink(os.path.join(top, item))
-                for item in dirs:
-                    sub = os.path.join(top, item)
-                    with contextlib.suppress(OSError):
-                        os.unlink(sub) if os.path.islink(sub) else os.rmdir(sub)
-            with contextlib.suppress(OSError):
-                os.rmdir(path)
+            remove_tree(path)
         else:
             with contextlib.suppress(OSError):
                 os.unlink(path)

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.trees import remove_tree
 from lanes_tui.engine.git.harden import LANE_OBJECTS, common_dir
 from lanes_tui.engine.procs import landlock
 from lanes_tui.engine.state.paths import repo_key, runtime_dir
@@ -175,21 +176,6 @@ class Confinement:
             self.ruleset.close()
         if remove_tmp and self.tmpdir is not None:
             remove_tree(self.tmpdir)
-
-
-def remove_tree(folder: Path) -> None:
-    """Remove a TMPDIR and all in it, best effort, symlinks never followed. Not `shutil.rmtree`: a
-    supervisor does this every run, and shutil brings bz2 and lzma into its memory (B3)."""
-    for top, dirs, files in os.walk(folder, topdown=False):
-        for name in files:
-            with contextlib.suppress(OSError):
-                os.unlink(os.path.join(top, name))
-        for name in dirs:
-            path = os.path.join(top, name)
-            with contextlib.suppress(OSError):
-                os.unlink(path) if os.path.islink(path) else os.rmdir(path)
-    with contextlib.suppress(OSError):
-        os.rmdir(folder)
 
 
 def lane_tmpdir(repo: Path, lane_id: str, kind: str) -> Path:
