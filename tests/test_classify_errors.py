@@ -81,7 +81,7 @@ def test_an_exit_0_after_a_rate_limit_is_ok_with_work_done_and_a_retry_without(r
 
 
 def test_every_error_kind_has_a_row() -> None:
-    from lanes_tui.engine.lanes.classify import BUDGET_KINDS, CONFIG_KINDS, RETRY_KINDS
+    from lanes_tui.engine.config.provider_facts import BUDGET_KINDS, CONFIG_KINDS, RETRY_KINDS
 
     assert sorted(ERROR_KINDS) == sorted([*BUDGET_KINDS, *CONFIG_KINDS, *RETRY_KINDS])
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from lanes_tui.engine.config.aider_model import aider_family_model
 from lanes_tui.engine.config.families import provider_family
-from lanes_tui.engine.config.provider_facts import AUTH_FIX, ERROR_FIX, KEY_BY_FAMILY
+from lanes_tui.engine.config.provider_facts import AUTH_FIX, CONFIG_KINDS, ERROR_FIX, KEY_BY_FAMILY
 from lanes_tui.engine.config.providers import ProviderConfig
 
 __all__ = ["error_fix", "refused_providers"]
@@ -38,8 +38,6 @@ def refused_providers(providers: Mapping[str, ProviderConfig],
     """For `doctor`: a problem for each provider whose last run the API refused for its configuration (a
     structured auth, forbidden, model or trust error), naming the fix the lane's why column named.
     `last_runs` maps a provider's name to (when, lane id, its last `ProviderAttempt`)."""
-    from lanes_tui.engine.lanes.classify import CONFIG_KINDS  # the kinds and their words, one table
-
     found = []
     for name, (_, lane_id, attempt) in sorted(last_runs.items()):
         if attempt.error in CONFIG_KINDS and name in providers:

@@ -177,3 +177,12 @@ AIDER_WRITABLE = ("~/.aider/", "~/.cache/aider/")
 #: aider: `.aider.chat.history.md`, `.aider.input.history`, `.aider.tags.cache.v4/` (the pattern aider
 #: itself adds to .gitignore; the preset runs it with --no-gitignore so the repository is not touched).
 AIDER_WORKTREE_STATE = (".aider*",)
+
+# --- What each structured error kind is called (`channels.base.ERROR_KINDS`; `lanes.classify`) --------
+#: The structured error kinds that are the provider's configuration (CONFIG-ERROR, with the fix), that are
+#: worth the same provider again after a back-off (LANE-FAILED marked `retry`), and that are its money.
+CONFIG_KINDS = {"auth": "authentication refused", "forbidden": "access refused", "model": "unknown model",
+                "trust": "untrusted folder"}
+RETRY_KINDS = {"rate_limit": "rate limited by {name}", "overloaded": "{name} is overloaded",
+               "server": "server error at {name}"}
+BUDGET_KINDS = {"billing": "out of credit at {name}", "usage_limit": "usage limit of {name} reached"}

@@ -17,6 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from lanes_tui.engine.config.provider_facts import BUDGET_KINDS, CONFIG_KINDS, RETRY_KINDS
+
 if TYPE_CHECKING:
     from lanes_tui.engine.channels.base import ProviderError
     from lanes_tui.engine.config.providers import ProviderConfig
@@ -153,13 +155,6 @@ def _line_at(text: str, at: int) -> str:
     return text[start:end if end >= 0 else len(text)].strip()[:300]
 
 
-#: Structured error kinds that are the provider's configuration (CONFIG-ERROR, with the fix), that are
-#: worth the same provider again after a back-off (LANE-FAILED marked `retry`), and that are its money.
-CONFIG_KINDS = {"auth": "authentication refused", "forbidden": "access refused", "model": "unknown model",
-                "trust": "untrusted folder"}
-RETRY_KINDS = {"rate_limit": "rate limited by {name}", "overloaded": "{name} is overloaded",
-               "server": "server error at {name}"}
-BUDGET_KINDS = {"billing": "out of credit at {name}", "usage_limit": "usage limit of {name} reached"}
 
 
 @dataclass(frozen=True)

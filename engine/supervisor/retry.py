@@ -22,12 +22,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from lanes_tui.engine.config.provider_facts import RETRY_BACKOFF_S
+from lanes_tui.engine.config.provider_facts import RETRY_BACKOFF_S, RETRY_KINDS
 from lanes_tui.engine.config.providers import ProviderConfig
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.lanes.agent_run import RunOutcome
-from lanes_tui.engine.lanes.classify import RETRY_KINDS, Classification, from_error, retry_from_text
+from lanes_tui.engine.lanes.classify import Classification, from_error, retry_from_text
 from lanes_tui.engine.lanes.no_changes import NO_CHANGES, NO_CHANGES_REASON, unchanged
 from lanes_tui.engine.lanes.parking import BACKOFF_MARK, RESUME_NOW, STOPPED, park_until
 from lanes_tui.engine.state.model import LaneRecord
