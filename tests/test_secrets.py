@@ -226,6 +226,11 @@ def test_allow_list_rules() -> None:
                    "LANES_WORKTREE": "/w", "PYTHONUNBUFFERED": "1"}
     assert passed_env_names({"HOME": "/h", "GITHUB_TOKEN": "t", "OPENAI_API_KEY": "k"}, ["OPENAI_*"]) == \
         ["HOME", "OPENAI_API_KEY"]
+    # The lead's load limit of `lanes-tui lock` holds in the lane too (an agent runs `lock` there): a
+    # loaded CI machine held a confined agent's `lock` past its test's deadline without it.
+    limited = lane_environment({"PATH": "/bin", "LANES_HEAVY_LOAD": "0", "LANES_TUI_X": "1"}, lane_id="x-a1",
+                               attempt=1, state_dir=Path("/s"), worktree=Path("/w"), bin_dir=Path("/b"), allow=())
+    assert limited["LANES_HEAVY_LOAD"] == "0" and "LANES_TUI_X" not in limited
 
 
 def test_doctor_lists_names_never_values(repo: Path, print_env: Path) -> None:

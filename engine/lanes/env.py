@@ -70,6 +70,8 @@ def lane_environment(base: Mapping[str, str], *, lane_id: str, attempt: int, sta
     env["LANES_ATTEMPT"] = str(attempt)
     env["LANES_HOME"] = str(state_dir)
     env["LANES_WORKTREE"] = str(worktree)
+    if "LANES_HEAVY_LOAD" in base:  # the lead's load limit holds for `lanes-tui lock` in the lane too
+        env["LANES_HEAVY_LOAD"] = base["LANES_HEAVY_LOAD"]
     env["PATH"] = os.pathsep.join(p for p in (str(bin_dir), base.get("PATH", os.defpath)) if p)
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
