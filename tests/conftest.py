@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 import uuid
@@ -27,6 +28,15 @@ def _marked(token: str) -> list[psutil.Process]:
             continue
     return found
 
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A suite started in the background of a non-interactive shell (`cmd &`, as a CI script may) has
+    SIGINT ignored, and every process it starts inherits that: a test that interrupts a `lanes-tui`
+    command with SIGINT then waits for nothing (seen: `check` ran its 60 s gate on). A Python handler
+    is reset to the default at exec, so the children get the SIGINT a terminal would give them."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 @pytest.fixture(autouse=True)
 def no_leftover_processes(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
