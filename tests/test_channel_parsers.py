@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 
 from lanes_tui.engine.channels import CHANNEL_MODULES, Channel, ChannelContext, channel_class, make_channel
-from lanes_tui.engine.channels.claude import ClaudeStreamChannel, control_response, user_message
+from lanes_tui.engine.channels.claude import ClaudeStreamChannel
+from lanes_tui.engine.channels.claude_wire import control_response, user_message
 from lanes_tui.engine.channels.plain import feed_aider_line, parse_count
 from lanes_tui.engine.config.providers import CHANNELS, PRESETS, ProviderConfig
 from lanes_tui.engine.core.clock import FakeClock

@@ -32,7 +32,6 @@ from lanes_tui.engine.channels.base import (
     Channel,
     cancel_question,
     json_line,
-    number,
     orphan_question,
     truncate,
 )
@@ -44,11 +43,11 @@ from lanes_tui.engine.channels.claude_errors import (
     result_error,
     retry_delay,
 )
+from lanes_tui.engine.channels.claude_wire import claude_usage, control_response, user_message
 from lanes_tui.engine.config.cli_facts import CLAUDE_PERMISSION_ARGS
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.inbox.store import Question, QuestionView
 from lanes_tui.engine.state.allow import RuleBook, record_auto_allow
-from lanes_tui.engine.state.meters import Usage
 
 log = logging.getLogger(__name__)
 
@@ -61,35 +60,6 @@ MAX_ASK_QUESTIONS = 8
 TOOL_SUBJECT = {"Bash": "command", "Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path",
                 "Read": "file_path", "NotebookEdit": "notebook_path", "WebFetch": "url", "WebSearch": "query",
                 "Glob": "pattern", "Grep": "pattern"}
-
-
-def claude_usage(usage: Any) -> Usage:
-    """Claude's usage object in the meters' semantics (`input` includes cache reads and writes)."""
-    if not isinstance(usage, Mapping):
-        return Usage()
-    fresh = number(usage.get("input_tokens"))
-    read = number(usage.get("cache_read_input_tokens"))
-    write = number(usage.get("cache_creation_input_tokens"))
-    return Usage(input=fresh + read + write, cached_input=read, cache_write=write,
-                 output=number(usage.get("output_tokens")))
-
-
-def control_response(request_id: str, response: Mapping[str, Any] | None = None, *,
-                     error: str | None = None) -> bytes:
-    """One stdin line answering a control request: success with `response`, or an error."""
-    body: dict[str, Any] = {"subtype": "error" if error is not None else "success", "request_id": request_id}
-    if error is not None:
-        body["error"] = error
-    else:
-        body["response"] = dict(response or {})
-    return (json.dumps({"type": "control_response", "response": body}, separators=(",", ":"),
-                       ensure_ascii=False) + "\n").encode("utf-8")
-
-
-def user_message(prompt: str) -> bytes:
-    """The prompt as the one stream-json `user` message line the CLI reads first."""
-    message = {"type": "user", "message": {"role": "user", "content": [{"type": "text", "text": prompt}]}}
-    return (json.dumps(message, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
 
 
 def permission_title(tool: str, tool_input: Mapping[str, Any]) -> str:

@@ -28,6 +28,7 @@ from lanes_tui.engine.lanes.cadence import OutputCadence
 from lanes_tui.engine.lanes.classify import Classification, PatternScanner, classify
 from lanes_tui.engine.lanes.guard import Finding, RunGuard, first_exit_finding, first_finding, release_all
 from lanes_tui.engine.lanes.output_pump import MAX_LINE, READ_CHUNK, REST_S, LineFramer, WholeLines, pump, pump_fd
+from lanes_tui.engine.lanes.pipe_io import PipeIO
 from lanes_tui.engine.lanes.watchdog import ProcInfo, Sample, Verdict, Watchdog
 from lanes_tui.engine.procs.process import (
     ProcessHandle,
@@ -69,32 +70,6 @@ class RunOutcome:
     retry_hit: str | None = None
     #: The structured API error the channel reported last, if any (`supervisor.retry.settle`).
     error: ProviderError | None = None
-
-
-class _PipeIO:
-    """The agent's stdin pipe as the channel's way back (`AgentIO`)."""
-
-    def __init__(self, handle: ProcessHandle) -> None:
-        self.handle = handle
-
-    def write(self, data: bytes) -> bool:
-        stdin = self.handle.proc.stdin
-        if stdin is None or stdin.is_closing():
-            return False
-        try:
-            stdin.write(data)
-        except (OSError, RuntimeError):
-            return False
-        return True
-
-    def close_input(self) -> None:
-        stdin = self.handle.proc.stdin
-        if stdin is not None and not stdin.is_closing():
-            with contextlib.suppress(OSError, RuntimeError):
-                stdin.close()
-
-    def refresh(self) -> None:
-        return None
 
 
 class AgentRun:
@@ -157,7 +132,7 @@ class AgentRun:
             return handle, [self.terminal.reader]
         handle = await ProcessHandle.start(dataclasses.replace(self.request, raw_output=True))
         if channel is not None:
-            channel.attach(_PipeIO(handle))
+            channel.attach(PipeIO(handle))
         return handle, list(handle.output_fds)
 
     async def run(self) -> RunOutcome:

@@ -77,7 +77,7 @@ async def deliver(run: AgentRun, text: str, *, settle_s: float, lane_id: str) ->
         if getattr(channel, "result_seen", False):
             return _refuse(f"lane {lane_id}'s agent has given its result and its input is closed",
                            f"relaunch it with the message: `lanes-tui recover {lane_id} --relaunch`")
-        from lanes_tui.engine.channels.claude import user_message
+        from lanes_tui.engine.channels.claude_wire import user_message
 
         if not channel.io.write(user_message(text)):
             return _refuse(f"lane {lane_id}'s agent no longer reads its input", "it is ending; see `lanes-tui status`")

@@ -43,8 +43,6 @@ HELLO = WriteFile("hello.txt", "hello from claude\n")
 #: the permission request the lead must answer.
 COMMAND = "python3 -c \"open('ran.txt', 'w').write('ran\\n')\""
 SIM_FALLBACK = "write from-sim.txt the sim took over"
-#: A lane in these states may still do something by itself.
-LIVE = ("queued", "launching", "running", "waiting", "checking", "reviewing")
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import cli, output, run_lane, status, wait_for, wait_state, write_config
+from tests.real_cli.backoff import LIVE, cut_back_offs
 from tests.real_cli.conftest import require_cli
 from tests.real_cli.model_server.gemini import ROUTES
 from tests.real_cli.model_server.script import Fail, RunCommand, Say, Script, WriteFile
@@ -206,8 +207,6 @@ def test_a_rate_limit_gemini_retries_by_itself_ends_ok(repo: Path, gemini: Model
 
 #: The lane's own back-off after a run that ended rate limited (`supervisor.retry`), as its why says it.
 BACKING_OFF = "retrying in"
-#: Still running: the lane has not settled.
-LIVE = ("queued", "launching", "running", "waiting", "checking", "reviewing")
 
 
 @pytest.mark.parametrize(("kind", "words"), [("rate_limit", "rate limit"), ("overloaded", "overload"),
@@ -234,16 +233,8 @@ def test_a_persistent_rate_limit_is_retried_in_the_lane_then_the_chain_moves_on(
         {**SETTINGS, "general": {**SETTINGS["general"], "maxAttempts": 1}}))  # type: ignore[dict-item]
     gemini.set_script(Script(fail=Fail("rate_limit")))
     lane = run_gemini(repo, "gemfallback", chain='["gemini", "sim"]')
-    cuts = 0
-    while True:  # each back-off of the lane cut short with `recover` (its `resume-now`)
-        row = wait_for(lambda: ((r := status(repo, lane))["state"] not in LIVE and r)
-                       or (r["state"] == "waiting" and BACKING_OFF in r["state_reason"] and r), timeout=LANE_S)
-        if row["state"] not in LIVE:
-            break
-        assert cuts < 10, row
-        assert cli(repo, "recover", lane).returncode == 0
-        cuts += 1
-        wait_for(lambda said=row["state_reason"]: status(repo, lane)["state_reason"] != said, timeout=LANE_S)
+    cuts = cut_back_offs(repo, lane, fallback=None, timeout=LANE_S)  # each with `recover`, as a lead would
+    row = wait_for(lambda: (r := status(repo, lane))["state"] not in LIVE and r, timeout=LANE_S)
     tried = [(t["provider"], t["result"]) for t in row["providers_tried"]]
     assert tried[-1] == ("sim", "OK") and all(t == ("gemini", "LANE-FAILED") for t in tried[:-1]), tried
     assert cuts >= 1 and len(main_requests(gemini)) == cuts + 1
