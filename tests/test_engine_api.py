@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -83,12 +84,15 @@ async def test_engine_start_marks_a_lane_lost_when_its_supervisor_died(repo: Pat
     sup = json.loads((lane_dir / "supervisor.json").read_text())
     agent = json.loads((lane_dir / "lane.json").read_text())["agent_pid"]
     os.kill(sup["pid"], signal.SIGKILL)
-    await asyncio.to_thread(psutil.Process(sup["pid"]).wait, 10)
-    restarted = Engine(repo)
-    await restarted.start()
-    await restarted.aclose()
-    assert restarted.lanes()[0].state == "lost"
-    os.killpg(agent, signal.SIGKILL)
+    with contextlib.suppress(psutil.NoSuchProcess):  # gone already (reaped before psutil looked) is the aim too
+        await asyncio.to_thread(psutil.Process(sup["pid"]).wait, 10)
+    try:
+        restarted = Engine(repo)
+        await restarted.start()
+        await restarted.aclose()
+        assert restarted.lanes()[0].state == "lost"
+    finally:
+        os.killpg(agent, signal.SIGKILL)
 
 
 async def test_kill_stops_the_lane_and_its_tree(repo: Path) -> None:
