@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lanes_tui.app.cli_ci import add_watch_options, check_watch_options, watch
 from lanes_tui.app.cli_lanes import repo_of
 from lanes_tui.engine import (
     Accept,
@@ -88,6 +89,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
     p.add_argument("--no-push", action="store_true", help="do not push the programme branch to its upstream")
     p.add_argument("--pr", action="store_true", help="then open a pull request with gh (installed and logged in)")
+    p.add_argument("--watch", action="store_true",
+                   help="with --pr: then follow the pull request's checks, as `lanes-tui ci` does (docs/decisions.md)")
+    add_watch_options(p)
     p.add_argument("--push-anyway", action="store_true",
                    help="push although the git watch saw the target move without an accept or a remote change; "
                         "records the watch anew (docs/decisions.md)")
@@ -284,6 +288,10 @@ def cmd_finish(args: argparse.Namespace) -> int:
     repo = repo_of(args)
     config = load_config(repo)
     branch = programme_branch(repo, config)
+    if args.watch:  # refused before anything is touched
+        check_watch_options(args.timeout, args.interval)
+        if not args.pr:
+            raise LanesError("--watch follows the pull request --pr opens", "add --pr, or run `lanes-tui ci`")
     if args.pr:
         check_gh(repo)  # refused before anything is touched
     watched = [] if args.no_push else git_watch_warnings(repo)
@@ -303,13 +311,16 @@ def cmd_finish(args: argparse.Namespace) -> int:
     pr = open_pr(repo, branch) if args.pr and (pushed is None or pushed.ok) else None
     code = 1 if report.leftovers or (pushed is not None and not pushed.ok) else 0
     if args.json:
+        ci_code, ci = watch(repo, pr, timeout_s=args.timeout, interval_s=args.interval, out=sys.stderr) \
+            if args.watch and pr is not None else (0, None)  # `lanes-tui ci` on the new PR, its lines on stderr
         push = None if pushed is None else {"branch": branch, "upstream": pushed.upstream.name if pushed.upstream
                                             else None, "status": pushed.status, "detail": pushed.detail,
                                             "line": pushed.line(), "url": where}
         return _json({"removed": list(report.removed), "leftovers": [
             {"kind": left.kind, "id": left.lane_id, "path": str(left.path) if left.path else None, "fix": left.fix,
              "branch": left.branch}
-            for left in report.leftovers], "deleted": list(report.deleted), "push": push, "pr": pr}, code)
+            for left in report.leftovers], "deleted": list(report.deleted), "push": push, "pr": pr,
+            **({"ci": ci} if ci is not None else {})}, max(code, ci_code))
     for item in report.removed:
         print(f"removed {item}")
     for left in report.leftovers:
@@ -322,6 +333,8 @@ def cmd_finish(args: argparse.Namespace) -> int:
         print(pushed.line())
     if pr is not None:
         print(f"PR {pr}")
+    if args.watch and pr is not None:  # `lanes-tui ci` on the PR just opened
+        code = max(code, watch(repo, pr, timeout_s=args.timeout, interval_s=args.interval)[0])
     return code
 
 
