@@ -62,7 +62,15 @@ HELP: dict[str, tuple[str, tuple[str, ...]]] = {
                "work too: the target holds the branch's version of every file it changed), list what is left "
                "with the command that deals with each (LEFTOVERS: N), then push the programme branch to its "
                "upstream (PUSHED or PUSH-FAILED). Exit 1 when anything is left over or the push failed.",
-               ("lanes-tui finish", "lanes-tui finish --no-push --json", "lanes-tui finish --pr")),
+               ("lanes-tui finish", "lanes-tui finish --no-push --json", "lanes-tui finish --pr",
+                "lanes-tui finish --pr --watch")),
+    "ci": ("Follow a pull request's CI checks with gh until every one has finished, printing each check's change "
+           "of state. A failed check becomes findings: the failed steps' log (last 80 lines) in "
+           ".lanes/state/ci/PR-N.md, and the command that relaunches the lanes the PR carries with them. Exit 0 "
+           "all passed, 1 one failed, 2 no answer (--timeout passed, no check appeared, gh missing or not logged "
+           "in), 130 Ctrl-C.",
+           ("lanes-tui ci", "lanes-tui ci 7", "lanes-tui ci https://github.com/o/r/pull/7 --timeout 1800",
+            "lanes-tui ci --json")),
     "diff": ("A lane's diff against its base (read-only), with per-file and overall digests.",
              ("lanes-tui diff fix-login-a1", "lanes-tui diff fix-login-a1 --stat",
               "lanes-tui diff fix-login-a1 --json")),

@@ -248,3 +248,11 @@ async def test_ctrl_c_stops_the_gh_call_in_flight(programme: Path, tmp_path: Pat
         await follower
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # stopped and reaped: nothing left running
+
+
+def test_ci_is_the_leads_command() -> None:
+    """It writes the lead's state folder and runs gh with the lead's token: never from a lane's shell."""
+    from lanes_tui.app.cli import lane_refusal
+
+    refusal = lane_refusal("ci", ["ci", "7"], {"LANES_LANE": "a-a1"})
+    assert refusal is not None and refusal.startswith("lanes-tui ci is the lead's command")
