@@ -114,6 +114,10 @@ def test_a_failed_check_exits_1_with_findings_and_the_recover_command(programme:
                                                                       monkeypatch: pytest.MonkeyPatch,
                                                                       capsys: pytest.CaptureFixture[str]) -> None:
     repo = programme
+    old = run_lane(repo, 'write notes.txt "already in main"', lane_id="old")
+    wait_state(repo, old)
+    cli(repo, "accept", old, check=True)
+    git(repo, "branch", "-f", "main", "programme")  # the base has that lane's work: the PR does not carry it
     lane = run_lane(repo, 'write calc.py "def add(a, b): return a - b"', lane_id="adder")
     wait_state(repo, lane)
     cli(repo, "accept", lane, check=True)  # the lane's work is on programme now: the PR carries it
@@ -130,6 +134,7 @@ def test_a_failed_check_exits_1_with_findings_and_the_recover_command(programme:
     assert "CI failed on PR #7: 2 of 3 checks (CI / test, deploy-preview)" in out, out
     assert f"findings: {findings}" in out
     assert f"relaunch with them: lanes-tui recover {lane} --relaunch --note-file {findings}" in out, out
+    assert f"recover {old} " not in out
     text = findings.read_text()
     assert text.startswith("# CI failed on pull request #7 (programme into main)")
     assert "## CI / test: fail (FAILURE)" in text and "## deploy-preview: fail (FAILURE)" in text
@@ -220,6 +225,7 @@ def test_finish_pr_watch_follows_the_pr_it_opened(programme: Path, tmp_path: Pat
         git(repo, "rev-parse", "programme")  # pushed first, then the PR, then its checks
     assert [c["argv"][:3] for c in calls(state)][:3] == [["auth", "status"], ["pr", "create", "--fill"],
                                                          ["pr", "view", PR_URL]]
+    assert all(c["pgid_is_pid"] for c in calls(state))  # finish's own gh calls too: each in its own group
 
     (state / "polls.count").unlink()
     code, out, err = run_main(monkeypatch, capsys, FakeClock(), "--repo", str(repo), "finish", "--pr", "--watch",
