@@ -122,7 +122,8 @@ def test_a_failing_pre_commit_hook_refuses_then_no_verify_with_a_reason_accepts(
 def test_hooks_see_exactly_the_lanes_staged_files_and_commit_msg_sets_the_message(programme: Path) -> None:
     repo = programme
     hook(repo / ".git/hooks", "pre-commit",
-         'echo "cwd=$(pwd)"\necho "staged:"\ngit diff --cached --name-only\necho "git-dir=$(git rev-parse --git-dir)"\n')
+         'echo "cwd=$(pwd)"\necho "staged:"\ngit diff --cached --name-only\n'
+         'echo "git-dir=$(git rev-parse --git-dir)"\n')
     hook(repo / ".git/hooks", "commit-msg", 'printf "\\nReviewed-by: the commit-msg hook\\n" >> "$1"\n')
     lane = lane_ready(repo, "write new.txt new\nwrite calc.py 'def add(a, b): return b + a'\n", "staged")
     worktree = Path(status(repo, lane)["worktree"])
