@@ -63,6 +63,9 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--override", metavar="REASON", help="accept a lane that is not ready; the reason is recorded")
     p.add_argument("--override-review", metavar="REASON",
                    help="accept over a BLOCKING or stale review; the reason is recorded")
+    p.add_argument("--no-verify", metavar="REASON",
+                   help="skip the repository's pre-commit and commit-msg hooks; the reason is recorded "
+                        "(docs/decisions.md)")
     p.add_argument("--dry-run", action="store_true",
                    help="print what would happen and change nothing (exit as the accept would: 2 if refused)")
     p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
@@ -181,7 +184,8 @@ def cmd_accept(args: argparse.Namespace) -> int:
         print("\n".join(plan.describe()))
         return code
     outcome = asyncio.run(Accept(repo, config, args.lane_id).run(message=args.message, override=args.override,
-                                                                 override_review=args.override_review))
+                                                                 override_review=args.override_review,
+                                                                 no_verify=args.no_verify))
     if args.json:
         return _json({"id": outcome.lane_id, "dry_run": False, "ok": outcome.state == "accepted",
                       "state": outcome.state, "message": outcome.message, "merged_sha": outcome.merged_sha,
@@ -219,8 +223,8 @@ def _print_group_rest(repo: Path, lane_id: str) -> None:
 
 def cmd_accept_queue(args: argparse.Namespace) -> int:
     """`accept --queue [--dry-run]`: one line per lane, the order and why, or what became of each lane."""
-    if args.lane_id or args.override or args.message:
-        raise LanesError("accept --queue takes no lane id, --override or --message",
+    if args.lane_id or args.override or args.message or args.no_verify is not None:
+        raise LanesError("accept --queue takes no lane id, --override, --no-verify or --message",
                          "accept that lane on its own, or run the queue without them")
     repo = repo_of(args)
     config = load_config(repo)

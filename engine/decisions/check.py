@@ -7,13 +7,13 @@ check ID`, and by `recover --recheck` and accept (after a rebase) on a lane nobo
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.debug import crash_point
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.decisions.gate_fence import gates_fence
 from lanes_tui.engine.decisions.gate_log import GateReport, append_output, gate_report
 from lanes_tui.engine.decisions.gate_plan import plan_gates, project_venv
 from lanes_tui.engine.decisions.gates import RUNNING_FILE, run_gates, stop_leftover_gates, summarise
@@ -22,9 +22,6 @@ from lanes_tui.engine.decisions.scope import describe_outside
 from lanes_tui.engine.git import git_snapshot, lead_checkout
 from lanes_tui.engine.git.head_repair import head_note
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
-from lanes_tui.engine.lanes.caps import lane_caps
-from lanes_tui.engine.lanes.confine import confine, provider_writable
-from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
 from lanes_tui.engine.lanes.launcher import stop_leftovers_now, supervisor_alive
 from lanes_tui.engine.lanes.no_changes import unchanged
 from lanes_tui.engine.procs.gate_scope import GateScope
@@ -67,19 +64,14 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
     if record.result == "OK" or by_lead:
         store.transition(record, "checking", "running the gates")
         crash_point("check:checking")  # tests kill -9 `check` at each step (LANES_TUI_CRASH_AT)
-        env = lane_environment(os.environ, lane_id=record.id, attempt=record.attempt, state_dir=paths.state,
-                               worktree=worktree, bin_dir=ensure_cli_shim(paths.bin).parent,
-                               allow=config.gates.env)  # the base set and [gates] env: no provider's keys
         steps, planned = plan_gates(repo, worktree, config.gates)  # the project's venv, detected commands
         warnings += planned
-        try:  # the gates run under the lane's kernel fence, with a TMPDIR of their own (`lanes.confine`)
-            fence = confine(repo, record.id, worktree, kind="gates", allowed_uncontained=lane_caps(
-                config.lanes, record.caps).allow_uncontained, writable=provider_writable(config.gates.writable, env))
+        try:  # the gates' environment, under the lane's kernel fence with a TMPDIR of their own (`gate_fence`)
+            env, fence = gates_fence(repo, config, record, worktree, kind="gates")
         except LanesError as exc:
             if by_lead:
                 raise
             return _not_gated(store, record, exc, clock)
-        env.update(fence.env())
         store.event(record.id, "confinement", of="gates", **fence.record())
 
         def progress(line: str, fields: dict[str, object]) -> None:  # the Output tab and events show it live
