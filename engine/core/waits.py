@@ -71,8 +71,9 @@ class Wait:
         return self.reason if self.phase == START else self.ended
 
     def fields(self) -> dict[str, object]:
-        """The `gate-wait` event's fields (`kind`, `phase`, `waited_s`, …; a slot's holders as text)."""
-        data: dict[str, object] = {"kind": self.kind, "phase": self.phase, "waited_s": round(self.waited_s, 3)}
+        """The `gate-wait` event's fields (`for`: load | slot, as a `lock-wait` says it; `phase`, `waited_s`, …;
+        a slot's holders as text). Not `kind`: `LaneStore.event` takes the event's type by that name."""
+        data: dict[str, object] = {"for": self.kind, "phase": self.phase, "waited_s": round(self.waited_s, 3)}
         if self.budget_s is not None:
             data["budget_s"] = self.budget_s
         if self.kind == LOAD:

@@ -135,7 +135,7 @@ class LockView:
 
     wait: str | None = None
     locks: int = 0
-    #: The lane's gates' open wait: the last `gate-wait` start event (kind, load, limit, held_by,
+    #: The lane's gates' open wait: the last `gate-wait` start event (for, load, limit, held_by,
     #: budget_s, t) when no end followed it (`decisions.gate_waits`); the status keeps it only while
     #: the lane is `checking` and the event is not older than the record.
     gate_wait: Mapping[str, Any] | None = None

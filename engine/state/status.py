@@ -78,7 +78,7 @@ class LaneStatus:
     #: How many heavy runs the lane's agent took through `lanes-tui lock` (within the events' tail).
     locks: int = 0
     #: While the lane is `checking` and its gates wait for a heavy slot or the machine's load: the
-    #: `gate-wait` start event (kind, load, limit, held_by, budget_s, t: `decisions.gate_waits`); else None.
+    #: `gate-wait` start event (for, load, limit, held_by, budget_s, t: `decisions.gate_waits`); else None.
     gate_wait: Mapping[str, Any] | None = None
     #: The cap that stopped the lane (`FAILED-RESOURCE`): cap, value, peak, mechanism, killed, reason —
     #: strings only, from `lane.json`'s `governor.fired`; None when no cap fired.
@@ -124,7 +124,7 @@ class LaneStatus:
         wait = self.gate_wait
         if not wait:
             return None
-        if wait.get("kind") == "load":
+        if wait.get("for") == "load":
             load, limit = wait.get("load"), wait.get("limit")
             what = load_text(load if _figure(load) else None, limit if _figure(limit) else None)
         else:
@@ -132,7 +132,7 @@ class LaneStatus:
             shown = "".join(ch if ch.isprintable() else "?" for ch in held[:120]) if isinstance(held, str) else ""
             what = "a heavy slot" + (f" held by {shown}" if shown else "")
         since = wait.get("t")
-        return what + (f", {span(now - float(since))}" if _figure(since) else "")
+        return what + (f", {span(now - since)}" if isinstance(since, int | float) and _figure(since) else "")
 
     def with_sample(self, sample: Mapping[str, Any]) -> LaneStatus:
         """This status with a newer watchdog sample's meters (and process tree) folded in."""
