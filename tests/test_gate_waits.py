@@ -102,9 +102,10 @@ def test_a_forced_load_wait_shows_its_reason_within_one_sample(repo: Path, monke
     end = after["waits"][-1]  # type: ignore[index]
     assert (end["phase"], end["ok"], end["waited_s"], end["load"]) == ("end", True, 2.0, 5.1)
     assert "[gate] waited 2s for the machine: load 5.1 > 4.0" in str(after["output"])
-    events = [json.loads(line) for line in (repo / ".lanes/state/lanes" / lane_id / "events.jsonl").read_text().splitlines()]
-    reasons = [e["reason"] for e in events if e["type"] == "state"]
-    assert reasons[-4:-3] == ["running the gates"] and reasons[-3:] == ["waiting for the machine: load 5.1 > 4.0 (up to 10m)", "running the gates", "gates passed"]
+    events = (repo / ".lanes/state/lanes" / lane_id / "events.jsonl").read_text().splitlines()
+    reasons = [e["reason"] for e in map(json.loads, events) if e["type"] == "state"]
+    assert reasons[-4:] == ["running the gates", "waiting for the machine: load 5.1 > 4.0 (up to 10m)",
+                            "running the gates", "gates passed"]
     log = cli(repo, "check", lane_id, "--log")
     assert log.returncode == 0 and log.stdout.startswith("waited 2s for the machine: load 5.1 > 4.0\n"), log.stdout
 
@@ -237,3 +238,18 @@ async def test_the_meters_pane_shows_a_gate_wait() -> None:
         pane.update_machine(meters_mapping(MACHINE, [], [lane("fix-a1", "ready")], now))
         await pilot.pause()
         assert "gates waiting" not in str(pane.query_one("#meters-text", Static).content)
+
+
+def test_the_gates_tab_shows_the_waits_before_the_steps() -> None:
+    from lanes_tui.engine.decisions.gate_log import gate_report
+    from lanes_tui.widgets.gates_pane import render_report
+
+    packet = {"gates": [{"name": "pytest", "status": "not-run", "command": "pytest", "waits": [
+        "waited 10m for the machine: load 5.3 > 4.0 and gave up"],
+        "output_tail": "not run: the machine stayed busy for 10m (load 5.3 > 4.0); raise [gates] max_load"},
+        {"name": "ruff", "status": "not-run", "command": "ruff check .", "output_tail": "not run: the machine …"}]}
+    report = gate_report(packet)
+    assert report.waits == ("waited 10m for the machine: load 5.3 > 4.0 and gave up",
+                            "not run: the machine stayed busy for 10m (load 5.3 > 4.0); raise [gates] max_load")
+    lines = render_report(report).plain.splitlines()
+    assert lines[:2] == [f"~ {w}" for w in report.waits] and lines[2].startswith("– pytest")

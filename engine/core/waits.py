@@ -14,7 +14,7 @@ Standard library only: `lock` runs in agents' shells.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +96,7 @@ def load_text(load: float | None, limit: float | None) -> str:
     return f"load above {bound}" if load is None else f"load {load:.1f} > {bound}"
 
 
-def holders_text(holders: tuple[Mapping[str, Any], ...] | list[Mapping[str, Any]]) -> str:
+def holders_text(holders: Iterable[Mapping[str, Any]]) -> str:
     """`fix-a1 pid 4242, lead pid 77`: a slot file's holder line is written by whoever holds it (an agent's
     `lock` too), so only printable characters of a bounded length get into a why or an event."""
     def clean(value: object) -> str:

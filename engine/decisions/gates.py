@@ -3,7 +3,9 @@
 Each configured command runs in the lane's worktree as an argv list (no shell), in its own process
 group with its own timeout, inside a machine-wide heavy slot so parallel lanes do not run five test
 suites at once on two cores. A gate that could not get a slot is `not-run`, never `failed`: a busy
-machine says nothing about the lane's work.
+machine says nothing about the lane's work. So is a gate run whose machine stayed above `[gates] max_load`
+for the whole wait budget; while it waits for a slot or the load, the caller's `on_wait` hears it
+(`core.waits`, `decisions.gate_waits`), so a waiting check never looks like a hung one.
 
 A gate runs with the environment `check` builds (`lanes.env`): the base set, `[gates] env` and the
 lane's `LANES_*` — never a provider's credentials, since a gate runs code the agent wrote — inside
@@ -32,7 +34,7 @@ from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import read_json, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.core.waits import OnWait, Wait, load_text, span
+from lanes_tui.engine.core.waits import OnWait, Wait, holders_text, load_text, span
 from lanes_tui.engine.decisions.gate_log import Progress, StepLog, duration_text, gate_log_path, progress_line
 from lanes_tui.engine.decisions.gate_plan import PlannedGate, gate_environment, plan_gates, project_venv
 from lanes_tui.engine.lanes.heavy import HEAVY_SLOT_ENV
@@ -197,14 +199,19 @@ async def _run_gates(worktree: Path, gates: GatesConfig, steps: list[PlannedGate
         reason = f"not run: every heavy slot ({gates.slots}) stayed busy for {span(waited)}"
         holders = slots.holders(folder)
         if holders:
-            reason += " (held by " + ", ".join(f"{h.get('lane', '?')} pid {h.get('pid', '?')}" for h in holders) + ")"
+            reason += f" (held by {holders_text(holders)})"
     else:
         remaining = max(0.0, gates.slot_wait_s - (clk.monotonic() - waited_from))
         limit = load_limit if load_limit is not None else _load_limit(gates)
         # 0: the lead (or a test run, whose own load is not the lanes') turned the wait off. A load that
         # stays high past the budget is `not-run`, as a busy slot is: a suite started on a machine that
         # busy runs slowly enough to time out, a false red, and makes every lane's agent slower with it.
-        if not await slots.wait_for_load(limit, remaining, clk, load=run.load, on_wait=listen):
+        try:
+            calm = await slots.wait_for_load(limit, remaining, clk, load=run.load, on_wait=listen)
+        except BaseException:  # stopped while waiting: the slot goes now, not when this process ends
+            slot.release()
+            raise
+        if not calm:
             slot.release()
             slot = None
             last = heard[-1] if heard else None
