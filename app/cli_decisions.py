@@ -140,6 +140,8 @@ def _print_gate_log(repo: Path, lane_id: str) -> int:
     report = lane_gate_report(repo, load_config(repo), lane_id)
     if report.planned:
         print(f"{lane_id}: no check has run yet; a check would run:")
+    for wait in report.waits:  # before the steps, as it happened: the slot, the load, or why none ran
+        print(wait)
     for step in report.steps:
         took = "" if step.status in ("planned", "not-run") else duration_text(step.duration_s)
         code = f"exit {step.exit_code}" if step.exit_code is not None else ""

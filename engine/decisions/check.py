@@ -16,6 +16,7 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.gate_fence import gates_fence
 from lanes_tui.engine.decisions.gate_log import GateReport, append_output, gate_report
 from lanes_tui.engine.decisions.gate_plan import plan_gates, project_venv
+from lanes_tui.engine.decisions.gate_waits import lane_wait_listener, not_run_why
 from lanes_tui.engine.decisions.gates import RUNNING_FILE, run_gates, stop_leftover_gates, summarise
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, state_after_gates, write_packet
 from lanes_tui.engine.decisions.scope import describe_outside
@@ -88,7 +89,8 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
                                     running_file=lane.dir / RUNNING_FILE,  # found again if this check dies
                                     steps=steps, venv=project_venv(repo, config.gates, worktree),
                                     log_dir=lane.dir, progress=progress, scope=scope,
-                                    preexec=(restrict,) if restrict else ())
+                                    preexec=(restrict,) if restrict else (),
+                                    on_wait=lane_wait_listener(store, record, lane.output))  # waits: why, event, log
         finally:
             fence.close()
         crash_point("check:gates")
@@ -109,6 +111,8 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
               if g.status == "failed" or g.status == "timeout"]
     if failed:
         reason = f"gate failed: {', '.join(failed)}"
+    if status == "not-run" and state == "exited":  # what kept them from running: a busy slot, the load
+        reason = not_run_why(record.id, gates, reason)
     if state == "ready" and unchanged_before:  # the lead's check of a lane that did nothing: nothing to accept
         state, reason = "exited", "NO-CHANGES: the worktree still has no changes; nothing to accept"
     if review_next and state == "ready":

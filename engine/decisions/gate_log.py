@@ -127,6 +127,9 @@ class GateReport:
     warnings: tuple[str, ...] = ()
     #: True when the steps are what would run (no check has run yet), not what ran.
     planned: bool = False
+    #: What the gates waited for before they ran (`waited 42s for the machine: load 5.1 > 4.0`), then why
+    #: they did not run when they did not (`not run: the machine stayed busy for 10m (…)`).
+    waits: tuple[str, ...] = ()
 
 
 def gate_report(packet: Mapping[str, Any] | None, planned: list[tuple[str, str, float]] | None = None) -> GateReport:
@@ -138,8 +141,14 @@ def gate_report(packet: Mapping[str, Any] | None, planned: list[tuple[str, str, 
         return GateReport(steps, warnings=warnings, planned=True)
     views: list[GateStepView] = []
     tails: dict[int, str] = {}
+    waits: list[str] = []
     for index, gate in enumerate(g for g in raw if isinstance(g, dict)):
         code = gate.get("exit_code")
+        kept = gate.get("waits")
+        waits += [w for w in kept if isinstance(w, str)] if isinstance(kept, list) else []
+        if gate.get("status") == "not-run" and str(gate.get("output_tail") or "").startswith("not run: ") \
+                and not any(w.startswith("not run: ") for w in waits):
+            waits.append(str(gate["output_tail"]))
         views.append(GateStepView(
             name=str(gate.get("name") or gate.get("command") or "gate"),
             status=str(gate.get("status") or "?"),
@@ -152,6 +161,6 @@ def gate_report(packet: Mapping[str, Any] | None, planned: list[tuple[str, str, 
         tails[index] = str(gate.get("output_tail") or "")
     failing = next((i for i, v in enumerate(views) if v.failed), None)
     if failing is None:
-        return GateReport(tuple(views), warnings=warnings)
+        return GateReport(tuple(views), warnings=warnings, waits=tuple(waits))
     output = read_gate_log(views[failing].log) or tails[failing]
-    return GateReport(tuple(views), views[failing].name, output, warnings)
+    return GateReport(tuple(views), views[failing].name, output, warnings, waits=tuple(waits))
