@@ -14,6 +14,7 @@ from lanes_tui.app.cli_ci import add_watch_options, check_watch_options, watch
 from lanes_tui.app.cli_lanes import repo_of
 from lanes_tui.engine import (
     Accept,
+    FinishReport,
     LanesError,
     abandon_lane,
     accept_git_config,
@@ -58,7 +59,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("lane_id", nargs="?", help="the lane to accept (or --queue)")
     p.add_argument("--queue", action="store_true",
                    help="accept every ready lane, in an order that avoids the conflict radar's conflicts; "
-                        "stops at the first refusal")
+                        "skips a lane with nothing to merge, stops at the first other refusal")
     p.add_argument("--message", "-m", help="the commit message (default: from the task)")
     p.add_argument("--override", metavar="REASON", help="accept a lane that is not ready; the reason is recorded")
     p.add_argument("--override-review", metavar="REASON",
@@ -96,8 +97,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                    help="with --pr: then follow the pull request's checks, as `lanes-tui ci` does (docs/decisions.md)")
     add_watch_options(p)
     p.add_argument("--push-anyway", action="store_true",
-                   help="push although the git watch saw the target move without an accept or a remote change; "
-                        "records the watch anew (docs/decisions.md)")
+                   help="push although leftovers remain, or the git watch saw the target move without an accept or "
+                        "a remote change (that records the watch anew; docs/decisions.md)")
     p.set_defaults(func=cmd_finish)
 
     p = sub.add_parser("diff", help="a lane's diff against its base, with per-file digests")
@@ -309,39 +310,52 @@ def cmd_finish(args: argparse.Namespace) -> int:
         for line in confirm_git_watch(repo):
             print(f"confirmed: {line}")
     report = finish(repo, config)
-    where = None if args.no_push or branch in config.lanes.protected_branches else push_url(repo, branch)
+    held = "--no-push given" if args.no_push else report.push_held(push_anyway=args.push_anyway)
+    where = None if held or branch in config.lanes.protected_branches else push_url(repo, branch)
     if where is not None and not args.json:
         print(f"pushing {branch} to {where}")  # where it goes, before it goes
-    pushed = None if args.no_push else push_branch(repo, branch, protected=set(config.lanes.protected_branches),
-                                                   hooks=trusted_hooks(repo))
-    pr = open_pr(repo, branch) if args.pr and (pushed is None or pushed.ok) else None
+    pushed = None if held else push_branch(repo, branch, protected=set(config.lanes.protected_branches),
+                                           hooks=trusted_hooks(repo))
+    pr = open_pr(repo, branch) if args.pr and (args.no_push or (pushed is not None and pushed.ok)) else None
     code = 1 if report.leftovers or (pushed is not None and not pushed.ok) else 0
+    reason = held or (pushed.reason if pushed is not None else "")
     if args.json:
         ci_code, ci = watch(repo, pr, timeout_s=args.timeout, interval_s=args.interval, out=sys.stderr) \
             if args.watch and pr is not None else (0, None)  # `lanes-tui ci` on the new PR, its lines on stderr
         push = None if pushed is None else {"branch": branch, "upstream": pushed.upstream.name if pushed.upstream
                                             else None, "status": pushed.status, "detail": pushed.detail,
                                             "line": pushed.line(), "url": where}
-        return _json({"removed": list(report.removed), "leftovers": [
-            {"kind": left.kind, "id": left.lane_id, "path": str(left.path) if left.path else None, "fix": left.fix,
-             "branch": left.branch}
-            for left in report.leftovers], "deleted": list(report.deleted), "push": push, "pr": pr,
-            **({"ci": ci} if ci is not None else {})}, max(code, ci_code))
-    for item in report.removed:
-        print(f"removed {item}")
+        leftovers = [{"kind": left.kind, "id": left.lane_id, "path": str(left.path) if left.path else None,
+                      "fix": left.fix, "branch": left.branch} for left in report.leftovers]
+        return _json({"removed": list(report.removed), "lanes": [lane.to_json() for lane in report.lanes],
+                      "leftovers": leftovers, "deleted": list(report.deleted), "push": push,
+                      "pushed": pushed is not None and pushed.status == "pushed", "push_reason": reason, "pr": pr,
+                      **({"ci": ci} if ci is not None else {})}, max(code, ci_code))
+    _print_removed(report)
     for left in report.leftovers:
         print(f"{left.kind:<9} {left.lane_id:<28} {left.path or left.branch}  → {left.fix}")
     if not report.removed and not report.leftovers:
         print("nothing to finish")
     if report.leftovers:
         print(f"LEFTOVERS: {len(report.leftovers)}")
-    if pushed is not None and pushed.upstream is not None:  # no upstream: a project without a remote, said in --json
-        print(pushed.line())
+    print(pushed.line() if pushed is not None and pushed.status != "skipped" else f"NOT-PUSHED: {reason}")
     if pr is not None:
         print(f"PR {pr}")
     if args.watch and pr is not None:  # `lanes-tui ci` on the PR just opened
         code = max(code, watch(repo, pr, timeout_s=args.timeout, interval_s=args.interval)[0])
     return code
+
+
+def _print_removed(report: FinishReport) -> None:
+    """Each lane finish cleaned up and why, then what went (`removed worktree …`, `removed branch …`)."""
+    grouped = {item for lane in report.lanes for item in lane.items}
+    for lane in report.lanes:
+        print(lane.line())
+        for item in lane.items:
+            print(f"  removed {item}")
+    for item in report.removed:
+        if item not in grouped:
+            print(f"removed {item}")
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
+import shlex
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -296,3 +299,26 @@ def test_a_steady_radar_asks_git_nothing_until_a_branch_or_a_worktree_moves(
     engine.radar_full_every_s = 0.0
     assert look() == 8 and look() == 9
     assert watch.skipped == 4
+
+
+def test_the_radar_sees_a_checking_lane(programme: Path, tmp_path: Path) -> None:
+    """A lane whose gates are running is in the radar: its diff is what the gates judge, and it is
+    `ready` a moment later. Its gate here waits for a file the test writes (bounded: 120 s)."""
+    release = tmp_path / "release"
+    code = ("import os,time; t=time.monotonic(); slow=os.environ['LANES_LANE'].startswith('slow'); "
+            f"[time.sleep(0.05) for _ in iter(lambda: slow and not os.path.exists({str(release)!r}) "
+            "and time.monotonic()-t<120, False)]")
+    write_config(programme, gates=f"commands = [{json.dumps(sys.executable + ' -c ' + shlex.quote(code))}]")
+    repo = programme
+    (fast,) = ready_lanes(repo, {"fast": "write shared.txt from fast\n"})
+    slow = run_lane(repo, "write shared.txt from slow\n", lane_id="slow")
+    try:
+        wait_state(repo, slow, "checking")
+        rows = {row["id"]: row for row in status(repo)}
+        assert rows[slow]["state"] == "checking"
+        assert kinds(rows[fast]["conflicts"]) == {("overlap", slow): ["shared.txt"]}
+        assert kinds(rows[slow]["conflicts"]) == {("overlap", fast): ["shared.txt"]}
+    finally:
+        release.write_text("go")
+        wait_state(repo, slow)
+    assert status(repo, slow)["state"] == "ready"

@@ -32,6 +32,13 @@ from lanes_tui.engine.state.store import LaneStore
 
 #: States from which an accept may go ahead with `--override REASON`.
 OVERRIDABLE = frozenset({"rejected", "exited", "stalled", "lost", "conflict"})
+#: How the refusal of a lane that changed nothing begins: the accept queue skips such a lane.
+NOTHING_TO_MERGE = "nothing to merge"
+
+
+class NothingToMerge(LanesError):
+    """The accept's first refusal is that the lane has nothing to merge: no later accept can change
+    that (only abandoning it), so the accept queue skips the lane instead of stopping at it."""
 
 
 @dataclass
@@ -83,7 +90,8 @@ class AcceptPlan:
 
     def raise_if_refused(self) -> None:
         if self.refusals:
-            raise LanesError(f"accept {self.lane_id} refused: {self.refusals[0]}")
+            empty = self.refusals[0].startswith(NOTHING_TO_MERGE)
+            raise (NothingToMerge if empty else LanesError)(f"accept {self.lane_id} refused: {self.refusals[0]}")
 
     def describe(self, *, scope: bool = True) -> list[str]:
         """Lines for the confirm modal and `accept --dry-run`; `scope=False` leaves out the scope

@@ -1,8 +1,9 @@
 """The conflict radar: which lanes touch the same files, and which would conflict when merged.
 
-For every pair of live or ready lanes (planned or not) the radar names the files both changed since
-their base, as accept would stage them (commits on the branch, the index, the working tree, new
-files; `worktrees.changed_files` gives the same list). For ready lanes it also tries the merges the
+For every pair of live, checking or ready lanes (planned or not) the radar names the files both
+changed since their base, as accept would stage them (commits on the branch, the index, the working
+tree, new files; `worktrees.changed_files` gives the same list). A `checking` lane is in because its
+gates judge exactly that diff and it is `ready` moments later. For ready lanes it also tries the merges the
 accepts would do — the lane into its target, and each pair of ready lanes with the same target —
 with `git merge-tree --write-tree` (git ≥ 2.38), which writes objects and nothing else: no worktree,
 index or ref moves, so neither the lanes nor the lead see anything change.
@@ -52,8 +53,10 @@ __all__ = ["KINDS", "RADAR_STATES", "Conflict", "Radar", "RadarReport", "radar_r
 
 log = logging.getLogger(__name__)
 
-#: The lanes the radar looks at: those still working and those waiting for the lead's accept.
-RADAR_STATES = LIVE_STATES | {"ready"}
+#: The lanes the radar looks at: those still working, those whose gates are running (their worktree's
+#: diff is what the gates judge, and they are `ready` in a moment: a clash must show before then), and
+#: those waiting for the lead's accept. Only ready lanes get trial merges; the others, shared files.
+RADAR_STATES = LIVE_STATES | {"checking", "ready"}
 #: The kinds of finding, most serious first: the lane's trial merge into its target conflicts, its
 #: trial merge with another ready lane conflicts, or it changed files another lane changed too.
 KINDS = ("target", "merge", "overlap")
