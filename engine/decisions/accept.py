@@ -32,6 +32,7 @@ from lanes_tui.engine.decisions.packet import read_packet, write_packet
 from lanes_tui.engine.decisions.runners import remote_runner
 from lanes_tui.engine.git import watch
 from lanes_tui.engine.git.commands import git_out, nul_list, run_git
+from lanes_tui.engine.git.frozen_work import restore_gate_files
 from lanes_tui.engine.git.lane_paths import LaneLocation, git_witness, locate_lane, remove_lane_worktree
 from lanes_tui.engine.git.upstream import fetch_base
 from lanes_tui.engine.state.paths import StatePaths
@@ -112,10 +113,12 @@ class Accept:
                      lane_head_before=git_out(plan.worktree, "rev-parse", "HEAD"), override=override,
                      outside_scope=plan.outside_scope,  # what the override let through, kept with its reason
                      override_review=override_review, review_refusals=plan.review_refusals)
-        lane_head = commit_worktree(plan.worktree, plan.files, msg)
+        lane_head = commit_worktree(plan.worktree, plan.files, msg, frozen=plan.frozen_sha)
         crash_point("commit:after")
         if plan.needs_rebase:
             self.journal("rebase", lane_head=lane_head)
+            if plan.frozen_sha and plan.gate_files:  # the gates' files are not the agent's: they would stop the rebase
+                restore_gate_files(plan.worktree, plan.frozen_sha, plan.gate_files)
             conflict = rebase(plan.worktree, plan.target_sha)
             if conflict is not None:
                 return self._conflict(conflict)
@@ -185,18 +188,24 @@ class Accept:
             self.journal_path.unlink()
 
 
-def commit_worktree(worktree: Path, files: list[str], message: str) -> str:
-    """Commit exactly the changed files as they are in the worktree (if anything changed); return HEAD.
+def commit_worktree(worktree: Path, files: list[str], message: str, *, frozen: str | None = None) -> str:
+    """Commit the lane's work (if anything changed); return HEAD.
 
-    Built in a temporary index from HEAD, where `git add` rehashes every file: the lane's own index is
-    the agent's, and its entries may name objects only in the lane's private store (`lanes.confine`),
-    which vanish with the worktree, or content the files no longer have. Afterwards the lane's index is
-    set to the new HEAD, so a rebase finds it clean.
+    With `frozen` (the snapshot its check made before the gates, `git.frozen_work`, whose parent is HEAD)
+    the temporary index is that snapshot's tree: exactly the frozen work, whatever the gates left in
+    the worktree. Without it (a lane no gate ran in), exactly the changed files as they are in the
+    worktree, staged in a temporary index from HEAD, where `git add` rehashes every file: the lane's own
+    index is the agent's, and its entries may name objects only in the lane's private store
+    (`lanes.confine`), which vanish with the worktree, or content the files no longer have. Afterwards
+    the lane's index is set to the new HEAD, so a rebase finds it clean.
     """
     with tempfile.TemporaryDirectory(prefix="lanes-accept-index-") as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        run_git(worktree, "read-tree", "HEAD", extra_env=env)
-        if files:
+        if frozen:
+            run_git(worktree, "read-tree", f"{frozen}^{{tree}}", extra_env=env)
+        else:
+            run_git(worktree, "read-tree", "HEAD", extra_env=env)
+        if files and not frozen:
             run_git(worktree, "add", "-A", "--", *files, extra_env=env)
         staged = run_git(worktree, "diff", "--cached", "--quiet", check=False, extra_env=env).returncode != 0
         if staged:
