@@ -39,7 +39,6 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import branch_for, validate_lane_id
 from lanes_tui.engine.core.schema import NewerSchema, check_schema, stamped
 from lanes_tui.engine.git.commands import WorktreeEntry, list_worktrees, run_git
-from lanes_tui.engine.git.frozen_work import drop_frozen_ref
 from lanes_tui.engine.git.harden import dotgit_problem, register_lane, repair_dotgit
 from lanes_tui.engine.git.worktrees import remove_worktree
 from lanes_tui.engine.state.model import LaneRecord
@@ -301,6 +300,8 @@ def remove_lane_worktree(loc: LaneLocation, *, force: bool = True) -> list[str]:
     """Remove the lane's worktree and `lane/<id>` branch, after asking git once more (plans age)."""
     if git_witness(loc) is not None and force:
         repair_dotgit(register_lane(loc.repo, loc.lane_id, loc.worktree))  # else `git worktree remove` refuses it
+    from lanes_tui.engine.git.frozen_work import drop_frozen_ref  # here: a lane's supervisor never removes one
+
     removed = remove_worktree(loc.repo, loc.root, loc.worktree, loc.branch, force=force)
     drop_frozen_ref(loc.repo, loc.lane_id)  # its snapshot (`git.frozen_work`) goes with the worktree
     return removed

@@ -135,6 +135,8 @@ class Radar:
         self._committed: dict[tuple[str, str], frozenset[str]] = {}
         self._snapshots: dict[tuple[str, ...], str] = {}
         self._merges: dict[tuple[str, str], tuple[str, ...] | None] = {}
+        #: Frozen work (`git.frozen_work`) → its parent commit: a commit never changes.
+        self._parents: dict[str, str] = {}
         self._signature: tuple[Any, ...] | None = None
         self._report = RadarReport()
         #: Each lane's side in the last scan, reused for a quiet running lane.
@@ -217,7 +219,8 @@ class Radar:
         files = committed | frozenset(dirty)
         if record.state != "ready":
             return _Side(record.id, record.state, record.target_branch, files, None, (head, files))
-        if frozen is not None:  # the work its check froze: what accept merges, without the gates' files
+        if frozen is not None and self._parent(frozen) == head:  # the work its check froze: what accept
+            # merges, without the gates' files (a lane whose HEAD moved since is looked at as it stands)
             work = self._committed.get((base, frozen))
             if work is None:
                 names = run_git(self.repo, "diff", "--name-only", "-z", "--no-renames", base, frozen, "--").stdout
@@ -232,6 +235,14 @@ class Radar:
             self.snapshots_made += 1
         used_snapshots.add(cache_key)
         return _Side(record.id, record.state, record.target_branch, files, snapshot, (head, files, digest))
+
+    def _parent(self, commit: str) -> str:
+        if commit not in self._parents:
+            if len(self._parents) > 1000:
+                self._parents.clear()
+            proc = run_git(self.repo, "rev-parse", "--verify", "--quiet", f"{commit}^", check=False)
+            self._parents[commit] = os.fsdecode(proc.stdout).strip() if proc.returncode == 0 else ""
+        return self._parents[commit]
 
     # the findings ----------------------------------------------------------------------------------
     def _findings(self, sides: list[_Side], targets: Mapping[str, str]) -> dict[str, tuple[Conflict, ...]]:
