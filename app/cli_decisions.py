@@ -23,6 +23,7 @@ from lanes_tui.engine import (
     confirm_git_watch,
     duration_text,
     finish,
+    gate_files_line,
     git_watch_warnings,
     group_members,
     inspect_lane,
@@ -132,6 +133,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{gate['status']:>8}  {gate['command']}  (exit {gate['exit_code']}, {gate['duration_s']}s)")
     for warning in packet.get("warnings") or []:  # type: ignore[attr-defined]
         print(f"WARNING: {warning}")
+    if left := gate_files_line(packet.get("gate_files")):
+        print(left)
     print(f"{args.lane_id}: gates {packet.get('gates_status')}, next: {packet.get('next')}")
     return code
 
@@ -149,6 +152,8 @@ def _print_gate_log(repo: Path, lane_id: str) -> int:
         print(f"{step.status:>8}  {step.name:<12} {took:>6} {code:<7} {step.command}")
     for warning in report.warnings:
         print(f"WARNING: {warning}")
+    if left := gate_files_line(list(report.gate_files)):
+        print(left)
     if report.failing is not None:
         print(f"--- output of {report.failing} ---")
         print(report.output.rstrip("\n"))

@@ -81,7 +81,8 @@ _EXPORTS: dict[str, str] = {
     "AbandonPlan": "decisions.abandon", "abandon_lane": "decisions.abandon", "plan_abandon": "decisions.abandon",
     "check_lane": "decisions.check", "lane_diff": "decisions.lane_diff",
     "lane_gate_report": "decisions.check", "GateReport": "decisions.gate_log", "GateStepView": "decisions.gate_log",
-    "duration_text": "decisions.gate_log", "describe_gates": "decisions.gate_plan",
+    "duration_text": "decisions.gate_log", "gate_files_line": "decisions.gate_log",
+    "describe_gates": "decisions.gate_plan",
     "review_by_lead": "decisions.review_run", "verify_lane": "decisions.verify",
     "describe_review": "decisions.review_prompt", "describe_verification": "decisions.review_prompt",
     "review_detail": "decisions.review_prompt", "verification": "decisions.review_prompt",
@@ -155,7 +156,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.decisions.ci_findings import CiFindings
     from lanes_tui.engine.decisions.ci_findings import write_findings as write_ci_findings
     from lanes_tui.engine.decisions.finish import FinishReport, finish
-    from lanes_tui.engine.decisions.gate_log import GateReport, GateStepView, duration_text
+    from lanes_tui.engine.decisions.gate_log import GateReport, GateStepView, duration_text, gate_files_line
     from lanes_tui.engine.decisions.gate_plan import describe_gates
     from lanes_tui.engine.decisions.lane_diff import lane_diff
     from lanes_tui.engine.decisions.pr_checks import ChecksOutcome, PullRequest, find_pr, follow_checks
@@ -259,7 +260,8 @@ __all__ = [  # the door's names, sorted; the same as `_EXPORTS` and the TYPE_CHE
     "check_gh", "check_lane", "check_prompt", "check_report", "confined", "confirm_git_watch", "conversation",
     "describe_confinement", "describe_gates", "describe_heavy_slots", "describe_limit", "describe_review",
     "describe_verification", "describe_watch_limit", "detect_containment", "duration_text", "find_pr", "find_repo_root",
-    "finish", "follow_checks", "gemini_setup_problems", "git_watch_warnings", "governor_summary", "group_members",
+    "finish", "follow_checks", "gate_files_line", "gemini_setup_problems", "git_watch_warnings", "governor_summary",
+    "group_members",
     "inspect_lane", "install_pre_push", "is_gemini", "lane_caps", "lane_diff", "lane_gate_report", "lane_hands",
     "lane_settled", "lane_statuses", "lanes_needing_lead", "launch_group", "launch_lane", "launch_plan",
     "live_lane_ids", "load_config", "load_plan", "open_attach", "open_pr", "parse_bytes", "parse_percent",

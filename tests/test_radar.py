@@ -103,7 +103,8 @@ def test_the_radar_sees_commits_and_new_files_and_redoes_only_what_moved(program
     radar = Radar(repo)
     first = radar.scan(store.all())
     assert first.of(one) == () and first.of(two) == ()
-    assert (radar.snapshots_made, radar.merges_run) == (2, 3)  # each into the target, and the pair
+    # Each into the target, and the pair: their frozen work (`git.frozen_work`), no snapshot needed.
+    assert (radar.snapshots_made, radar.merges_run) == (0, 3)
     assert radar.scan(store.all()) is first and radar.merges_run == 3  # nothing moved: nothing redone
 
     worktree = Path(store.read(two).worktree)
@@ -114,7 +115,7 @@ def test_the_radar_sees_commits_and_new_files_and_redoes_only_what_moved(program
     report = radar.scan(store.all())
     assert report.merge_conflict(one, two) == ("a.txt",) and report.merge_conflict(two, one) == ("a.txt",)
     assert [c.files for c in report.of(one) if c.kind == "overlap"] == [("a.txt",)]
-    assert radar.snapshots_made == 3, "only the lane that moved is snapshotted again"
+    assert radar.snapshots_made == 1, "only the lane that moved (its HEAD past its frozen work) is snapshotted"
     assert radar.merges_run == 5  # two into the target again, and the new pair; one's merge was cached
     files = changed_files(worktree, store.read(two).base_sha)
     assert files == ["a.txt", "b.txt", "new file.txt"]  # what accept would stage: what the radar compares
@@ -154,8 +155,10 @@ async def test_the_dashboard_engine_marks_conflicts_and_follows_a_fix(programme:
         assert {(c["kind"], c["lane"]) for c in by_id[ca].conflicts} == {("merge", cb), ("overlap", cb)}
         assert engine.radar().merge_conflict(cb, ca) == ("README.md",)
         # The lane's worktree changes: the same title as lane A merges cleanly; the shared file stays.
+        # The radar judges the work frozen at a check (`git.frozen_work`): the fix counts once checked.
         worktree = Path(by_id[cb].worktree)
         (worktree / "README.md").write_text("title from lane A\n")
+        assert (await asyncio.to_thread(cli, repo, "check", cb)).returncode == 0
 
         async def fixed() -> None:
             while {c["kind"] for s in engine.lanes() if s.id == cb for c in s.conflicts} != {"overlap"}:

@@ -34,6 +34,7 @@ from lanes_tui.engine.decisions.packet import read_packet, write_packet
 from lanes_tui.engine.decisions.runners import remote_runner
 from lanes_tui.engine.git import watch
 from lanes_tui.engine.git.commands import git_out, nul_list, run_git
+from lanes_tui.engine.git.frozen_work import restore_gate_files
 from lanes_tui.engine.git.lane_paths import LaneLocation, git_witness, locate_lane, remove_lane_worktree
 from lanes_tui.engine.git.upstream import fetch_base
 from lanes_tui.engine.state.paths import StatePaths
@@ -121,13 +122,15 @@ class Accept:
         hooks = None if no_verify else CommitHooks(self.repo, self.config, self.store, self.lane_id, plan.worktree,
                                                    self.clock)  # the lead's pre-commit / commit-msg, contained
         try:
-            lane_head = commit_worktree(plan.worktree, plan.files, msg, hooks=hooks)
+            lane_head = commit_worktree(plan.worktree, plan.files, msg, frozen=plan.frozen_sha, hooks=hooks)
         except HookRefused as refused:  # nothing was committed: the lane stays as it was
             self.journal_path.unlink()
             return AcceptOutcome(self.lane_id, "rejected", refused.report)
         crash_point("commit:after")
         if plan.needs_rebase:
             self.journal("rebase", lane_head=lane_head)
+            if plan.frozen_sha and plan.gate_files:  # the gates' files are not the agent's: they would stop the rebase
+                restore_gate_files(plan.worktree, plan.frozen_sha, plan.gate_files)
             conflict = rebase(plan.worktree, plan.target_sha)
             if conflict is not None:
                 return self._conflict(conflict)
@@ -201,22 +204,28 @@ class Accept:
             self.journal_path.unlink()
 
 
-def commit_worktree(worktree: Path, files: list[str], message: str,
+def commit_worktree(worktree: Path, files: list[str], message: str, *, frozen: str | None = None,
                     hooks: Callable[[Path, str], str] | None = None) -> str:
-    """Commit exactly the changed files as they are in the worktree (if anything changed); return HEAD.
+    """Commit the lane's work (if anything changed); return HEAD.
 
-    Built in a temporary index from HEAD, where `git add` rehashes every file: the lane's own index is
-    the agent's, and its entries may name objects only in the lane's private store (`lanes.confine`),
-    which vanish with the worktree, or content the files no longer have. Afterwards the lane's index is
-    set to the new HEAD, so a rebase finds it clean.
+    With `frozen` (the snapshot its check made before the gates, `git.frozen_work`, whose parent is HEAD)
+    the temporary index is that snapshot's tree: exactly the frozen work, whatever the gates left in
+    the worktree. Without it (a lane no gate ran in), exactly the changed files as they are in the
+    worktree, staged in a temporary index from HEAD, where `git add` rehashes every file: the lane's own
+    index is the agent's, and its entries may name objects only in the lane's private store
+    (`lanes.confine`), which vanish with the worktree, or content the files no longer have. Afterwards
+    the lane's index is set to the new HEAD, so a rebase finds it clean.
 
     `hooks` (accept's `commit_hooks.CommitHooks`) runs the repository's pre-commit and commit-msg hooks
     on that index and returns the message to commit, or raises HookRefused before anything is committed.
     """
     with tempfile.TemporaryDirectory(prefix="lanes-accept-index-") as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        run_git(worktree, "read-tree", "HEAD", extra_env=env)
-        if files:
+        if frozen:
+            run_git(worktree, "read-tree", f"{frozen}^{{tree}}", extra_env=env)
+        else:
+            run_git(worktree, "read-tree", "HEAD", extra_env=env)
+        if files and not frozen:
             run_git(worktree, "add", "-A", "--", *files, extra_env=env)
         staged = run_git(worktree, "diff", "--cached", "--quiet", check=False, extra_env=env).returncode != 0
         if staged and hooks is not None:

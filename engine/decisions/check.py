@@ -21,10 +21,11 @@ from lanes_tui.engine.decisions.gates import RUNNING_FILE, run_gates, stop_lefto
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, state_after_gates, write_packet
 from lanes_tui.engine.decisions.scope import describe_outside
 from lanes_tui.engine.git import git_snapshot, lead_checkout
+from lanes_tui.engine.git.frozen_work import freeze
 from lanes_tui.engine.git.head_repair import head_note
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.launcher import stop_leftovers_now, supervisor_alive
-from lanes_tui.engine.lanes.no_changes import unchanged
+from lanes_tui.engine.lanes.no_changes import agent_files
 from lanes_tui.engine.procs.gate_scope import GateScope
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.paths import StatePaths, repo_key
@@ -48,6 +49,9 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
         location = locate_lane(repo, record.id, record, default_root=config.lanes.worktree_root)
         worktree = working_tree(location)
         git_snapshot.refuse_if_changed(repo, record.id)  # the shared config, hooks, attributes: as at its start
+        # The agent's work, frozen before any gate writes into its tree: what scope, review, radar and
+        # accept judge (`git.frozen_work`); a later check (after more work, a rebase) freezes anew.
+        frozen = freeze(repo, worktree, record.id, record.attempt, record.base_sha)
     except LanesError as exc:
         if by_lead:
             raise
@@ -58,10 +62,8 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
     changed = seal_problem(lane.record)
     if changed:  # this check writes the record again, sealed: the lead is told what it carried over
         warnings.append(f"{changed}; this check kept its fields: look at `lanes-tui status {record.id} --json`")
-    try:  # a lane that did nothing, judged before the gates write into its tree: nothing to accept
-        unchanged_before = record.result == "NO-CHANGES" and unchanged(worktree, record.base_sha)
-    except LanesError:  # git cannot tell: the gates and the packet will
-        unchanged_before = False
+    # A lane that did nothing, judged on its frozen work (what the gates write is not): nothing to accept.
+    unchanged_before = record.result == "NO-CHANGES" and not agent_files(frozen.files)
     if record.result == "OK" or by_lead:
         store.transition(record, "checking", "running the gates")
         crash_point("check:checking")  # tests kill -9 `check` at each step (LANES_TUI_CRASH_AT)
@@ -94,10 +96,10 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
         finally:
             fence.close()
         crash_point("check:gates")
-    packet = build_packet(record, gates, clock=clock, previous=read_packet(lane), worktree=worktree)
+    packet = build_packet(record, gates, clock=clock, previous=read_packet(lane), worktree=worktree, frozen=frozen)
     if contained is not None and gates:
         packet["gate_containment"] = contained
-    packet["warnings"] = warnings + lead_checkout.changed_since(repo, record.id,
+    packet["warnings"] = warnings + frozen.warnings() + lead_checkout.changed_since(repo, record.id,
                                                                 location.origin and location.origin.lead_checkout)
     packet["warnings"] += [note] if (note := head_note(lane.dir, record.attempt)) else []  # `git.head_repair`
     if packet["outside_scope"]:  # `check` prints the warnings: the lead learns it before trying to accept
