@@ -101,6 +101,28 @@ def test_the_queue_skips_a_lane_with_nothing_to_merge_and_accepts_the_lanes_arou
                               "message": f"nothing to merge (abandon it: `lanes-tui abandon {empty}`)"}]
 
 
+def test_a_superseded_lane_is_skipped_not_accepted_at_the_targets_own_commit(programme: Path) -> None:
+    """Two lanes made the same change: after the first is merged, the second's rebase keeps nothing of
+    its own. The queue skips it saying so, the target moves once, and the lane is not called accepted."""
+    repo = programme
+    first = run_lane(repo, "write same.txt same\n", lane_id="twin")
+    second = run_lane(repo, "write same.txt same\n", lane_id="copy")
+    wait_state(repo, first)
+    wait_state(repo, second)
+    start = git(repo, "rev-parse", "programme")
+    run = cli(repo, "accept", "--queue")
+    out = run.stdout.splitlines()
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    assert out[0].startswith(f"accepted {first}") and out[1] == (
+        f"skipped {second}: nothing to merge (abandon it: `lanes-tui abandon {second}`)"), out
+    assert git(repo, "log", "--format=%s", f"{start}..programme").splitlines() == ["lane twin-a1: write same.txt same"]
+    after = status(repo, second)
+    assert after["state"] == "exited" and after["state_reason"].startswith("superseded: its changes are already in "
+                                                                           "programme"), after
+    again = cli(repo, "accept", second)  # by hand: refused as a lane with nothing to merge, never a rebase again
+    assert again.returncode != 0 and "accepted" not in again.stdout, (again.stdout, again.stderr)
+
+
 def test_a_skip_does_not_stop_the_report_but_any_other_refusal_does() -> None:
     skip = QueueStep("e-a1", "skipped", "nothing to merge (abandon it: `lanes-tui abandon e-a1`)")
     done = QueueStep("a-a1", "accepted", "accepted a-a1 into programme at cafe000000")

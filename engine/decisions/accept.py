@@ -26,7 +26,7 @@ from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.debug import crash_point  # `LANES_TUI_CRASH_AT=merge:before`: a test's kill -9
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept_journal import mark_stuck, read_journal
-from lanes_tui.engine.decisions.accept_plan import AcceptPlan, checkout_of, is_ancestor, plan_accept
+from lanes_tui.engine.decisions.accept_plan import AcceptPlan, NothingToMerge, checkout_of, is_ancestor, plan_accept
 from lanes_tui.engine.decisions.accept_remote import discard_after_accept, fetch_lane, finish_remote, resolve_remote
 from lanes_tui.engine.decisions.check import gate_lane
 from lanes_tui.engine.decisions.commit_hooks import CommitHooks, HookRefused
@@ -139,6 +139,8 @@ class Accept:
             record = self.store.read(self.lane_id)
             record.base_sha = plan.target_sha
             self.store.write(record)
+            if not _changes(plan.worktree, plan.target_sha, lane_head):  # superseded: the target already has it
+                return self._superseded(plan.target)
             packet = await gate_lane(self.repo, self.config, self.store, record, by_lead=True, clock=self.clock)
             if packet.get("gates_status") not in ("passed", "none") and override is None:
                 self.journal_path.unlink()
@@ -165,6 +167,18 @@ class Accept:
         warnings = await discard_after_accept(self, runner)
         text = f"accepted {self.lane_id} into {plan.target} at {lane_head[:10]} (fetched from the shared remote)"
         return AcceptOutcome(self.lane_id, "accepted", text, merged_sha=lane_head, warnings=tuple(warnings))
+
+    def _superseded(self, target: str) -> AcceptOutcome:
+        """The rebase left nothing of the lane's own (another accept merged the same change): the target
+        does not move, and the lane is not called accepted at the target's own commit. It ends `exited`
+        with why, and the queue skips it as it skips any lane with nothing to merge."""
+        self.journal_path.unlink()
+        record = self.store.read(self.lane_id)
+        why = f"superseded: its changes are already in {target}; nothing to merge"
+        self.store.transition(record, "exited", why)
+        raise NothingToMerge(f"nothing to merge: {self.lane_id}'s changes are already in {target} (another accept "
+                             "merged the same change); nothing was merged",
+                             f"abandon it: `lanes-tui abandon {self.lane_id}`")
 
     def _conflict(self, files: list[str]) -> AcceptOutcome:
         record = self.store.read(self.lane_id)
@@ -236,6 +250,12 @@ def commit_worktree(worktree: Path, files: list[str], message: str, *, frozen: s
         run_git(worktree, "read-tree", "HEAD")
         run_git(worktree, "update-index", "-q", "--refresh", check=False)
     return git_out(worktree, "rev-parse", "HEAD")
+
+
+def _changes(worktree: Path, target_sha: str, lane_head: str) -> bool:
+    """True when the rebased lane still differs from the target: a rebase drops a commit whose change
+    the target already holds, so an empty difference means there is nothing of the lane's left."""
+    return run_git(worktree, "diff", "--quiet", target_sha, lane_head, check=False).returncode != 0
 
 
 def rebase(worktree: Path, onto: str) -> list[str] | None:
