@@ -202,13 +202,13 @@ def test_a_quiet_running_lane_keeps_its_side_without_asking_git(programme: Path,
     running = [replace(r, state="running") for r in store.all()]
     radar = Radar(repo)
     statuses: list[Path] = []
-    real_state = radar_module._worktree_state
+    real_state = radar_module.worktree_state
 
     def counting_state(worktree: Path) -> tuple[str | None, list[str]]:
         statuses.append(worktree)
         return real_state(worktree)
 
-    monkeypatch.setattr(radar_module, "_worktree_state", counting_state)
+    monkeypatch.setattr(radar_module, "worktree_state", counting_state)
     first = radar.scan(running)
     assert len(statuses) == 2 and first.of(one) and first.of(two)  # both write a.txt: an overlap
     assert radar.scan(running, quiet={one, two}) is first and len(statuses) == 2  # no git status at all

@@ -26,13 +26,14 @@ from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.debug import crash_point  # `LANES_TUI_CRASH_AT=merge:before`: a test's kill -9
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept_journal import mark_stuck, read_journal
-from lanes_tui.engine.decisions.accept_plan import AcceptPlan, NothingToMerge, checkout_of, is_ancestor, plan_accept
+from lanes_tui.engine.decisions.accept_plan import AcceptPlan, NothingToMerge, plan_accept
 from lanes_tui.engine.decisions.accept_remote import discard_after_accept, fetch_lane, finish_remote, resolve_remote
 from lanes_tui.engine.decisions.check import gate_lane
 from lanes_tui.engine.decisions.commit_hooks import CommitHooks, HookRefused
 from lanes_tui.engine.decisions.packet import read_packet, write_packet
 from lanes_tui.engine.decisions.runners import remote_runner
 from lanes_tui.engine.git import watch
+from lanes_tui.engine.git.checkouts import checkout_of, is_ancestor
 from lanes_tui.engine.git.commands import git_out, nul_list, run_git
 from lanes_tui.engine.git.frozen_work import restore_gate_files
 from lanes_tui.engine.git.lane_paths import LaneLocation, git_witness, locate_lane, remove_lane_worktree

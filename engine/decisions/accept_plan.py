@@ -8,7 +8,6 @@ A lane that ran on a cluster node is planned from its record and the node's pack
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,8 @@ from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.decisions.review_prompt import describe_review, describe_verification, review_detail, verification
 from lanes_tui.engine.decisions.scope import describe_outside, outside_scope
 from lanes_tui.engine.git import git_snapshot, lead_checkout, upstream, worktrees
-from lanes_tui.engine.git.commands import git_out, list_worktrees, nul_list, run_git
+from lanes_tui.engine.git.checkouts import checkout_of, diff_names, dirty_files, is_ancestor, target_commit
+from lanes_tui.engine.git.commands import git_out
 from lanes_tui.engine.git.frozen_work import frozen_problem, tree_names
 from lanes_tui.engine.git.lane_paths import LaneLocation, locate_lane, working_tree
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
@@ -198,9 +198,9 @@ def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | Non
         plan.needs_rebase = not is_ancestor(repo, target_sha, lane_head)
         plan.target_checkout = checkout_of(repo, target)
         if plan.target_checkout is not None:
-            touched = set(plan.files) | set(_diff_names(repo, record.base_sha, lane_head))
+            touched = set(plan.files) | set(diff_names(repo, record.base_sha, lane_head))
             if plan.needs_rebase:
-                touched |= set(_diff_names(repo, record.base_sha, target_sha))
+                touched |= set(diff_names(repo, record.base_sha, target_sha))
             dirty = sorted(touched & set(dirty_files(plan.target_checkout)))
             if dirty:
                 refusals.append(f"your checkout {plan.target_checkout} has uncommitted changes the merge would touch: "
@@ -276,12 +276,6 @@ def _check_remote_review(plan: AcceptPlan) -> None:
         plan.refusals.extend(plan.review_refusals)
     elif not plan.override_review.strip():
         plan.refusals.append("--override-review needs a reason")
-
-
-def target_commit(repo: Path, target: str) -> str:
-    """The commit `refs/heads/<target>` names, or "" when there is no such branch."""
-    proc = run_git(repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{target}^{{commit}}", check=False)
-    return os.fsdecode(proc.stdout).strip() if proc.returncode == 0 else ""
 
 
 def _check_state(plan: AcceptPlan, record: LaneRecord, packet: dict[str, Any], override: str | None) -> None:
@@ -386,39 +380,3 @@ def check_seals(refusals: list[str], lane: LanePaths, lane_id: str) -> None:
         problem = seal_problem(path)
         if problem is not None:
             refusals.append(f"{problem}; {check_fix(lane_id)}")
-
-
-def checkout_of(repo: Path, branch: str) -> Path | None:
-    """The worktree (the lead's checkout, usually) where `branch` is checked out, if any."""
-    for entry in list_worktrees(repo):
-        if entry.branch == branch:
-            return entry.path
-    return None
-
-
-def dirty_files(checkout: Path) -> list[str]:
-    """Paths with uncommitted changes in a checkout (staged, unstaged, untracked), from porcelain -z."""
-    out = run_git(checkout, "status", "--porcelain", "-z", "--untracked-files=all").stdout
-    names = []
-    items = nul_list(out)
-    skip = False
-    for item in items:
-        if skip:
-            skip = False
-            continue
-        status, name = item[:2], item[3:]
-        names.append(name)
-        if "R" in status or "C" in status:
-            skip = True  # the next entry is the rename's source
-    return names
-
-
-def _diff_names(repo: Path, a: str, b: str) -> list[str]:
-    if not a or not b or a == b:
-        return []
-    return nul_list(run_git(repo, "diff", "--name-only", "-z", a, b).stdout)
-
-
-def is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
-    return run_git(repo, "merge-base", "--is-ancestor", ancestor, descendant, check=False).returncode == 0
-

@@ -25,8 +25,9 @@ from typing import Any, Protocol
 
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.decisions.accept_plan import AcceptPlan, is_ancestor, target_commit
+from lanes_tui.engine.decisions.accept_plan import AcceptPlan
 from lanes_tui.engine.decisions.packet import read_packet, write_packet
+from lanes_tui.engine.git.checkouts import is_ancestor, target_commit
 from lanes_tui.engine.git.commands import nul_list, run_git
 from lanes_tui.engine.lanes.runner import RemoteRunner
 from lanes_tui.engine.state.paths import LanePaths

@@ -21,9 +21,9 @@ from pathlib import Path
 from lanes_tui.engine.core.ansi import terminal_text
 from lanes_tui.engine.core.atomic import PRIVATE_DIR, write_text_atomic
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.decisions.accept_plan import is_ancestor
 from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.decisions.pr_checks import Check, ChecksOutcome, GhUnavailable, PullRequest, run_gh
+from lanes_tui.engine.git.checkouts import is_ancestor
 from lanes_tui.engine.git.commands import run_git
 from lanes_tui.engine.git.upstream import upstream_of
 from lanes_tui.engine.state.paths import StatePaths

@@ -28,9 +28,9 @@ from pathlib import Path
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import branch_for, validate_lane_branch
-from lanes_tui.engine.decisions.accept_plan import is_ancestor
 from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.git import worktrees
+from lanes_tui.engine.git.checkouts import is_ancestor
 from lanes_tui.engine.git.commands import git_out, list_worktrees, nul_list, run_git
 from lanes_tui.engine.git.lane_paths import LaneLocation, locate_lane, remove_lane_worktree
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +31,7 @@ from lanes_tui.engine.core.ids import validate_lane_id
 from lanes_tui.engine.core.sizes import format_bytes
 from lanes_tui.engine.git.commands import nul_list, refuse_option, run_git
 from lanes_tui.engine.git.patches import large_files
+from lanes_tui.engine.git.temp_index import files_tree, nul_join
 from lanes_tui.engine.git.worktrees import MAX_HASHED_BYTES, changed_files
 
 __all__ = ["FROZEN_PREFIX", "FrozenWork", "drop_frozen_ref", "freeze", "frozen_problem", "frozen_ref",
@@ -76,16 +76,8 @@ def worktree_tree(worktree: Path, base_sha: str) -> tuple[str, dict[str, int]]:
     large = large_files(worktree, changed, MAX_HASHED_BYTES)
     present = [p for p in changed if p not in large and _lexists(worktree, p)]
     missing = [p for p in changed if p not in large and p not in present]
-    with tempfile.TemporaryDirectory(prefix="lanes-frozen-index-") as tmp:
-        env = {**_LITERAL, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        run_git(worktree, "read-tree", "HEAD", extra_env=env)
-        if present:  # rehashed from the files: the agent's own index may name objects only its store has
-            run_git(worktree, "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
-                    stdin=_nul_join(present), extra_env=env)
-        if missing:
-            run_git(worktree, "rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-",
-                    "--pathspec-file-nul", stdin=_nul_join(missing), extra_env=env)
-        tree = os.fsdecode(run_git(worktree, "write-tree", extra_env=env).stdout).strip()
+    # rehashed from the files: the agent's own index may name objects only its store has
+    tree = files_tree(worktree, "HEAD", present, missing, env=_LITERAL)
     return tree, large
 
 
@@ -159,7 +151,7 @@ def restore_gate_files(worktree: Path, frozen_sha: str, files: list[str]) -> lis
     keep = [f for f in files if f in held]
     if keep:
         run_git(worktree, "checkout", frozen_sha, "--pathspec-from-file=-", "--pathspec-file-nul",
-                stdin=_nul_join(keep), extra_env=_LITERAL)
+                stdin=nul_join(keep), extra_env=_LITERAL)
     deleted = []
     for name in files:
         if name in held:
@@ -202,5 +194,3 @@ def _lexists(worktree: Path, name: str) -> bool:
     return os.path.lexists(_inside(worktree, name))
 
 
-def _nul_join(names: list[str]) -> bytes:
-    return b"".join(os.fsencode(name) + b"\0" for name in names)

@@ -31,13 +31,9 @@ changed files or content and no target moved, the previous report is returned as
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import logging
 import os
-import re
-import subprocess
-import tempfile
 import threading
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -46,10 +42,10 @@ from typing import Any
 
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import branch_for
-from lanes_tui.engine.git.commands import GIT_TIMEOUT_S, first_line, list_worktrees, nul_list, run_git
+from lanes_tui.engine.git.commands import first_line, list_worktrees, nul_list, run_git
 from lanes_tui.engine.git.frozen_work import FROZEN_PREFIX
-from lanes_tui.engine.git.harden import hardened_env
-from lanes_tui.engine.git.patches import large_files
+from lanes_tui.engine.git.radar_snapshot import SHA as _SHA
+from lanes_tui.engine.git.radar_snapshot import snapshot_commit, stat_digest, worktree_state
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.status import LaneStatus
 
@@ -64,14 +60,6 @@ RADAR_STATES = LIVE_STATES | {"checking", "ready"}
 #: The kinds of finding, most serious first: the lane's trial merge into its target conflicts, its
 #: trial merge with another ready lane conflicts, or it changed files another lane changed too.
 KINDS = ("target", "merge", "overlap")
-_SHA = re.compile(r"[0-9a-f]{40}([0-9a-f]{24})?")
-#: The snapshot's author and committer: fixed, so the same work is always the same commit.
-_SNAPSHOT_ENV = {
-    "GIT_AUTHOR_NAME": "lanes-tui radar", "GIT_AUTHOR_EMAIL": "radar@lanes-tui.invalid",
-    "GIT_AUTHOR_DATE": "@0 +0000", "GIT_COMMITTER_NAME": "lanes-tui radar",
-    "GIT_COMMITTER_EMAIL": "radar@lanes-tui.invalid", "GIT_COMMITTER_DATE": "@0 +0000",
-    "GIT_LITERAL_PATHSPECS": "1",
-}
 
 
 @dataclass(frozen=True)
@@ -211,7 +199,7 @@ class Radar:
         base = record.base_sha
         if not _SHA.fullmatch(base):
             raise LanesError(f"lane {record.id}: its base {base!r} is not a commit id")
-        head, dirty = _worktree_state(worktree)
+        head, dirty = worktree_state(worktree)
         if head is None:
             return None
         committed = self._committed.get((base, head))
@@ -230,7 +218,7 @@ class Radar:
                 work = self._committed[(base, frozen)] = frozenset(nul_list(names))
             used_committed.add((base, frozen))
             return _Side(record.id, record.state, record.target_branch, work, frozen, (head, work, frozen))
-        digest = _stat_digest(worktree, dirty) if dirty else ""
+        digest = stat_digest(worktree, dirty) if dirty else ""
         cache_key = (record.id, head, digest)
         snapshot = self._snapshots.get(cache_key)
         if snapshot is None:
@@ -314,79 +302,6 @@ def trial_merge(repo: Path, ours: str, theirs: str) -> tuple[str, ...] | None:
     return None
 
 
-def snapshot_commit(worktree: Path, head: str, dirty: list[str], lane_id: str) -> str:
-    """HEAD plus the uncommitted work of `dirty`, as a commit nothing refers to; HEAD when nothing is dirty.
-
-    Staged in a temporary index, so the lane's own index and files are never touched. A file over
-    `git.patches.MAX_SHOWN_BYTES` keeps its committed version there: `git add` would read it whole
-    (and store it), and an agent's 20 GB sparse file held every `status` for minutes.
-    """
-    if not dirty:
-        return head
-    large = large_files(worktree, dirty)
-    present = [name for name in dirty if _inside_lexists(worktree, name) and name not in large]
-    missing = sorted(set(dirty) - set(present) - set(large))
-    with tempfile.TemporaryDirectory(prefix="lanes-radar-") as tmp:
-        env = {**_SNAPSHOT_ENV, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        _git_env(worktree, env, "read-tree", head)
-        if present:
-            _git_env(worktree, env, "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
-                     stdin=_nul_join(present))
-        if missing:
-            _git_env(worktree, env, "rm", "-q", "--cached", "--ignore-unmatch", "--pathspec-from-file=-",
-                     "--pathspec-file-nul", stdin=_nul_join(missing))
-        tree = _git_env(worktree, env, "write-tree").strip()
-        return _git_env(worktree, env, "commit-tree", "--no-gpg-sign", tree, "-p", head,
-                        "-m", f"lanes-tui radar: uncommitted work of lane {lane_id}").strip()
-
-
-def _worktree_state(worktree: Path) -> tuple[str | None, list[str]]:
-    """(HEAD, every uncommitted path: staged, unstaged, untracked) from one porcelain v2 status."""
-    out = run_git(worktree, "--no-optional-locks", "status", "--porcelain=v2", "-z", "--branch",
-                  "--untracked-files=all", "--no-renames").stdout
-    head: str | None = None
-    names: list[str] = []
-    source = False
-    for item in out.split(b"\0"):
-        if not item:
-            continue
-        text = os.fsdecode(item)
-        if source:  # a rename's source path (not expected with --no-renames): changed as well
-            names.append(text)
-            source = False
-        elif text.startswith("# branch.oid "):
-            oid = text[len("# branch.oid "):]
-            head = oid if _SHA.fullmatch(oid) else None
-        elif text[:2] == "1 ":
-            names.append(text.split(" ", 8)[8])
-        elif text[:2] == "2 ":
-            names.append(text.split(" ", 9)[9])
-            source = True
-        elif text[:2] == "u ":
-            names.append(text.split(" ", 10)[10])
-        elif text[:2] == "? ":
-            names.append(text[2:])
-    return head, sorted(set(names))
-
-
-def _stat_digest(worktree: Path, names: list[str]) -> str:
-    """A digest of the uncommitted files' kind, size, change time and inode (as git's index keeps them).
-
-    Cheap enough for every look: nothing is read, so an agent's large new file costs one `lstat`.
-    A content change that leaves all four alike is what git itself would miss too.
-    """
-    outer = hashlib.sha256()
-    for name in names:
-        _inside_lexists(worktree, name)  # refuses a name that would leave the worktree
-        try:
-            st = (worktree / name).lstat()
-            facts = f"{st.st_mode} {st.st_size} {st.st_mtime_ns} {st.st_ctime_ns} {st.st_ino}"
-        except OSError:
-            facts = "missing"
-        outer.update(os.fsencode(name) + b"\0" + facts.encode() + b"\n")
-    return outer.hexdigest()
-
-
 def _branch_heads(repo: Path) -> tuple[dict[str, str], dict[str, str]]:
     """Every local branch → its commit, and every lane's frozen work (lane id → commit), in one call."""
     out = os.fsdecode(run_git(repo, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/",
@@ -399,27 +314,3 @@ def _branch_heads(repo: Path) -> tuple[dict[str, str], dict[str, str]]:
         else:
             heads[ref.removeprefix("refs/heads/")] = sha
     return heads, frozen
-
-
-def _inside_lexists(worktree: Path, name: str) -> bool:
-    rel = Path(name)
-    if rel.is_absolute() or ".." in rel.parts:
-        raise LanesError(f"git named {name!r}, which is not inside the worktree")
-    return os.path.lexists(worktree / rel)
-
-
-def _nul_join(names: list[str]) -> bytes:
-    return b"".join(os.fsencode(name) + b"\0" for name in names)
-
-
-def _git_env(cwd: Path, extra: Mapping[str, str], *args: str, stdin: bytes | None = None) -> str:
-    """`run_git` with some variables set (a temporary index): the same clean environment and timeout."""
-    env = hardened_env(cwd, dict(extra))
-    try:
-        proc = subprocess.run(["git", *args], cwd=cwd, env=env, capture_output=True, timeout=GIT_TIMEOUT_S,
-                              input=stdin, stdin=None if stdin is not None else subprocess.DEVNULL, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise LanesError(f"git {args[0]} in {cwd} failed: {exc}") from exc
-    if proc.returncode != 0:
-        raise LanesError(f"git {args[0]} failed in {cwd}: {first_line(proc.stderr)}")
-    return os.fsdecode(proc.stdout)

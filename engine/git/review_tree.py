@@ -15,12 +15,12 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 from lanes_tui.engine.core.ids import validate_lane_id
 from lanes_tui.engine.git.commands import run_git
 from lanes_tui.engine.git.patches import large_files
+from lanes_tui.engine.git.temp_index import files_tree
 from lanes_tui.engine.git.worktrees import remove_worktree
 from lanes_tui.engine.state.paths import repo_key
 
@@ -47,12 +47,7 @@ def snapshot_commit(worktree: Path, lane_id: str) -> str:
                      "--untracked-files=all").stdout
     large = large_files(worktree, (os.fsdecode(e[3:]) for e in status.split(b"\0") if len(e) > 3))
     specs = [".", *(f":(exclude,literal){path}" for path in sorted(large))]
-    with tempfile.TemporaryDirectory(prefix="lanes-review-index-") as tmp:
-        env = {**_AUTHOR, "GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        run_git(worktree, "read-tree", "HEAD", extra_env=env)
-        run_git(worktree, "add", "-A", "--pathspec-from-file=-", "--pathspec-file-nul",
-                stdin=b"".join(os.fsencode(spec) + b"\0" for spec in specs), extra_env=env)
-        tree = run_git(worktree, "write-tree", extra_env=env).stdout.decode().strip()
+    tree = files_tree(worktree, "HEAD", specs, env=_AUTHOR)  # pathspec magic on: the excludes above
     return run_git(worktree, "commit-tree", tree, "-p", "HEAD", "-m", f"lanes-tui: review snapshot of {lane_id}",
                    extra_env=_AUTHOR).stdout.decode().strip()  # authored by lanes-tui: no identity needed
 
