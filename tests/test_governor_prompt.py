@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.config.settings import load_config
+from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.lanes.caps import LaneCaps, lane_caps
 from lanes_tui.engine.lanes.load_guard import check_load_wording, find_load_wording
 from lanes_tui.engine.lanes.preamble import MAX_RULES_BYTES, PREAMBLE, agent_prompt, read_rules
