@@ -91,7 +91,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     notes.add_argument("--note", metavar="TEXT",
                        help="with --relaunch: your own findings for the next attempt's prompt")
     notes.add_argument("--note-file", metavar="F", type=Path,
-                       help="with --relaunch: your findings from a UTF-8 text file (16 KiB at most)")
+                       help="with --relaunch: your findings from a UTF-8 text file (64 KiB at most)")
     p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
     p.set_defaults(func=cmd_recover)
 

@@ -146,11 +146,17 @@ def test_note_and_note_file_reach_the_next_attempts_prompt(repo: Path) -> None:
     assert any(e.get("type") == "relaunched" and e.get("next") == second and e.get("note") == note for e in events)
 
     notes = repo / "notes.md"
-    notes.write_text("Use the fixture in tests/data.\n\n  keep the API as it is\n", encoding="utf-8")
+    long_line = "é" * 3000  # UTF-8, and longer than the event keeps
+    notes.write_text(f"Use the fixture in tests/data.\n\n  keep the API as it is\n{long_line}\n", encoding="utf-8")
     third = relaunched(repo, second, "--note-file", str(notes), "--fresh")
     got = output(repo, third)
-    assert "> The lead's notes:\n> Use the fixture in tests/data.\n> \n>   keep the API as it is\n" in got
+    assert ("> The lead's notes:\n> Use the fixture in tests/data.\n> \n>   keep the API as it is\n"
+            f"> {long_line}\n") in got
     assert "parse_date" not in got  # the findings (and notes) of earlier attempts are not carried over
+    assert lane_json(repo, third)["lead_note"].endswith(long_line)  # the record keeps it whole
+    events = [json.loads(line) for line in (lane_dir(repo, second) / "events.jsonl").read_text().splitlines()]
+    cut = next(e for e in events if e.get("type") == "relaunched")
+    assert cut["next"] == third and cut["note_cut"] is True and len(cut["note"]) == 2000
 
 
 def test_a_note_is_prose_to_the_sim(repo: Path) -> None:
@@ -176,10 +182,10 @@ def test_bad_notes_are_refused_before_anything_starts(repo: Path, tmp_path: Path
     for args, says in [
         (("--note-file", str(tmp_path / "missing.md")), "does not exist"),
         (("--note-file", str(tmp_path)), "is a folder"),
-        (("--note-file", str(big)), "is larger than 16 KiB (16,384 bytes)"),
+        (("--note-file", str(big)), "is larger than 64 KiB (65,536 bytes)"),
         (("--note-file", str(latin)), "is not UTF-8 text — save it as UTF-8"),
         (("--note", "   "), "the note (--note) is empty"),
-        (("--note", "x" * (MAX_NOTE_BYTES + 1)), "more than 16,384"),
+        (("--note", "x" * (MAX_NOTE_BYTES + 1)), "more than 65,536"),
     ]:
         assert says in refused(repo, "recover", first, "--relaunch", *args)
     assert "go with --relaunch" in refused(repo, "recover", first, "--note", "hi")

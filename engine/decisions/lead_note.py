@@ -13,10 +13,14 @@ from pathlib import Path
 
 from lanes_tui.engine.core.errors import LanesError
 
-__all__ = ["MAX_NOTE_BYTES", "check_note", "read_note_file"]
+__all__ = ["EVENT_NOTE_CHARS", "MAX_NOTE_BYTES", "check_note", "read_note_file"]
 
-#: The most a note may hold, in UTF-8 bytes.
-MAX_NOTE_BYTES = 16 * 1024
+#: The most a note may hold, in UTF-8 bytes: as much as `.lanes/rules.md`, so `lanes-tui ci`'s findings
+#: file (80 log lines of each failed check) fits.
+MAX_NOTE_BYTES = 64 * 1024
+#: How much of the note the `relaunched` event keeps (event lines are read from their file's tail in
+#: windows; the new lane's record keeps the whole note).
+EVENT_NOTE_CHARS = 2000
 NOTE_FILE_FIX = "give the path of a UTF-8 text file with your notes"
 
 

@@ -31,7 +31,7 @@ from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import lane_id_for
 from lanes_tui.engine.decisions.check import check_lane
-from lanes_tui.engine.decisions.lead_note import check_note, read_note_file
+from lanes_tui.engine.decisions.lead_note import EVENT_NOTE_CHARS, check_note, read_note_file
 from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.decisions.reconcile import reconcile_lane
 from lanes_tui.engine.decisions.review_prompt import describe_review, review_detail, review_prompt_block
@@ -280,7 +280,8 @@ async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | N
     old = store.read(lane_id)
     old.superseded_by = new.id
     store.write(old)
-    store.event(lane_id, "relaunched", next=new.id, fresh=fresh, **({"note": note} if note else {}))
+    noted = {"note": note[:EVENT_NOTE_CHARS], "note_cut": len(note) > EVENT_NOTE_CHARS} if note else {}
+    store.event(lane_id, "relaunched", next=new.id, fresh=fresh, **noted)
     return new
 
 
