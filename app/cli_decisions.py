@@ -87,6 +87,11 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                       help="start the next attempt with the findings, resuming the agent's own session where its "
                            "CLI can (docs/lanes.md)")
     p.add_argument("--fresh", action="store_true", help="with --relaunch: a new session, not the old one resumed")
+    notes = p.add_mutually_exclusive_group()
+    notes.add_argument("--note", metavar="TEXT",
+                       help="with --relaunch: your own findings for the next attempt's prompt")
+    notes.add_argument("--note-file", metavar="F", type=Path,
+                       help="with --relaunch: your findings from a UTF-8 text file (64 KiB at most)")
     p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
     p.set_defaults(func=cmd_recover)
 
@@ -274,11 +279,14 @@ def cmd_recover(args: argparse.Namespace) -> int:
         return code
     if args.fresh and not args.relaunch:
         raise LanesError("--fresh goes with --relaunch", "`lanes-tui recover ID --relaunch --fresh`")
+    if (args.note is not None or args.note_file is not None) and not args.relaunch:
+        raise LanesError("--note and --note-file go with --relaunch", "`lanes-tui recover ID --relaunch --note TEXT`")
     if args.relaunch:
-        record = asyncio.run(relaunch(repo, config, args.lane_id, fresh=args.fresh))
+        record = asyncio.run(relaunch(repo, config, args.lane_id, fresh=args.fresh, note=args.note,
+                                      note_file=args.note_file))
         if args.json:
             return _json({"id": args.lane_id, "action": "relaunch", "new_id": record.id,
-                          "worktree": str(record.worktree)})
+                          "worktree": str(record.worktree), "note": record.lead_note})
         print(f"relaunched {args.lane_id} as {record.id} in {record.worktree}")
         print(record.id)
         return 0

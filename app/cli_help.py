@@ -54,9 +54,11 @@ HELP: dict[str, tuple[str, tuple[str, ...]]] = {
                 ("lanes-tui abandon fix-login-a1", "lanes-tui abandon fix-login-a1 --force --json")),
     "recover": ("Bring a lost, stalled, rejected or failed lane back to a known state: without an option, "
                 "what happened (stray processes stopped) and the choices; --recheck runs the gates on the "
-                "worktree as it is; --relaunch starts the next attempt with the findings. A lane parked on "
-                "its provider's quota starts again.",
+                "worktree as it is; --relaunch starts the next attempt with the findings (and your --note), "
+                "up to [lanes] attempts for a task started by hand. A lane parked on its provider's quota "
+                "starts again.",
                 ("lanes-tui recover fix-login-a1", "lanes-tui recover fix-login-a1 --recheck",
+                 "lanes-tui recover fix-login-a1 --relaunch --note \"the date parser is the bug\"",
                  "lanes-tui recover fix-login-a1 --relaunch --json")),
     "finish": ("Remove the worktrees and lane/ branches of lanes already merged (squash-merged and cherry-picked "
                "work too: the target holds the branch's version of every file it changed), list what is left "

@@ -20,7 +20,7 @@ LANE_COMMANDS = ("status", "wait", "check", "accept", "abandon", "recover", "dif
                  "attach", "send", "peek", "stop")
 QUESTION_COMMANDS = ("answer",)
 #: Options whose value is a path: the shell completes files for them.
-PATH_OPTIONS = ("--repo", "--demo-dir", "--prompt-file", "--plan")
+PATH_OPTIONS = ("--repo", "--demo-dir", "--prompt-file", "--plan", "--note-file")
 #: What `__complete` lists.
 KINDS = ("lanes", "questions", "types", "providers", "states", "commands")
 

@@ -171,13 +171,18 @@ class DecisionFlows(Screen[None]):
         findings = await self._guard(lambda: engine.inspect(lane))
         if findings is None:
             return
-        choice = await self.app.push_screen_wait(RecoverModal(findings.describe()))
-        if choice == "recheck":
+        refused = findings.relaunch_refused  # the task used its [lanes] attempts: the dialog says so on l
+        choice = await self.app.push_screen_wait(RecoverModal(
+            findings.describe(), relaunch_refused=" — ".join(refused) if refused else None))
+        if choice is None:
+            return
+        if choice.action == "recheck":
             packet = await self._guard(lambda: engine.recheck(lane))
             if packet is not None:
                 self.app.notify(f"{lane}: gates {packet.get('gates_status')}", title="Re-checked")
-        elif choice == "relaunch":
-            record = await self._guard(lambda: engine.relaunch(lane))
+        elif choice.action == "relaunch":
+            note = choice.note or None  # the lead's own findings, quoted in the next attempt's prompt
+            record = await self._guard(lambda: engine.relaunch(lane, note=note))
             if record is not None:
                 self.app.notify(f"{lane} relaunched as {record.id}", title="Relaunched")
 

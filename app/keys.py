@@ -79,7 +79,7 @@ KEYS: tuple[Key, ...] = (
 #: Every binding id a lead may remap: the dashboard's and the dialogs'.
 KNOWN_KEY_IDS = frozenset({k.id for k in KEYS} | {
     "confirm.yes", "confirm.no", "confirm.cancel", "recover.recheck", "recover.relaunch", "recover.cancel",
-    "answer.cancel", "reason.cancel", "start.submit", "start.cancel", "help.close", "conflicts.close",
+    "recover.note", "answer.cancel", "reason.cancel", "start.submit", "start.cancel", "help.close", "conflicts.close",
     "filter.clear", "allow.cancel", "attach.detach", "conversation.close",
 })
 

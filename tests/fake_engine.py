@@ -168,8 +168,8 @@ class FakeEngine:
         self.calls.append(("recheck", lane_id))
         return {"gates_status": "passed"}
 
-    async def relaunch(self, lane_id: str) -> LaneRecord:
-        self.calls.append(("relaunch", lane_id))
+    async def relaunch(self, lane_id: str, *, note: str | None = None) -> LaneRecord:
+        self.calls.append(("relaunch", lane_id) if note is None else ("relaunch", (lane_id, note)))
         return LaneRecord(id=lane_id.replace("-a1", "-a2"), slug="x", attempt=2, task_type="backend", prompt="p",
                           chain=["sim"], repo=str(self.repo), worktree="/tmp/wt", branch="lane/x-a2",
                           base_sha="b" * 40, target_branch="programme")

@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from lanes_tui.app.dashboard import LanesApp
 from lanes_tui.app.messages import LanesChanged, QuestionsUpdated
+from lanes_tui.engine import Findings
 from lanes_tui.widgets import (
     AcceptModal,
     ConfirmModal,
@@ -139,6 +140,47 @@ async def test_recover_offers_recheck_and_relaunch(engine: FakeEngine, key: str,
         await pilot.pause()
         await pilot.pause()
     assert commands(engine) == [("wake", "stuck-a1"), ("inspect", "stuck-a1"), (call, "stuck-a1")]
+
+
+async def test_recover_dialog_note_reaches_the_relaunch(engine: FakeEngine) -> None:
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(pilot, "stuck-a1")
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, RecoverModal)
+        await pilot.press("n", *"the fixture is stale", "enter")
+        await pilot.pause()
+        await pilot.pause()
+    assert commands(engine) == [("wake", "stuck-a1"), ("inspect", "stuck-a1"),
+                                ("relaunch", ("stuck-a1", "the fixture is stale"))]
+    assert any("stuck-a1 relaunched as stuck-a2" in n for n in notes(app))
+
+
+async def test_recover_dialog_refuses_a_relaunch_past_the_attempts_cap(engine: FakeEngine) -> None:
+    real_inspect = engine.inspect
+
+    async def capped(lane_id: str) -> Findings:
+        findings = await real_inspect(lane_id)
+        findings.relaunch_refused = ("stuck-a1 is attempt 3 of 3 ([lanes] attempts)", "take it over: …")
+        return findings
+
+    engine.inspect = capped  # type: ignore[method-assign]
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(pilot, "stuck-a1")
+        await pilot.press("r")
+        await pilot.pause()
+        modal = app.screen
+        assert isinstance(modal, RecoverModal)
+        assert any("relaunch: refused, stuck-a1 is attempt 3 of 3" in line for line in modal.lines)
+        await pilot.press("l")
+        await pilot.pause()
+        assert app.screen is modal  # still open, saying why
+        assert "take it over" in str(modal.query_one("#recover-error", Static).content)
+        await pilot.press("escape")
+        await pilot.pause()
+    assert commands(engine) == [("wake", "stuck-a1"), ("inspect", "stuck-a1")]  # no relaunch
 
 
 @pytest.mark.parametrize(("key", "value"), [("y", "yes"), ("n", "no")])

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 
+from lanes_tui.engine.config.settings import load_config
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.lanes.caps import LaneCaps, lane_caps
 from lanes_tui.engine.lanes.load_guard import check_load_wording, find_load_wording
 from lanes_tui.engine.lanes.preamble import MAX_RULES_BYTES, PREAMBLE, agent_prompt, read_rules
 from lanes_tui.engine.sim.script import parse_script
@@ -26,6 +28,12 @@ ECHO = ("[providers.echo]\nargv = [\"{python}\", \"-c\", \"import sys; sys.stdou
 
 #: Rules whose lines start with sim step words: quoted, none of them may become a step.
 RULES = "# House rules\nwrite tests first\nexit early when blocked\nsay what you did\n\nask before deleting files\n"
+
+
+def wrapped(repo: Path, prompt: str, rules: str | None) -> str:
+    """What the supervisor hands the agent of a lane of `repo` with the config's caps (no `run --cpu …`)."""
+    lanes = load_config(repo).lanes
+    return agent_prompt(prompt, rules, False, lane_caps(lanes), lanes.timeout_s)
 
 
 def lane_json(repo: Path, lane: str) -> dict[str, Any]:
@@ -122,7 +130,9 @@ def test_whole_word_prompt_runs(repo: Path) -> None:
 
 
 def test_preamble_and_rules_are_prose_to_the_sim() -> None:
-    for text in (PREAMBLE, agent_prompt("", RULES, False), agent_prompt("Fix it.", RULES, False)):
+    caps = LaneCaps(cpu=200, memory=4 << 30, pids=256, nice=10)  # the limits line too (issue 30, item 7)
+    for text in (PREAMBLE, agent_prompt("", RULES, False), agent_prompt("Fix it.", RULES, False),
+                 agent_prompt("Fix it.", RULES, False, caps, 3600)):
         steps, notes = parse_script(text)
         assert steps == [] and notes == [], text
     wrapped = agent_prompt("say hello\nprint 3", RULES, False)
@@ -147,7 +157,7 @@ def test_agent_receives_preamble_and_rules_record_keeps_prompt(repo: Path) -> No
     lane = run_lane(repo, prompt, lane_id="echoed")
     assert wait_state(repo, lane).split()[-1] == "NO-CHANGES"  # it only echoes: it ran to exit 0, changing nothing
     out = output(repo, lane)
-    assert agent_prompt(prompt, RULES, False) in out
+    assert wrapped(repo, prompt, RULES) in out
     assert "> write tests first\n" in out and out.index(PREAMBLE) < out.index("# Your task\n" + prompt)
     assert lane_json(repo, lane)["prompt"] == prompt
     assert status(repo, lane)["id"] == lane
@@ -170,7 +180,7 @@ def test_sim_runs_a_wrapped_script_as_before(repo: Path) -> None:
     lane = run_lane(repo, script, lane_id="hello")
     assert wait_state(repo, lane).split()[-1] == "OK"
     out = output(repo, lane)
-    lines = len(agent_prompt(script, RULES, False).splitlines())
+    lines = len(wrapped(repo, script, RULES).splitlines())
     assert f"sim: reading prompt ({lines} lines)" in out
     assert "\nhello\n" in out and "line 3: simulated output" in out and "sim: done" in out
     assert "not a valid step" not in out

@@ -11,6 +11,7 @@ from lanes_tui.widgets import (
     ConfirmModal,
     HelpScreen,
     ReasonModal,
+    RecoverChoice,
     RecoverModal,
     StartLaneModal,
     TextAnswerModal,
@@ -56,9 +57,39 @@ async def test_refused_confirm_cannot_be_confirmed() -> None:
 
 async def test_recover_keys() -> None:
     lines = ["x-a1: stalled (no activity)", "--recheck: …", "--relaunch: …"]
-    assert (await run_keys(lambda: RecoverModal(lines), "c"))[1] == ["recheck"]
-    assert (await run_keys(lambda: RecoverModal(lines), "l"))[1] == ["relaunch"]
+    assert (await run_keys(lambda: RecoverModal(lines), "c"))[1] == [RecoverChoice("recheck")]
+    assert (await run_keys(lambda: RecoverModal(lines), "l"))[1] == [RecoverChoice("relaunch")]
     assert (await run_keys(lambda: RecoverModal(lines), "escape"))[1] == [None]
+
+
+async def test_recover_note_goes_with_the_relaunch() -> None:
+    lines = ["x-a1: rejected (gate failed)"]
+    # n puts the cursor in the note, where c and l are letters; enter relaunches with the note
+    typed = await run_keys(lambda: RecoverModal(lines), "n", *"look at calc.py", "enter")
+    assert typed[1] == [RecoverChoice("relaunch", "look at calc.py")]
+    # tab there and back: l relaunches with what the field holds; c re-checks without it
+    app = ModalHost(lambda: RecoverModal(lines))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("n", *"cl", "escape")
+        await pilot.pause()
+    assert app.results == [None]  # escape in the note cancels the dialog, and typed letters chose nothing
+
+
+async def test_recover_refuses_relaunch_past_the_attempts_cap() -> None:
+    why = "x-a3 is attempt 3 of 3 ([lanes] attempts) — take it over: …"
+    app = ModalHost(lambda: RecoverModal(["x-a3: rejected (gate failed)"], relaunch_refused=why))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        await pilot.press("l")
+        await pilot.pause()
+        assert app.results == [] and isinstance(app.screen, RecoverModal)
+        shown = str(app.screen.query_one("#recover-error", Static).content)
+        assert "relaunch refused" in shown and "attempt 3 of 3" in shown and "take it over" in shown
+        assert app.screen.query_one("#note", Input).disabled
+        await pilot.press("n", "c")  # the note cannot be written; a re-check is still offered
+        await pilot.pause()
+    assert app.results == [RecoverChoice("recheck")]
 
 
 async def test_text_answer_returns_text_and_refuses_empty() -> None:

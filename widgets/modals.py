@@ -9,6 +9,7 @@ that a plan the engine refused cannot be confirmed from here.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on
@@ -27,7 +28,8 @@ from lanes_tui.widgets.start_lane import StartLaneModal
 if TYPE_CHECKING:  # the accept modal is given the engine's plan; it never asks the engine for one
     from lanes_tui.engine import AcceptPlan
 
-__all__ = ["AcceptModal", "ConfirmModal", "ReasonModal", "RecoverModal", "StartLaneModal", "TextAnswerModal"]
+__all__ = ["AcceptModal", "ConfirmModal", "ReasonModal", "RecoverChoice", "RecoverModal", "StartLaneModal",
+           "TextAnswerModal"]
 
 REFUSED = "REFUSED"
 
@@ -255,29 +257,60 @@ class ReasonModal(Dialog[str | None]):
         self.dismiss(None)
 
 
-class RecoverModal(Dialog[str | None]):
-    """Shows the recover findings; c → "recheck", l → "relaunch", escape → None."""
+@dataclass(frozen=True)
+class RecoverChoice:
+    """What the recover dialog returns: `recheck` or `relaunch`, with the lead's note for the relaunch."""
+
+    action: str
+    note: str = ""
+
+
+class RecoverModal(Dialog[RecoverChoice | None]):
+    """Shows the recover findings; c → recheck, l (or enter in the note) → relaunch with the note
+    field's text, escape → None. `n` (or a click) puts the cursor in the note, where c and l are
+    letters. With `relaunch_refused` (the task used its `[lanes] attempts`) l says why instead."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("c", "choose('recheck')", "Re-check (gates again)", id="recover.recheck"),
         Binding("l", "choose('relaunch')", "Relaunch as the next attempt", id="recover.relaunch"),
+        Binding("n", "note", "Write a note for the relaunch", id="recover.note"),
         Binding("escape", "cancel", "Cancel", id="recover.cancel"),
     ]
+    AUTO_FOCUS = None  # the keys first: the note field takes them only once the lead goes there
 
-    def __init__(self, lines: Sequence[str], *, title: str = "Recover lane") -> None:
+    def __init__(self, lines: Sequence[str], *, title: str = "Recover lane",
+                 relaunch_refused: str | None = None) -> None:
         super().__init__()
         self.lines = list(lines)
         self.title_text = title
+        self.relaunch_refused = relaunch_refused
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog"):
             yield Label(Content(self.title_text), classes="title")
             with VerticalScroll(classes="body"):
                 yield from plain_lines(self.lines)
-            yield Static("c re-check  ·  l relaunch  ·  escape cancel", classes="hint")
+            yield Input(placeholder="your notes for the next attempt (optional): n to write, enter relaunches",
+                        id="note", disabled=self.relaunch_refused is not None)
+            yield Static("", classes="error", id="recover-error")
+            yield Static("c re-check  ·  l relaunch  ·  n note  ·  escape cancel", classes="hint")
 
     def action_choose(self, choice: str) -> None:
-        self.dismiss(choice)
+        if choice == "relaunch" and self.relaunch_refused is not None:
+            self.query_one("#recover-error", Static).update(Content(f"relaunch refused: {self.relaunch_refused}"))
+            return
+        note = self.query_one("#note", Input).value.strip() if choice == "relaunch" else ""
+        self.dismiss(RecoverChoice(choice, note))
+
+    def action_note(self) -> None:
+        note = self.query_one("#note", Input)
+        if not note.disabled:
+            note.focus()
+
+    @on(Input.Submitted, "#note")
+    def _submit(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_choose("relaunch")
 
     def action_cancel(self) -> None:
         self.dismiss(None)

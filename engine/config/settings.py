@@ -44,6 +44,8 @@ DEFAULT_CHAINS: Mapping[str, tuple[str, ...]] = MappingProxyType({
 })
 assert tuple(DEFAULT_CHAINS) == TASK_TYPES
 NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
+#: `[lanes] attempts`: the default, and the most a lead may allow (a lane id's attempt stays short).
+DEFAULT_ATTEMPTS, MAX_ATTEMPTS = 3, 99
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,9 @@ class LanesSettings:
     protected_branches: tuple[str, ...] = ("main", "master")
     target_branch: str | None = None  # None: the branch checked out when the lane starts
     warn_idle_s: float | None = None  # None: half of idle_timeout_s (the dashboard's early warning)
+    #: How many attempts a task started by hand may use (`recover --relaunch` refuses the next, as a
+    #: plan's ticket goes to `takeover`); plan lanes count by the plan's own `attempts`.
+    attempts: int = DEFAULT_ATTEMPTS
     # The governor's caps per lane (`lanes.caps`, docs/governor.md); 0 turns one off.
     cpu: float = 100.0  # percent of one core
     memory: int | None = None  # bytes; None: half the machine's memory ÷ max_parallel
@@ -231,6 +236,14 @@ class _Parser:
             self.fail(key, f"must be at least {minimum}, got {value}", f"use a number >= {minimum}")
         return value
 
+    def attempts(self, value: object) -> int:
+        """`[lanes] attempts`: 1 (no relaunch) to MAX_ATTEMPTS."""
+        attempts = self.integer("lanes.attempts", value, minimum=1)
+        if attempts > MAX_ATTEMPTS:
+            self.fail("lanes.attempts", f"must be at most {MAX_ATTEMPTS}, got {attempts}",
+                      f"use a whole number from 1 to {MAX_ATTEMPTS} (the default is {DEFAULT_ATTEMPTS})")
+        return attempts
+
     def number(self, key: str, value: object, *, positive: bool) -> float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             self.fail(key, f"must be a number of seconds, got {shown(value)}",
@@ -282,6 +295,7 @@ class _Parser:
                                             raw.get("protected_branches", ["main", "master"])),
             target_branch=None if target is None else self.string("lanes.target_branch", target),
             warn_idle_s=None if warn is None else self.number("lanes.warn_idle_s", warn, positive=True),
+            attempts=self.attempts(raw.get("attempts", DEFAULT_ATTEMPTS)),
             **parse_caps(self, raw), **parse_worktree_keys(self, raw),
         )
 

@@ -46,6 +46,8 @@ def default_config_text(repo: Path) -> str:
                               "out when the lane starts"))
     table.add(tomlkit.comment("warn_idle_s = 450  # the dashboard marks a quiet lane after this long; "
                               "default: half of idle_timeout_s"))
+    _add(table, "attempts", lanes.attempts, "attempts of a task started by hand: `recover --relaunch` "
+         "refuses more (take it over); plans count their own")
     table.add(tomlkit.comment("The governor's caps per lane (docs/governor.md); `run --cpu/--memory/--pids` "
                               "override them. 0 or \"off\" turns one off."))
     _add(table, "cpu", f"{lanes.cpu:g}%", "CPU, in percent of one core")

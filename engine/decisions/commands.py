@@ -112,9 +112,11 @@ class DecisionCommands:
         finally:
             await self._after_command()
 
-    async def relaunch(self, lane_id: str) -> LaneRecord:
+    async def relaunch(self, lane_id: str, *, note: str | None = None) -> LaneRecord:
+        """The next attempt; `note` is the recover dialog's (blank: none)."""
+        note = note if note and note.strip() else None
         try:
-            return await _offload(lambda: relaunch(self.repo, self.config, lane_id))
+            return await _offload(lambda: relaunch(self.repo, self.config, lane_id, note=note))
         finally:
             await self._after_command()
 

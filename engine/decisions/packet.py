@@ -24,14 +24,15 @@ from lanes_tui.engine.state.seals import write_sealed
 REVIEW_MISSING = "MISSING"
 
 
-def next_step(result: str | None, gates_status: str) -> str:
-    """What the lead would do next: review passed work, redo failed work, take over a stuck lane."""
+def next_step(result: str | None, gates_status: str, *, last_attempt: bool = False) -> str:
+    """What the lead would do next: review passed work, redo failed work, take over a stuck lane, or
+    one whose `last_attempt` (`[lanes] attempts`) is used: `recover --relaunch` refuses another."""
     if result == "CONFIG-ERROR":
         return "stop"
     if result in ("LANE-STALLED", "FAILED-RESOURCE", "OUT-OF-BUDGET"):
         return "takeover"
     if result != "OK" or gates_status == "failed":
-        return "redo"
+        return "takeover" if last_attempt else "redo"
     return "review"
 
 
@@ -71,7 +72,8 @@ def build_packet(record: LaneRecord, gates: list[GateResult], *, clock: Clock | 
         "gates": [g.to_json() for g in gates],
         "gates_status": gates_status,
         "review": REVIEW_MISSING,
-        "next": next_step(record.result, gates_status),
+        "next": next_step(record.result, gates_status,
+                          last_attempt=0 < record.max_attempts <= record.attempt),
         "stall": record.stall,
         "created": (clock or RealClock()).time(),
     }

@@ -2,7 +2,14 @@
 
 First no process of the lane may be left (leftovers are stopped and reported); then the lead picks:
 `recheck` runs the gates on the worktree as it is, `relaunch` starts the next attempt from the
-current target with the findings (gate tails, stall report, conflict files) in its prompt.
+current target with the findings (gate tails, stall report, conflict files, and the lead's own
+notes, `--note`) in its prompt.
+
+A task started by hand gets `[lanes] attempts` attempts (default 3): `relaunch` refuses the next one
+with the takeover fix, as a plan's ticket goes to `takeover` when its attempts are used. A plan's lane
+is not counted here: the plan counts its ticket (`plans.decide`), and its scheduler relaunches it
+itself (`plans.scheduler.launch_ticket`), so the lead's `recover --relaunch` of it is the plan's own
+takeover path. A best-of member is a task of its own (`<slug>-b<i>`), counted by its own attempts.
 
 A lane that ran on a cluster node (`record.runner != "local"`) has no process and no worktree here:
 nothing local is stopped or located; `recheck` runs its gates on the node (`Runner.run_gates`) and
@@ -24,6 +31,7 @@ from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import lane_id_for
 from lanes_tui.engine.decisions.check import check_lane
+from lanes_tui.engine.decisions.lead_note import EVENT_NOTE_CHARS, check_note, read_note_file
 from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.decisions.reconcile import reconcile_lane
 from lanes_tui.engine.decisions.review_prompt import describe_review, review_detail, review_prompt_block
@@ -59,6 +67,8 @@ class Findings:
     fired: dict[str, str] | None = None
     #: The packet's review (`review_prompt.review_detail`): a BLOCKING one's findings go into the relaunch.
     review: dict[str, Any] | None = None
+    #: (what, fix) when `relaunch` would refuse: the task used its `[lanes] attempts`. None otherwise.
+    relaunch_refused: tuple[str, str] | None = None
 
     def describe(self) -> list[str]:
         lines = [f"{self.lane_id}: {self.state} ({self.reason}); result {self.result or '-'}"]
@@ -80,11 +90,17 @@ class Findings:
         if self.fired:
             lines.append(f"cap: {self.fired.get('reason', self.fired.get('cap'))}")
         lines.append("recheck: run the gates again on the worktree as it is (ready if they pass)")
-        lines.append("relaunch: start the next attempt from the current target with these findings in its prompt")
+        if self.relaunch_refused:
+            lines.append(f"relaunch: refused, {self.relaunch_refused[0]} — {self.relaunch_refused[1]}")
+        else:
+            lines.append("relaunch: start the next attempt from the current target with these findings in its prompt")
         return lines
 
-    def prompt_block(self, attempt: int) -> str:
-        """The findings as text for the next attempt's prompt; each line quoted so no agent runs it."""
+    def prompt_block(self, attempt: int, note: str | None = None) -> str:
+        """The findings as text for the next attempt's prompt; each line quoted so no agent runs it.
+
+        `note` is the lead's own (`--note`), last: split as the sim splits (`str.splitlines`), so no
+        line of it escapes its quote."""
         body = [f"Attempt {attempt} ended {self.state} ({self.reason})."]
         if self.stall:
             body.append(f"Stall report: idle {self.stall.get('idle_s')}s; processes: "
@@ -100,6 +116,9 @@ class Findings:
         blocking = review_prompt_block(self.review)
         if blocking:
             body.extend(blocking.splitlines())
+        if note:
+            body.append("The lead's notes:")
+            body.extend(note.splitlines())
         return f"\n\n## Findings from attempt {attempt}\n" + "\n".join("> " + line for line in body) + "\n"
 
 
@@ -147,7 +166,29 @@ async def _inspect(repo: Path, config: Config, lane_id: str, clock: Clock | None
         problems=_location_problems(repo, config, lane_id, record) if local else [],
         fired=_fired(record),
         review=review_detail(packet),
+        relaunch_refused=attempts_refusal(StatePaths(repo), config, record),
     )
+
+
+def attempts_refusal(paths: StatePaths, config: Config, record: LaneRecord) -> tuple[str, str] | None:
+    """(what, fix) when the task of a lane started by hand has used its `[lanes] attempts`, else None.
+
+    The task's attempts are its highest `-aN`, whichever of its lanes is recovered; the cap is the
+    config's now, so raising it is the fix. Plan lanes are the plan's to count (module docstring).
+    """
+    if record.plan is not None:
+        return None
+    cap, used = config.lanes.attempts, max(record.attempt, _highest_attempt(paths, record.slug))
+    if used < cap:
+        return None
+    newest = lane_id_for(record.slug, used)
+    what = (f"{record.id} is attempt {used} of {cap} ([lanes] attempts)" if newest == record.id else
+            f"task {record.slug} is at attempt {used} of {cap} ([lanes] attempts; its newest lane is {newest})")
+    where = f" ({record.worktree})" if newest == record.id and record.runner == "local" else ""
+    fix = (f"take it over: finish the work in its worktree{where} yourself, then `lanes-tui check {newest}` and "
+           f"`lanes-tui accept {newest}` (or `lanes-tui abandon {newest}`); or raise [lanes] attempts in "
+           ".lanes/config.toml")
+    return what, fix
 
 
 def wake_parked(repo: Path, lane_id: str) -> bool:
@@ -209,26 +250,38 @@ async def recheck(repo: Path, config: Config, lane_id: str, *, clock: Clock | No
 
 
 async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None,
-                   fresh: bool = False) -> LaneRecord:
-    """The next attempt, with the findings; it resumes the provider's session unless `fresh` (`--fresh`)."""
-    findings = await inspect_lane(repo, config, lane_id, clock=clock)
+                   fresh: bool = False, note: str | None = None, note_file: Path | None = None) -> LaneRecord:
+    """The next attempt, with the findings and the lead's `note` (or `note_file`'s text); it resumes the
+    provider's session unless `fresh` (`--fresh`). Refused when the task used its `[lanes] attempts`
+    (`attempts_refusal`), before anything is started."""
+    if note is not None and note_file is not None:
+        raise LanesError("--note and --note-file do not go together", "give your notes one way")
+    note = read_note_file(note_file) if note_file is not None else None if note is None else check_note(note)
     store = LaneStore(StatePaths(repo), clock)
+    if note is not None and store.read(lane_id).runner != "local":
+        raise LanesError(f"lane {lane_id} ran on a cluster node: its relaunch cannot carry a note yet",
+                         f"relaunch it without one (`lanes-tui recover {lane_id} --relaunch`), or start a new "
+                         "lane with your notes in its prompt")
+    findings = await inspect_lane(repo, config, lane_id, clock=clock)
+    if findings.relaunch_refused:
+        raise LanesError(*findings.relaunch_refused)
     old = store.read(lane_id)
     if old.runner != "local":
         return await _relaunch_remote(repo, config, store, old, fresh=fresh)
     attempt = next_attempt(StatePaths(repo), old.slug)
-    prompt = _original_prompt(old.prompt) + findings.prompt_block(old.attempt)
+    prompt = _original_prompt(old.prompt) + findings.prompt_block(old.attempt, note)
     request = LaunchRequest(prompt=prompt, task_type=old.task_type, slug=old.slug, attempt=attempt,
                             lane=old.chain[0] if old.chain else None, allow_load=old.allow_load, raw=old.raw,
                             caps=dict(old.caps), scope=tuple(old.scope), plan=old.plan, ticket=old.ticket,
                             target=old.target_branch, model=old.model, tier=old.tier,
                             group=old.group,  # a best-of member's next attempt stays in its group
-                            **resume_fields(old, fresh=fresh))
+                            lead_note=note, **resume_fields(old, fresh=fresh))
     new = launch_lane(repo, config, request, clock=clock)
     old = store.read(lane_id)
     old.superseded_by = new.id
     store.write(old)
-    store.event(lane_id, "relaunched", next=new.id, fresh=fresh)
+    noted = {"note": note[:EVENT_NOTE_CHARS], "note_cut": len(note) > EVENT_NOTE_CHARS} if note else {}
+    store.event(lane_id, "relaunched", next=new.id, fresh=fresh, **noted)
     return new
 
 
@@ -258,11 +311,15 @@ def resume_fields(old: LaneRecord, *, fresh: bool) -> dict[str, Any]:
 
 
 def next_attempt(paths: StatePaths, slug: str) -> int:
-    pattern = re.compile(rf"^{re.escape(slug)}-a(\d+)$")
-    attempts = [int(m.group(1)) for name in paths.lane_ids() if (m := pattern.match(name))]
-    attempt = max(attempts, default=0) + 1
+    attempt = _highest_attempt(paths, slug) + 1
     lane_id_for(slug, attempt)  # validates the length
     return attempt
+
+
+def _highest_attempt(paths: StatePaths, slug: str) -> int:
+    """The highest N of the lanes `<slug>-aN` in the state folder (0: none)."""
+    pattern = re.compile(rf"^{re.escape(slug)}-a(\d+)$")
+    return max((int(m.group(1)) for name in paths.lane_ids() if (m := pattern.match(name))), default=0)
 
 
 def _original_prompt(prompt: str) -> str:

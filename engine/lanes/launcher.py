@@ -91,6 +91,8 @@ class LaunchRequest:
     resume_provider: str | None = None
     resume_session: str | None = None
     resume_fresh: bool = False
+    #: The lead's own findings for a relaunch (`recover --relaunch --note`), kept in `LaneRecord.lead_note`.
+    lead_note: str | None = None
 
 
 def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Clock | None = None,
@@ -132,7 +134,8 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
         allow_load=request.allow_load, raw=request.raw, caps=dict(request.caps),
         scope=list(request.scope), plan=request.plan, ticket=request.ticket, model=request.model, tier=request.tier,
         group=request.group, resume_from=request.resume_from, resume_provider=request.resume_provider,
-        resume_session=request.resume_session, resume_fresh=request.resume_fresh,
+        resume_session=request.resume_session, resume_fresh=request.resume_fresh, lead_note=request.lead_note,
+        max_attempts=config.lanes.attempts if request.plan is None else 0,  # a plan counts its ticket's own
     )
     info: worktrees.WorktreeInfo | None = None
     try:  # the record and origin first: a `run` killed at any later step leaves a lane abandon can clean

@@ -115,6 +115,12 @@ class LaneRecord:
     resume_session: str | None = None
     #: `recover --relaunch --fresh`: the lead asked for a new session.
     resume_fresh: bool = False
+    #: `recover --relaunch --note TEXT` (or the recover dialog's note): the lead's own findings, which the
+    #: prompt also carries quoted in its findings block; kept here so `status` shows them.
+    lead_note: str | None = None
+    #: `[lanes] attempts` when this lane started by hand (0: a plan's lane, which the plan counts, or an
+    #: older record): its packet says `takeover`, not `redo`, once `attempt` reaches it.
+    max_attempts: int = 0
     #: Where the lane runs: `local` (a supervisor on this machine) or `ray` (an actor on a cluster node,
     #: `engine.remote`); the local reconcile judges only local lanes by their supervisor's pid.
     runner: str = "local"

@@ -99,6 +99,8 @@ class LaneStatus:
     #: Where the lane runs: `local`, or `ray` (a cluster node, named in `node` as `hostname (node id)`).
     runner: str = "local"
     node: str | None = None
+    #: The lead's own findings this attempt was relaunched with (`recover --relaunch --note`); None otherwise.
+    lead_note: str | None = None
     #: The live process tree from the newest sample (dashboard only; not part of `status --json`).
     tree: tuple[Mapping[str, Any], ...] | None = field(default=None, compare=False)
 
@@ -233,6 +235,7 @@ def lane_status(store: LaneStore, record: LaneRecord) -> LaneStatus:
         fired=fired_finding(record.governor),
         plan=record.plan, ticket=record.ticket, scope=tuple(record.scope),
         review=record.review, group=record.group, runner=record.runner, node=record.node,
+        lead_note=record.lead_note,
     )
 
 

@@ -30,7 +30,7 @@ from lanes_tui.engine.core.schema import stamped
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
 from lanes_tui.engine.lanes.cadence import OutputCadence
-from lanes_tui.engine.lanes.caps import lane_timeouts
+from lanes_tui.engine.lanes.caps import lane_caps, lane_timeouts
 from lanes_tui.engine.lanes.classify import Classification, PatternScanner
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
 from lanes_tui.engine.lanes.guard import RunGuard
@@ -108,7 +108,7 @@ class Supervisor:
             self.worktree = working_tree(locate_lane(self.repo, record.id, record,
                                                      default_root=self.config.lanes.worktree_root))
             # The record keeps the lead's prompt (status, recover read it); the agent gets it wrapped.
-            self.prompt = agent_prompt(record.prompt, None if record.raw else read_rules(self.repo), record.raw)
+            self.prompt = self._wrapped(record.prompt)
         except LanesError as exc:
             parallel.release()
             return self._finish(None, "LANE-FAILED", f"not started: {exc}")
@@ -138,6 +138,13 @@ class Supervisor:
         announce(self.store, self.config.notify, self.record)  # ready or rejected, after gates and review
         return 0
 
+    def _wrapped(self, prompt: str) -> str:
+        """`prompt` in the preamble with the rules and the lane's caps in numbers (LanesError: a bad cap)."""
+        record = self.record
+        return agent_prompt(prompt, None if record.raw else read_rules(self.repo), record.raw,
+                            lane_caps(self.config.lanes, record.caps),
+                            lane_timeouts(self.config.lanes, record.caps).timeout_s)
+
     async def _run_chain(self, holder: dict[str, Any]) -> RunOutcome | None:
         """The chain, and again after each parking while the provider's quota resets (`budget`)."""
         outcome = await self._run_providers(holder, first=0)
@@ -151,8 +158,7 @@ class Supervisor:
             if not await budget.park(self.store, self.record, until, stop=self.stop_requested,
                                      lane_dir=self.lane.dir, clock=self.clock, reason=reason):
                 break
-            self.prompt = agent_prompt(self.record.prompt + budget.parked_block(reason, until),
-                                       None if self.record.raw else read_rules(self.repo), self.record.raw)
+            self.prompt = self._wrapped(self.record.prompt + budget.parked_block(reason, until))
             outcome = await self._run_providers(holder, first=len(self.record.providers_tried))
         return outcome
 
