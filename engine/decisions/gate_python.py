@@ -21,7 +21,6 @@ accept modal and the dashboard never need to do — a gate whose pytest is missi
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -155,7 +154,7 @@ def pytest_problem(python: ProjectPython, argv: Sequence[str], environ: Mapping[
     if argv and argv[0] in ("pytest", "py.test"):
         path = os.pathsep.join(p for p in (str(python.venv / "bin") if python.venv else "",
                                            (os.environ if environ is None else environ).get("PATH", "")) if p)
-        if shutil.which(argv[0], path=path) is None:
+        if not any(os.access(Path(folder) / argv[0], os.X_OK) for folder in path.split(os.pathsep) if folder):
             return (f"this project's tests run `{argv[0]}`, which is not on the gates' PATH: create the project's "
                     f"venv (`python3 -m venv .venv && .venv/bin/pip install pytest`), {fixes}")
     return None
