@@ -317,13 +317,14 @@ async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock
     swept = await asyncio.to_thread(scope.sweep, handle.pgid)
     await asyncio.wait_for(readers, 10.0)
     text = bytes(tail[-TAIL_BYTES:]).decode("utf-8", errors="replace")
-    empty = ""
+    empty = note = ""
     if status != "timeout":  # a run of no tests is no pass unless the step says it may be
         whole = bytes(tail).decode("utf-8", errors="replace")
         empty = recognise(argv, code, whole, complete=seen[0] == len(tail)) or ""
         status = "passed" if passes(code, empty, allow_no_tests=step.allow_no_tests) else "failed"
         if empty:
-            text += "\n" + (NOTE_ALLOWED if status == "passed" else NOTE_FAILED).format(reason=empty)
+            note = (NOTE_ALLOWED if status == "passed" else NOTE_FAILED).format(reason=empty)
+            text += "\n" + note
     else:
         text += f"\n[lanes-tui: gate timed out after {timeout_s:g}s and was stopped]"
     log.info("gate %r in %s: %s (exit %s)", command, worktree, status, code)
@@ -335,7 +336,7 @@ async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock
         ending += "; no tests ran"
     if kept is not None:
         with contextlib.suppress(OSError):
-            kept.close(f"[lanes-tui: {step.name} {ending}]")
+            kept.close(f"[lanes-tui: {step.name} {ending}]" + (f"\n{note}" if note else ""))
     _say(run, step.name, ending, status=status, exit=exit_code, duration_s=round(time.monotonic() - started, 3))
     return result(status, exit_code, text, str(kept.path) if kept is not None else "", empty)
 
