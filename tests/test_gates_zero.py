@@ -22,7 +22,7 @@ from lanes_tui.engine.decisions.gate_python import path_python, project_python
 from lanes_tui.engine.decisions.gates import GateResult, run_gates
 from lanes_tui.engine.decisions.no_tests import cargo_test, go_test, jest, mocha, recognise, runner_of, unittest
 from tests.conftest import git
-from tests.helpers import cli, run_lane, status, wait_state, write_config
+from tests.helpers import cli, status, wait_state, write_config
 
 NOTE = "a test suite that runs nothing is not a pass: add tests, fix the collection, or set allow_no_tests = true"
 
@@ -86,7 +86,8 @@ def test_allow_no_tests_in_gates_and_in_a_step(tmp_path: Path, interpreters: dic
     (allowed,) = _gates(project, tmp_path, GatesConfig(allow_no_tests=True), environ)
     assert allowed.status == "passed" and allowed.exit_code == 5 and allowed.no_tests == "pytest exit 5"
     assert "passed because allow_no_tests = true" in allowed.output_tail
-    steps = (GateStep("unit", "{python} -m pytest -q", allow_no_tests=True), GateStep("strict", "{python} -m pytest -q"))
+    steps = (GateStep("unit", "{python} -m pytest -q", allow_no_tests=True),
+             GateStep("strict", "{python} -m pytest -q"))
     unit, strict = _gates(project, tmp_path, GatesConfig(steps=steps), environ)
     assert unit.status == "passed" and strict.status == "failed" and strict.label == "strict (no tests ran)"
     # a step may refuse what [gates] allows
@@ -157,7 +158,8 @@ def test_venv_and_dot_venv_and_a_missing_gates_venv(tmp_path: Path, interpreters
      "pytest in pyproject.toml's dependencies"),
     ({"pyproject.toml": "[dependency-groups]\ndev = [{include-group = 'x'}, 'pytest ~= 8.0']\n"},
      "pytest in pyproject.toml's dependencies"),
-    ({"pyproject.toml": "[tool.poetry.group.dev.dependencies]\npytest = '^8'\n"}, "pytest in pyproject.toml's dependencies"),
+    ({"pyproject.toml": "[tool.poetry.group.dev.dependencies]\npytest = '^8'\n"},
+     "pytest in pyproject.toml's dependencies"),
     ({"requirements-dev.txt": "# tools\nruff==0.5\nPyTest==8.2 ; python_version >= '3.9'\n"},
      "pytest in requirements-dev.txt"),
     ({"requirements/test.txt": "-r base.txt\npytest\n"}, "pytest in requirements/test.txt"),
@@ -260,7 +262,7 @@ def test_config_reads_allow_no_tests_and_refuses_a_string(repo: Path) -> None:
     gates = load_config(repo).gates
     assert gates.allow_no_tests is True and gates.steps == (GateStep("unit", "make test", allow_no_tests=False),)
     write_config(repo, gates='allow_no_tests = "yes"')
-    with pytest.raises(LanesError, match="gates.allow_no_tests.*must be true or false"):
+    with pytest.raises(LanesError, match=r"gates\.allow_no_tests.*must be true or false"):
         load_config(repo)
     write_config(repo, gates='[gates.steps.unit]\ncommand = "make test"\nallow_zero = true\n')
     with pytest.raises(LanesError, match="allow_zero"):
@@ -352,7 +354,8 @@ def test_jest() -> None:
 
 MOCHA_EMPTY = "\n\n\n  0 passing (1ms)\n\n"
 MOCHA_RAN = "\n\n  calc\n    ✔ adds\n\n\n  1 passing (3ms)\n\n"
-MOCHA_FAILED = "\n\n  calc\n    1) adds\n\n\n  0 passing (4ms)\n  1 failing\n\n  1) calc\n       adds:\n     AssertionError\n"
+MOCHA_FAILED = ("\n\n  calc\n    1) adds\n\n\n  0 passing (4ms)\n  1 failing\n\n  1) calc\n       adds:\n"
+                "     AssertionError\n")
 MOCHA_NO_FILES = 'Error: No test files found: "test"\n'
 
 
@@ -366,7 +369,8 @@ def test_mocha() -> None:
 UNITTEST_311 = "\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\nOK\n"
 UNITTEST_312 = ("\n----------------------------------------------------------------------\nRan 0 tests in 0.000s\n\n"
                 "NO TESTS RAN\n")
-UNITTEST_RAN = ("F\n======================================================================\nFAIL: test_x (test_a.T.test_x)\n"
+UNITTEST_RAN = ("F\n======================================================================\n"
+                "FAIL: test_x (test_a.T.test_x)\n"
                 "----------------------------------------------------------------------\nRan 1 test in 0.001s\n\n"
                 "FAILED (failures=1)\n")
 
