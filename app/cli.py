@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 COMMAND_MODULES: dict[str, str] = {
     "init": "cli_lanes", "run": "cli_lanes", "status": "cli_lanes", "wait": "cli_lanes",
     "check": "cli_decisions", "accept": "cli_decisions", "abandon": "cli_decisions", "recover": "cli_decisions",
-    "finish": "cli_decisions", "diff": "cli_decisions",
+    "finish": "cli_decisions", "diff": "cli_decisions", "ci": "cli_ci",
     "ask": "cli_inbox", "answer": "cli_inbox", "inbox": "cli_inbox",
     "lock": "cli_lock",
     "plan": "cli_plan",
@@ -51,7 +51,7 @@ RAW_OUTPUT = frozenset({None, "attach"})
 #: only ask or look (`inbox` lists the lane's own questions there); `lock` is the agent's own (it runs
 #: the agent's heavy commands in a heavy slot).
 LEAD_ONLY = frozenset({"answer", "accept", "abandon", "recover", "finish", "run", "init", "check", "review",
-                       "verify", "stop", "attach", "send", "scorecard"})
+                       "verify", "stop", "attach", "send", "scorecard", "ci"})
 
 
 class OneLineParser(argparse.ArgumentParser):

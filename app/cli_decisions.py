@@ -10,9 +10,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lanes_tui.app.cli_ci import add_watch_options, check_watch_options, watch
 from lanes_tui.app.cli_lanes import repo_of
 from lanes_tui.engine import (
     Accept,
+    FinishReport,
     LanesError,
     abandon_lane,
     accept_git_config,
@@ -21,6 +23,7 @@ from lanes_tui.engine import (
     confirm_git_watch,
     duration_text,
     finish,
+    gate_files_line,
     git_watch_warnings,
     group_members,
     inspect_lane,
@@ -57,11 +60,14 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("lane_id", nargs="?", help="the lane to accept (or --queue)")
     p.add_argument("--queue", action="store_true",
                    help="accept every ready lane, in an order that avoids the conflict radar's conflicts; "
-                        "stops at the first refusal")
+                        "skips a lane with nothing to merge, stops at the first other refusal")
     p.add_argument("--message", "-m", help="the commit message (default: from the task)")
     p.add_argument("--override", metavar="REASON", help="accept a lane that is not ready; the reason is recorded")
     p.add_argument("--override-review", metavar="REASON",
                    help="accept over a BLOCKING or stale review; the reason is recorded")
+    p.add_argument("--no-verify", metavar="REASON",
+                   help="skip the repository's pre-commit and commit-msg hooks; the reason is recorded "
+                        "(docs/decisions.md)")
     p.add_argument("--dry-run", action="store_true",
                    help="print what would happen and change nothing (exit as the accept would: 2 if refused)")
     p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
@@ -88,9 +94,12 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.add_argument("--json", action="store_true", help="one JSON object (docs/cli.md); the exit code is the same")
     p.add_argument("--no-push", action="store_true", help="do not push the programme branch to its upstream")
     p.add_argument("--pr", action="store_true", help="then open a pull request with gh (installed and logged in)")
+    p.add_argument("--watch", action="store_true",
+                   help="with --pr: then follow the pull request's checks, as `lanes-tui ci` does (docs/decisions.md)")
+    add_watch_options(p)
     p.add_argument("--push-anyway", action="store_true",
-                   help="push although the git watch saw the target move without an accept or a remote change; "
-                        "records the watch anew (docs/decisions.md)")
+                   help="push although leftovers remain, or the git watch saw the target move without an accept or "
+                        "a remote change (that records the watch anew; docs/decisions.md)")
     p.set_defaults(func=cmd_finish)
 
     p = sub.add_parser("diff", help="a lane's diff against its base, with per-file digests")
@@ -124,6 +133,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"{gate['status']:>8}  {gate['command']}  (exit {gate['exit_code']}, {gate['duration_s']}s)")
     for warning in packet.get("warnings") or []:  # type: ignore[attr-defined]
         print(f"WARNING: {warning}")
+    if left := gate_files_line(packet.get("gate_files")):
+        print(left)
     print(f"{args.lane_id}: gates {packet.get('gates_status')}, next: {packet.get('next')}")
     return code
 
@@ -133,12 +144,16 @@ def _print_gate_log(repo: Path, lane_id: str) -> int:
     report = lane_gate_report(repo, load_config(repo), lane_id)
     if report.planned:
         print(f"{lane_id}: no check has run yet; a check would run:")
+    for wait in report.waits:  # before the steps, as it happened: the slot, the load, or why none ran
+        print(wait)
     for step in report.steps:
         took = "" if step.status in ("planned", "not-run") else duration_text(step.duration_s)
         code = f"exit {step.exit_code}" if step.exit_code is not None else ""
         print(f"{step.status:>8}  {step.name:<12} {took:>6} {code:<7} {step.command}")
     for warning in report.warnings:
         print(f"WARNING: {warning}")
+    if left := gate_files_line(list(report.gate_files)):
+        print(left)
     if report.failing is not None:
         print(f"--- output of {report.failing} ---")
         print(report.output.rstrip("\n"))
@@ -177,7 +192,8 @@ def cmd_accept(args: argparse.Namespace) -> int:
         print("\n".join(plan.describe()))
         return code
     outcome = asyncio.run(Accept(repo, config, args.lane_id).run(message=args.message, override=args.override,
-                                                                 override_review=args.override_review))
+                                                                 override_review=args.override_review,
+                                                                 no_verify=args.no_verify))
     if args.json:
         return _json({"id": outcome.lane_id, "dry_run": False, "ok": outcome.state == "accepted",
                       "state": outcome.state, "message": outcome.message, "merged_sha": outcome.merged_sha,
@@ -215,8 +231,8 @@ def _print_group_rest(repo: Path, lane_id: str) -> None:
 
 def cmd_accept_queue(args: argparse.Namespace) -> int:
     """`accept --queue [--dry-run]`: one line per lane, the order and why, or what became of each lane."""
-    if args.lane_id or args.override or args.message:
-        raise LanesError("accept --queue takes no lane id, --override or --message",
+    if args.lane_id or args.override or args.message or args.no_verify is not None:
+        raise LanesError("accept --queue takes no lane id, --override, --no-verify or --message",
                          "accept that lane on its own, or run the queue without them")
     repo = repo_of(args)
     config = load_config(repo)
@@ -284,6 +300,10 @@ def cmd_finish(args: argparse.Namespace) -> int:
     repo = repo_of(args)
     config = load_config(repo)
     branch = programme_branch(repo, config)
+    if args.watch:  # refused before anything is touched
+        check_watch_options(args.timeout, args.interval)
+        if not args.pr:
+            raise LanesError("--watch follows the pull request --pr opens", "add --pr, or run `lanes-tui ci`")
     if args.pr:
         check_gh(repo)  # refused before anything is touched
     watched = [] if args.no_push else git_watch_warnings(repo)
@@ -295,34 +315,52 @@ def cmd_finish(args: argparse.Namespace) -> int:
         for line in confirm_git_watch(repo):
             print(f"confirmed: {line}")
     report = finish(repo, config)
-    where = None if args.no_push or branch in config.lanes.protected_branches else push_url(repo, branch)
+    held = "--no-push given" if args.no_push else report.push_held(push_anyway=args.push_anyway)
+    where = None if held or branch in config.lanes.protected_branches else push_url(repo, branch)
     if where is not None and not args.json:
         print(f"pushing {branch} to {where}")  # where it goes, before it goes
-    pushed = None if args.no_push else push_branch(repo, branch, protected=set(config.lanes.protected_branches),
-                                                   hooks=trusted_hooks(repo))
-    pr = open_pr(repo, branch) if args.pr and (pushed is None or pushed.ok) else None
+    pushed = None if held else push_branch(repo, branch, protected=set(config.lanes.protected_branches),
+                                           hooks=trusted_hooks(repo))
+    pr = open_pr(repo, branch) if args.pr and (args.no_push or (pushed is not None and pushed.ok)) else None
     code = 1 if report.leftovers or (pushed is not None and not pushed.ok) else 0
+    reason = held or (pushed.reason if pushed is not None else "")
     if args.json:
+        ci_code, ci = watch(repo, pr, timeout_s=args.timeout, interval_s=args.interval, out=sys.stderr) \
+            if args.watch and pr is not None else (0, None)  # `lanes-tui ci` on the new PR, its lines on stderr
         push = None if pushed is None else {"branch": branch, "upstream": pushed.upstream.name if pushed.upstream
                                             else None, "status": pushed.status, "detail": pushed.detail,
                                             "line": pushed.line(), "url": where}
-        return _json({"removed": list(report.removed), "leftovers": [
-            {"kind": left.kind, "id": left.lane_id, "path": str(left.path) if left.path else None, "fix": left.fix,
-             "branch": left.branch}
-            for left in report.leftovers], "deleted": list(report.deleted), "push": push, "pr": pr}, code)
-    for item in report.removed:
-        print(f"removed {item}")
+        leftovers = [{"kind": left.kind, "id": left.lane_id, "path": str(left.path) if left.path else None,
+                      "fix": left.fix, "branch": left.branch} for left in report.leftovers]
+        return _json({"removed": list(report.removed), "lanes": [lane.to_json() for lane in report.lanes],
+                      "leftovers": leftovers, "deleted": list(report.deleted), "push": push,
+                      "pushed": pushed is not None and pushed.status == "pushed", "push_reason": reason, "pr": pr,
+                      **({"ci": ci} if ci is not None else {})}, max(code, ci_code))
+    _print_removed(report)
     for left in report.leftovers:
         print(f"{left.kind:<9} {left.lane_id:<28} {left.path or left.branch}  → {left.fix}")
     if not report.removed and not report.leftovers:
         print("nothing to finish")
     if report.leftovers:
         print(f"LEFTOVERS: {len(report.leftovers)}")
-    if pushed is not None and pushed.upstream is not None:  # no upstream: a project without a remote, said in --json
-        print(pushed.line())
+    print(pushed.line() if pushed is not None and pushed.status != "skipped" else f"NOT-PUSHED: {reason}")
     if pr is not None:
         print(f"PR {pr}")
+    if args.watch and pr is not None:  # `lanes-tui ci` on the PR just opened
+        code = max(code, watch(repo, pr, timeout_s=args.timeout, interval_s=args.interval)[0])
     return code
+
+
+def _print_removed(report: FinishReport) -> None:
+    """Each lane finish cleaned up and why, then what went (`removed worktree …`, `removed branch …`)."""
+    grouped = {item for lane in report.lanes for item in lane.items}
+    for lane in report.lanes:
+        print(lane.line())
+        for item in lane.items:
+            print(f"  removed {item}")
+    for item in report.removed:
+        if item not in grouped:
+            print(f"removed {item}")
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

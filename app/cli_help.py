@@ -44,8 +44,8 @@ HELP: dict[str, tuple[str, tuple[str, ...]]] = {
     "accept": ("The guarded accept: the gates and the digest checked, the work committed, rebased (and the "
                "gates run again) if the target moved, fast-forwarded into the target, the worktree and "
                "branch removed. Exit 0 accepted, 1 stopped on the way (a conflict, gates failed after the "
-               "rebase, a queue that stopped), 2 refused before anything changed; --dry-run exits as the "
-               "accept would.",
+               "rebase, a queue that stopped; the queue skips a lane with nothing to merge and goes on), 2 "
+               "refused before anything changed; --dry-run exits as the accept would.",
                ("lanes-tui accept fix-login-a1", "lanes-tui accept fix-login-a1 --dry-run",
                 'lanes-tui accept fix-login-a1 --override "gates flaky on CI only, checked by hand"',
                 "lanes-tui accept --queue --dry-run", "lanes-tui accept fix-login-a1 --json")),
@@ -60,9 +60,19 @@ HELP: dict[str, tuple[str, tuple[str, ...]]] = {
                  "lanes-tui recover fix-login-a1 --relaunch --json")),
     "finish": ("Remove the worktrees and lane/ branches of lanes already merged (squash-merged and cherry-picked "
                "work too: the target holds the branch's version of every file it changed), list what is left "
-               "with the command that deals with each (LEFTOVERS: N), then push the programme branch to its "
-               "upstream (PUSHED or PUSH-FAILED). Exit 1 when anything is left over or the push failed.",
-               ("lanes-tui finish", "lanes-tui finish --no-push --json", "lanes-tui finish --pr")),
+               "with the command that deals with each (LEFTOVERS: N), each removed lane with why, then push "
+               "the programme branch to its upstream when nothing is left over (PUSHED, PUSH-FAILED, or "
+               "NOT-PUSHED: why; --push-anyway pushes past leftovers). Exit 1 when anything is left over or "
+               "the push failed.",
+               ("lanes-tui finish", "lanes-tui finish --no-push --json", "lanes-tui finish --push-anyway",
+                "lanes-tui finish --pr", "lanes-tui finish --pr --watch")),
+    "ci": ("Follow a pull request's CI checks with gh until every one has finished, printing each check's change "
+           "of state. A failed check becomes findings: the failed steps' log (last 80 lines) in "
+           ".lanes/state/ci/PR-N.md, and the command that relaunches the lanes the PR carries with them. Exit 0 "
+           "all passed, 1 one failed, 2 no answer (--timeout passed, no check appeared, gh missing or not logged "
+           "in), 130 Ctrl-C.",
+           ("lanes-tui ci", "lanes-tui ci 7", "lanes-tui ci https://github.com/o/r/pull/7 --timeout 1800",
+            "lanes-tui ci --json")),
     "diff": ("A lane's diff against its base (read-only), with per-file and overall digests.",
              ("lanes-tui diff fix-login-a1", "lanes-tui diff fix-login-a1 --stat",
               "lanes-tui diff fix-login-a1 --json")),

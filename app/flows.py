@@ -95,7 +95,8 @@ class DecisionFlows(Screen[None]):
             return
         # Files outside the lane's scope open the modal anyway (refused): the lead sees which ones. A
         # review that blocks is the one refusal the lead may lift here, with a reason.
-        if not await self.app.push_screen_wait(AcceptModal.for_plan(f"Accept {lane}?", plan)):
+        conflicts = self.lanes[lane].conflicts if lane in self.lanes else ()  # the radar's, as the engine gave them
+        if not await self.app.push_screen_wait(AcceptModal.for_plan(f"Accept {lane}?", plan, conflicts)):
             return
         reason: str | None = None
         if plan.review_blocked:
@@ -297,13 +298,14 @@ class DecisionFlows(Screen[None]):
             self.app.notify("no ready lanes: nothing to accept", severity="warning")
             return
         title = f"Accept {len(plan.entries)} ready lane{'s' if len(plan.entries) != 1 else ''} in this order?"
-        lines = [*plan.describe(), "each with the guarded accept; the queue stops at the first refusal"]
+        lines = [*plan.describe(), "each with the guarded accept; a lane with nothing to merge is skipped, any "
+                 "other refusal stops the queue"]
         if not await self.app.push_screen_wait(ConfirmModal(title, lines)):
             return
         report = await self._guard(lambda: engine.accept_queue(plan))
         if report is not None:
             self.app.notify("\n".join(report.lines()), title="Accept queue", timeout=12,
-                            severity="information" if report.ok else "error")
+                            severity="error" if not report.ok else "warning" if report.skipped else "information")
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen(help_rows(dict(self.lanes_app.engine.config.keys))))

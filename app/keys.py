@@ -28,7 +28,8 @@ KEYS: tuple[Key, ...] = (
     Key("accept", "a", "accept", "Accept", "accept the selected lane: gates, digest, commit, fast-forward, cleanup"),
     # Not in the footer, which is full: the Lanes pane's border and `?` name them.
     Key("accept_queue", "m", "accept_queue", "Queue",
-        "accept every ready lane in the conflict radar's order (the order first, then y); stops at the first refusal",
+        "accept every ready lane in the conflict radar's order (the order first, then y); skips a lane with "
+        "nothing to merge, stops at the first other refusal",
         show=False),
     Key("conflicts", "c", "conflicts", "Conflicts",
         "the conflict radar: lanes whose trial merges conflict, and lanes that changed the same files", show=False),

@@ -4,13 +4,16 @@ The pane is given data and fetches nothing. The governor's caps (`governor_summa
 value and the mechanism that enforces it here) read the machine's cgroup mounts, which do not change
 from one tick to the next: they are computed once per config object — at start, and again only when
 the engine holds a reloaded config — in a worker thread. The lock counts come from the lane statuses
-the screen already holds (`LaneStatus.locks`), so they cost nothing.
+the screen already holds (`LaneStatus.locks`), so they cost nothing; so do the gates' waits
+(`LaneStatus.gate_wait`, read from the lane's events with the lock counts), whose length is counted
+here against the wall clock at each tick.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -52,7 +55,15 @@ def lock_counts(lanes: Iterable[LaneStatus]) -> dict[str, int]:
     return {lane.id: lane.locks for lane in lanes if lane.locks >= 1}
 
 
+def gate_waits(lanes: Iterable[LaneStatus], now: float) -> dict[str, str]:
+    """Lane id → `load 5.1 > 4.0, 42s` for each lane whose gates wait for the load or a heavy slot."""
+    return {lane.id: text for lane in lanes if (text := lane.gate_wait_text(now))}
+
+
 def meters_mapping(machine: Mapping[str, Any], caps: list[dict[str, str]],
-                   lanes: Iterable[LaneStatus]) -> dict[str, Any]:
-    """The engine's machine figures with `caps` and `locks` added (`MetersPane.update_machine`'s keys)."""
-    return {**machine, "caps": caps, "locks": lock_counts(lanes)}
+                   lanes: Iterable[LaneStatus], now: float | None = None) -> dict[str, Any]:
+    """The engine's machine figures with `caps`, `locks` and `gate_waits` added (`MetersPane.update_machine`'s
+    keys); `now` is the wall clock the waits are counted to (this moment when None)."""
+    lanes = list(lanes)
+    return {**machine, "caps": caps, "locks": lock_counts(lanes),
+            "gate_waits": gate_waits(lanes, time.time() if now is None else now)}

@@ -81,7 +81,8 @@ _EXPORTS: dict[str, str] = {
     "AbandonPlan": "decisions.abandon", "abandon_lane": "decisions.abandon", "plan_abandon": "decisions.abandon",
     "check_lane": "decisions.check", "lane_diff": "decisions.lane_diff",
     "lane_gate_report": "decisions.check", "GateReport": "decisions.gate_log", "GateStepView": "decisions.gate_log",
-    "duration_text": "decisions.gate_log", "describe_gates": "decisions.gate_plan",
+    "duration_text": "decisions.gate_log", "gate_files_line": "decisions.gate_log",
+    "describe_gates": "decisions.gate_plan",
     "gate_runner_problems": "decisions.gate_plan:runner_problems",
     "review_by_lead": "decisions.review_run", "verify_lane": "decisions.verify",
     "describe_review": "decisions.review_prompt", "describe_verification": "decisions.review_prompt",
@@ -89,6 +90,9 @@ _EXPORTS: dict[str, str] = {
     "FinishReport": "decisions.finish", "finish": "decisions.finish",
     "check_gh": "decisions.shipping", "open_pr": "decisions.shipping", "install_pre_push": "decisions.shipping",
     "programme_branch": "decisions.shipping", "push_branch": "git.upstream",
+    "PullRequest": "decisions.pr_checks", "ChecksOutcome": "decisions.pr_checks", "find_pr": "decisions.pr_checks",
+    "follow_checks": "decisions.pr_checks", "CiFindings": "decisions.ci_findings",
+    "write_ci_findings": "decisions.ci_findings:write_findings",
     "git_watch_warnings": "git.watch", "confirm_git_watch": "git.watch", "accept_git_config": "git.watch",
     "push_url": "git.watch", "trusted_hooks": "git.watch",
     "Findings": "decisions.recover", "RECOVERABLE": "decisions.recover", "inspect_lane": "decisions.recover",
@@ -150,11 +154,14 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.decisions.accept_journal import StuckAccept, stuck_accepts
     from lanes_tui.engine.decisions.accept_plan import AcceptPlan, plan_accept
     from lanes_tui.engine.decisions.check import check_lane, lane_gate_report
+    from lanes_tui.engine.decisions.ci_findings import CiFindings
+    from lanes_tui.engine.decisions.ci_findings import write_findings as write_ci_findings
     from lanes_tui.engine.decisions.finish import FinishReport, finish
-    from lanes_tui.engine.decisions.gate_log import GateReport, GateStepView, duration_text
+    from lanes_tui.engine.decisions.gate_log import GateReport, GateStepView, duration_text, gate_files_line
     from lanes_tui.engine.decisions.gate_plan import describe_gates
     from lanes_tui.engine.decisions.gate_plan import runner_problems as gate_runner_problems
     from lanes_tui.engine.decisions.lane_diff import lane_diff
+    from lanes_tui.engine.decisions.pr_checks import ChecksOutcome, PullRequest, find_pr, follow_checks
     from lanes_tui.engine.decisions.queue import QueuePlan, QueueReport, plan_queue, run_queue
     from lanes_tui.engine.decisions.ranking import rank_group
     from lanes_tui.engine.decisions.reconcile import reconcile
@@ -245,16 +252,18 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
 __all__ = [  # the door's names, sorted; the same as `_EXPORTS` and the TYPE_CHECKING imports (test_layout)
     "LIVE_STATES", "MAX_PLAN_BYTES", "MAX_PROMPT_BYTES", "NEEDS_LEAD_STATES", "PRESETS", "QUESTION_STATES",
     "RECOVERABLE", "RESULTS", "SETTLED_STATES", "STATES", "TASK_TYPES", "AbandonPlan", "Accept",
-    "AcceptOutcome", "AcceptPlan", "Clock", "Config", "ConfigError", "Demo", "Engine", "EngineEvent",
+    "AcceptOutcome", "AcceptPlan", "ChecksOutcome", "CiFindings", "Clock", "Config", "ConfigError", "Demo",
+    "Engine", "EngineEvent",
     "EngineNotice", "Findings", "FinishReport", "GateReport", "GateStepView", "GitWatchChanged", "InboxStore",
     "LaneChanged", "LaneRecord", "LaneRemoved", "LaneStatus", "LanesError", "LaunchRequest", "MetersSampled",
-    "OutputAppended", "PlanSummary", "QuestionView", "QuestionsChanged", "QueuePlan", "QueueReport",
+    "OutputAppended", "PlanSummary", "PullRequest", "QuestionView", "QuestionsChanged", "QueuePlan", "QueueReport",
     "ReadableStream", "RealClock", "StallDetected", "StatePaths", "StopReport", "StuckAccept", "TicketStatus",
     "Turn", "abandon_lane", "accept_git_config", "amend_plan", "build_demo", "cancel_plan", "check_capped",
     "check_gh", "check_lane", "check_prompt", "check_report", "confined", "confirm_git_watch", "conversation",
     "describe_confinement", "describe_gates", "describe_heavy_slots", "describe_limit", "describe_review",
-    "describe_verification", "describe_watch_limit", "detect_containment", "duration_text", "find_repo_root",
-    "finish", "gate_runner_problems", "gemini_setup_problems", "git_watch_warnings", "governor_summary",
+    "describe_verification", "describe_watch_limit", "detect_containment", "duration_text", "find_pr",
+    "find_repo_root", "finish", "follow_checks", "gate_files_line", "gate_runner_problems", "gemini_setup_problems",
+    "git_watch_warnings", "governor_summary",
     "group_members",
     "inspect_lane", "install_pre_push", "is_gemini", "lane_caps", "lane_diff", "lane_gate_report", "lane_hands",
     "lane_settled", "lane_statuses", "lanes_needing_lead", "launch_group", "launch_lane", "launch_plan",
@@ -268,7 +277,7 @@ __all__ = [  # the door's names, sorted; the same as `_EXPORTS` and the TYPE_CHE
     "scorecard_tasks", "send_to_lane", "set_config_value", "split_lane_id", "start_demo_lanes", "stop_lane",
     "stop_lanes", "strip_ansi", "stuck_accepts", "supervisor_alive", "terminal_text", "trusted_hooks",
     "validate_lane_id", "validate_qid", "verification", "verify_lane", "wait_for_answer", "wake_parked",
-    "write_default_config",
+    "write_ci_findings", "write_default_config",
 ]
 
 

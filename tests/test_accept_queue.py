@@ -1,4 +1,5 @@
-"""The accept queue: real sim lanes accepted in the radar's order, stopping at the first refusal."""
+"""The accept queue: real sim lanes accepted in the radar's order, skipping a lane with nothing to merge,
+stopping at the first other refusal."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lanes_tui.app.dashboard import LanesApp
-from lanes_tui.engine.decisions.queue import frozen_blockers, order_lanes
+from lanes_tui.engine.decisions.queue import QueuePlan, QueueReport, QueueStep, frozen_blockers, order_lanes
 from lanes_tui.engine.git.radar import Conflict, RadarReport
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.widgets import ConfirmModal
@@ -62,6 +63,100 @@ def test_the_queue_accepts_the_clean_lanes_in_order_and_stops_at_the_conflicting
     assert states == {"c1-a1": "accepted", "n1-a1": "accepted", "n2-a1": "accepted", "c2-a1": "conflict",
                       "c3-a1": "ready"}
     assert git(repo, "branch", "--list", "lane/c2-a1").strip() and git(repo, "branch", "--list", "lane/c3-a1").strip()
+
+
+def test_the_queue_skips_a_lane_with_nothing_to_merge_and_accepts_the_lanes_around_it(programme: Path) -> None:
+    repo = programme
+    first = run_lane(repo, "write one.txt one\n", lane_id="first")
+    wait_state(repo, first)
+    # How a `ready` lane with nothing to merge arises: its agent gave up without writing anything
+    # (LANE-FAILED, so not NO-CHANGES), and the lead's `check` judged the worktree as it is: the gates
+    # pass on an empty diff.
+    empty = run_lane(repo, "say giving up\nexit 1\n", lane_id="empty")
+    wait_state(repo, empty)
+    assert (status(repo, empty)["state"], status(repo, empty)["result"]) == ("exited", "LANE-FAILED")
+    cli(repo, "check", empty, check=True)
+    assert status(repo, empty)["state"] == "ready"
+    third = run_lane(repo, "write two.txt two\n", lane_id="third")
+    wait_state(repo, third)
+    start = git(repo, "rev-parse", "programme")
+    assert [line.split()[1] for line in cli(repo, "accept", "--queue", "--dry-run").stdout.splitlines()] == [
+        first, empty, third]
+
+    run = cli(repo, "accept", "--queue")
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    out = run.stdout.splitlines()
+    assert [line.split()[:2] for line in out] == [["accepted", first], ["skipped", f"{empty}:"],
+                                                  ["accepted", third]], out
+    assert out[1] == f"skipped {empty}: nothing to merge (abandon it: `lanes-tui abandon {empty}`)"
+    assert git(repo, "log", "--format=%s", f"{start}..programme").splitlines() == [
+        "lane third-a1: write two.txt two", "lane first-a1: write one.txt one"]
+    assert {x: status(repo, x)["state"] for x in (first, empty, third)} == {
+        first: "accepted", empty: "ready", third: "accepted"}
+
+    again = cli(repo, "accept", "--queue", "--json")  # only the empty lane is left: skipped again, not a stop
+    data = json.loads(again.stdout)
+    assert again.returncode == 0 and data["ok"] is True, again.stdout
+    assert data["steps"] == [{"id": empty, "state": "skipped",
+                              "message": f"nothing to merge (abandon it: `lanes-tui abandon {empty}`)"}]
+
+
+def test_a_superseded_lane_is_skipped_not_accepted_at_the_targets_own_commit(programme: Path) -> None:
+    """Two lanes made the same change: after the first is merged, the second's rebase keeps nothing of
+    its own. The queue skips it saying so, the target moves once, and the lane is not called accepted."""
+    repo = programme
+    first = run_lane(repo, "write same.txt same\n", lane_id="twin")
+    second = run_lane(repo, "write same.txt same\n", lane_id="copy")
+    wait_state(repo, first)
+    wait_state(repo, second)
+    start = git(repo, "rev-parse", "programme")
+    run = cli(repo, "accept", "--queue")
+    out = run.stdout.splitlines()
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    assert out[0].startswith(f"accepted {first}") and out[1] == (
+        f"skipped {second}: nothing to merge (abandon it: `lanes-tui abandon {second}`)"), out
+    assert git(repo, "log", "--format=%s", f"{start}..programme").splitlines() == ["lane twin-a1: write same.txt same"]
+    after = status(repo, second)
+    assert after["state"] == "exited" and after["state_reason"].startswith("superseded: its changes are already in "
+                                                                           "programme"), after
+    again = cli(repo, "accept", second)  # by hand: refused as a lane with nothing to merge, never a rebase again
+    assert again.returncode != 0 and "accepted" not in again.stdout, (again.stdout, again.stderr)
+
+
+def test_a_skip_does_not_stop_the_report_but_any_other_refusal_does() -> None:
+    skip = QueueStep("e-a1", "skipped", "nothing to merge (abandon it: `lanes-tui abandon e-a1`)")
+    done = QueueStep("a-a1", "accepted", "accepted a-a1 into programme at cafe000000")
+    assert QueueReport((done, skip, done)).ok and QueueReport((skip,)).stopped_at is None
+    assert QueueReport((skip,)).skipped == (skip,)
+    refused = QueueStep("r-a1", "refused", "accept r-a1 refused: the worktree changed since its check")
+    report = QueueReport((skip, refused, QueueStep("l-a1", "left", "the queue stopped at r-a1")))
+    assert not report.ok and report.stopped_at == refused
+    assert report.lines()[:2] == ["skipped e-a1: nothing to merge (abandon it: `lanes-tui abandon e-a1`)",
+                                  "stopped at r-a1: accept r-a1 refused: the worktree changed since its check"]
+
+
+async def test_the_dashboard_shows_a_skipped_lane(tmp_path: Path) -> None:
+    class SkippingEngine(FakeEngine):
+        async def accept_queue(self, plan: QueuePlan | None = None) -> QueueReport:
+            self.calls.append(("accept_queue", plan.order if plan else None))
+            return QueueReport((QueueStep("empty-a1", "skipped", "nothing to merge (abandon it: `lanes-tui abandon "
+                                          "empty-a1`)"),
+                                QueueStep("good-a1", "accepted", "accepted good-a1 into programme at cafe000000")))
+
+    engine = SkippingEngine(tmp_path, [lane("empty-a1", "ready", created=1.0), lane("good-a1", "ready", created=2.0)])
+    app = LanesApp(engine.repo, engine=engine, flush_s=0.01)  # type: ignore[arg-type]
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.press("m")
+        await pilot.pause()
+        modal = app.screen
+        assert isinstance(modal, ConfirmModal)
+        assert "a lane with nothing to merge is skipped" in modal.lines[-1]
+        await pilot.press("y")
+        await pilot.pause()
+        await pilot.pause()
+    shown = [(n.title, n.severity, n.message) for n in app._notifications if n.title == "Accept queue"]
+    assert shown == [("Accept queue", "warning", "skipped empty-a1: nothing to merge (abandon it: `lanes-tui abandon "
+                                                 "empty-a1`)\naccepted good-a1 into programme at cafe000000")]
 
 
 def test_the_queue_with_nothing_ready_and_its_refusals(programme: Path) -> None:

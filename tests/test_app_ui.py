@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 from textual.message import Message
 from textual.pilot import Pilot
+from textual.widgets import Static
 
 from lanes_tui.app.dashboard import LanesApp
 from lanes_tui.app.messages import LanesChanged, QuestionsUpdated
 from lanes_tui.widgets import (
+    AcceptModal,
     ConfirmModal,
     DiffPane,
     HelpScreen,
@@ -66,6 +68,34 @@ async def test_accept_shows_the_plan_then_accepts(engine: FakeEngine) -> None:
         await pilot.pause()
     assert commands(engine) == [("plan_accept", "ready-a1"), ("accept", "ready-a1")]
     assert any("accepted ready-a1" in n for n in notes(app))
+
+
+async def test_the_accept_dialog_names_the_conflicts_the_radar_predicts(tmp_path: Path) -> None:
+    """The radar's findings reach the dialog from the app's statuses (the engine filled them): the
+    lead reads the predicted conflict before pressing y."""
+    found = [{"kind": "merge", "lane": "other-a1", "files": ["a.py", "b.py"], "target": "programme"},
+             {"kind": "overlap", "lane": "other-a1", "files": ["a.py", "b.py"], "target": "programme"}]
+    engine = FakeEngine(tmp_path, [lane("mine-a1", "ready", conflicts=found), lane("other-a1", "ready"),
+                                   lane("calm-a1", "ready")])
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(pilot, "mine-a1")
+        await pilot.press("a")
+        await pilot.pause()
+        modal = app.screen
+        assert isinstance(modal, AcceptModal)
+        shown = [str(w.content) for w in modal.query(".conflict").results(Static)]
+        assert shown == ["the radar predicts conflicts with other-a1 in a.py, b.py: accept order matters",
+                         "shares files with other-a1: a.py, b.py (they may still merge cleanly)"]
+        await pilot.press("n")
+        await pilot.pause()
+        await select(pilot, "calm-a1")
+        await pilot.press("a")
+        await pilot.pause()
+        assert isinstance(app.screen, AcceptModal) and not list(app.screen.query(".conflict").results(Static))
+        await pilot.press("n")
+        await pilot.pause()
+    assert commands(engine) == [("plan_accept", "mine-a1"), ("plan_accept", "calm-a1")]
 
 
 async def test_accept_on_a_rejected_lane_shows_the_refusal(engine: FakeEngine) -> None:

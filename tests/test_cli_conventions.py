@@ -198,7 +198,7 @@ def test_json_of_run_wait_check_accept_recover_abandon_finish_doctor(repo: Path)
     abandoned = json.loads(cli(repo, "abandon", "bad-a1", "--force", "--json", check=True).stdout)
     assert abandoned["id"] == "bad-a1" and abandoned["removed"]
     finished = json.loads(cli(repo, "finish", "--json", check=True).stdout)
-    assert set(finished) == {"removed", "leftovers", "deleted", "push", "pr"}
+    assert set(finished) == {"removed", "lanes", "leftovers", "deleted", "push", "pushed", "push_reason", "pr"}
     queue = json.loads(cli(repo, "accept", "--queue", "--dry-run", "--json", check=True).stdout)
     assert queue == {"dry_run": True, "order": [], "steps": [], "ok": True}
 

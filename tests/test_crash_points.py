@@ -57,7 +57,7 @@ def has_worktree(repo: Path, lane: str) -> bool:
 
 def settled(repo: Path) -> None:
     """No lane worktree or branch left that lanes-tui would have to clean, and git's store intact."""
-    assert cli(repo, "finish").stdout.strip() == "nothing to finish"
+    assert cli(repo, "finish").stdout.splitlines()[0] == "nothing to finish"  # then NOT-PUSHED: no remote
     assert git(repo, "branch", "--list", "lane/*") == ""
     assert git(repo, "worktree", "list").count("\n") == 0
     fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, capture_output=True, text=True)

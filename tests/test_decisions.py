@@ -314,9 +314,16 @@ def test_finish_removes_merged_and_lists_leftovers(programme: Path) -> None:
     report = cli(repo, "finish")
     assert report.returncode == 1, "a leftover: exit 1"
     assert "lane/noop-a1" in report.stdout and "DIRTY" in report.stdout and "dirty-a1" in report.stdout
-    assert "LEFTOVERS: 1" in report.stdout and "PUSH" not in report.stdout, "no upstream: nothing pushed"
+    assert "LEFTOVERS: 1" in report.stdout and "PUSHED " not in report.stdout, report.stdout
+    assert report.stdout.splitlines()[-1] == ("NOT-PUSHED: 1 leftover remains (listed above); push anyway with "
+                                              "`--push-anyway`")
+    assert f"abandoned {merged}: it changed nothing (its branch has no commit of its own)" in report.stdout
     assert not Path(status(repo, merged)["worktree"]).exists()
     assert Path(status(repo, dirty)["worktree"]).exists()
+    cli(repo, "abandon", dirty, check=True)
+    again = cli(repo, "finish")  # a project with no remote: said, not silent
+    assert again.returncode == 0 and again.stdout.splitlines() == ["nothing to finish", "NOT-PUSHED: no remote"], \
+        again.stdout
 
 
 def test_stopping_a_lane_during_its_gates_stops_the_gates(programme: Path, tmp_path: Path) -> None:

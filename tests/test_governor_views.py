@@ -117,14 +117,14 @@ def test_lock_view_reads_only_the_tail_and_the_open_wait_of_a_living_lock(tmp_pa
     me.acquired(0, 3.0)
     assert read_lock_view(path, window=4096).wait is None
     me.wait_for_load(7.14, 4.0)
-    assert read_lock_view(path, window=4096).wait == "waiting for the machine's load to drop (7.1 > 4)"
+    assert read_lock_view(path, window=4096).wait == "waiting for the machine: load 7.1 > 4.0"
     assert read_lock_view(tmp_path / "missing.jsonl") == read_lock_view(tmp_path)  # no file, or a folder: nothing
 
 
 def test_describe_wait_tolerates_hand_edited_events() -> None:
     assert describe_wait({"holders": "x"}) == "waiting for a heavy slot"
     assert describe_wait({"holders": [1, {"lane": "a\x1b[2Jb"}]}) == "waiting for a heavy slot, held by lane a?[2Jb"
-    assert describe_wait({"for": "load", "load": "high"}) == "waiting for the machine's load to drop"
+    assert describe_wait({"for": "load", "load": "high"}) == "waiting for the machine: load too high"
 
 
 # --- the Lanes pane: the wait as the why ----------------------------------------------------------
@@ -237,7 +237,7 @@ def test_the_meters_mapping_adds_caps_and_lock_counts() -> None:
     lanes = [lane("a-a1", "running", locks=3), lane("b-a1", "ready", locks=0), lane("c-a1", "exited", locks=1)]
     assert lock_counts(lanes) == {"a-a1": 3, "c-a1": 1}
     assert meters_mapping({"cpu_percent": 5.0}, CAPS, lanes) == {"cpu_percent": 5.0, "caps": CAPS,
-                                                                 "locks": {"a-a1": 3, "c-a1": 1}}
+                                                                 "locks": {"a-a1": 3, "c-a1": 1}, "gate_waits": {}}
 
 
 async def test_the_dashboard_feeds_the_meters_caps_and_locks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

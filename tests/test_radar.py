@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
+import shlex
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -100,7 +103,8 @@ def test_the_radar_sees_commits_and_new_files_and_redoes_only_what_moved(program
     radar = Radar(repo)
     first = radar.scan(store.all())
     assert first.of(one) == () and first.of(two) == ()
-    assert (radar.snapshots_made, radar.merges_run) == (2, 3)  # each into the target, and the pair
+    # Each into the target, and the pair: their frozen work (`git.frozen_work`), no snapshot needed.
+    assert (radar.snapshots_made, radar.merges_run) == (0, 3)
     assert radar.scan(store.all()) is first and radar.merges_run == 3  # nothing moved: nothing redone
 
     worktree = Path(store.read(two).worktree)
@@ -111,7 +115,7 @@ def test_the_radar_sees_commits_and_new_files_and_redoes_only_what_moved(program
     report = radar.scan(store.all())
     assert report.merge_conflict(one, two) == ("a.txt",) and report.merge_conflict(two, one) == ("a.txt",)
     assert [c.files for c in report.of(one) if c.kind == "overlap"] == [("a.txt",)]
-    assert radar.snapshots_made == 3, "only the lane that moved is snapshotted again"
+    assert radar.snapshots_made == 1, "only the lane that moved (its HEAD past its frozen work) is snapshotted"
     assert radar.merges_run == 5  # two into the target again, and the new pair; one's merge was cached
     files = changed_files(worktree, store.read(two).base_sha)
     assert files == ["a.txt", "b.txt", "new file.txt"]  # what accept would stage: what the radar compares
@@ -151,8 +155,10 @@ async def test_the_dashboard_engine_marks_conflicts_and_follows_a_fix(programme:
         assert {(c["kind"], c["lane"]) for c in by_id[ca].conflicts} == {("merge", cb), ("overlap", cb)}
         assert engine.radar().merge_conflict(cb, ca) == ("README.md",)
         # The lane's worktree changes: the same title as lane A merges cleanly; the shared file stays.
+        # The radar judges the work frozen at a check (`git.frozen_work`): the fix counts once checked.
         worktree = Path(by_id[cb].worktree)
         (worktree / "README.md").write_text("title from lane A\n")
+        assert (await asyncio.to_thread(cli, repo, "check", cb)).returncode == 0
 
         async def fixed() -> None:
             while {c["kind"] for s in engine.lanes() if s.id == cb for c in s.conflicts} != {"overlap"}:
@@ -296,3 +302,26 @@ def test_a_steady_radar_asks_git_nothing_until_a_branch_or_a_worktree_moves(
     engine.radar_full_every_s = 0.0
     assert look() == 8 and look() == 9
     assert watch.skipped == 4
+
+
+def test_the_radar_sees_a_checking_lane(programme: Path, tmp_path: Path) -> None:
+    """A lane whose gates are running is in the radar: its diff is what the gates judge, and it is
+    `ready` a moment later. Its gate here waits for a file the test writes (bounded: 120 s)."""
+    release = tmp_path / "release"
+    code = ("import os,time; t=time.monotonic(); slow=os.environ['LANES_LANE'].startswith('slow'); "
+            f"[time.sleep(0.05) for _ in iter(lambda: slow and not os.path.exists({str(release)!r}) "
+            "and time.monotonic()-t<120, False)]")
+    write_config(programme, gates=f"commands = [{json.dumps(sys.executable + ' -c ' + shlex.quote(code))}]")
+    repo = programme
+    (fast,) = ready_lanes(repo, {"fast": "write shared.txt from fast\n"})
+    slow = run_lane(repo, "write shared.txt from slow\n", lane_id="slow")
+    try:
+        wait_state(repo, slow, "checking")
+        rows = {row["id"]: row for row in status(repo)}
+        assert rows[slow]["state"] == "checking"
+        assert kinds(rows[fast]["conflicts"]) == {("overlap", slow): ["shared.txt"]}
+        assert kinds(rows[slow]["conflicts"]) == {("overlap", fast): ["shared.txt"]}
+    finally:
+        release.write_text("go")
+        wait_state(repo, slow)
+    assert status(repo, slow)["state"] == "ready"

@@ -54,7 +54,8 @@ def commit_in(worktree: Path, message: str) -> None:
     git(worktree, "commit", "-q", "-m", message)
 
 
-def test_finish_deletes_squashed_branches_lists_the_rest_and_pushes(programme: Path, tmp_path: Path) -> None:
+def test_finish_deletes_squashed_branches_lists_the_rest_and_holds_the_push_until_told(programme: Path,
+                                                                                     tmp_path: Path) -> None:
     repo = programme
     squashed, squashed_tree = ready_lane(repo, "squashed", WORK.format(tag="squashed"))
     kept, kept_tree = ready_lane(repo, "kept", 'write notes.txt "unmerged work"')
@@ -67,22 +68,69 @@ def test_finish_deletes_squashed_branches_lists_the_rest_and_pushes(programme: P
     git(repo, "worktree", "remove", str(squashed_tree))
     # ... and cherry-picks another, whose worktree stays: both are merged by tree equality.
     git(repo, "cherry-pick", f"lane/{picked}")
+    remote = tmp_path / "remote.git"
+    pushed_before = git(tmp_path, "--git-dir", str(remote), "rev-parse", "programme")
 
     proc = cli(repo, "finish")
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
-    assert f"branch lane/{squashed}" in proc.stdout and f"branch lane/{picked}" in proc.stdout, proc.stdout
+    lines = proc.stdout.splitlines()
+    assert f"abandoned {squashed}: its branch is merged (squash or cherry-pick) into programme" in lines, lines
+    assert f"abandoned {picked}: its branch is merged (squash or cherry-pick) into programme" in lines, lines
+    assert f"  removed branch lane/{squashed}" in lines and f"  removed worktree {picked_tree}" in lines, lines
     assert f"UNMERGED  {kept}" in proc.stdout and "LEFTOVERS: 1" in proc.stdout, proc.stdout
-    assert "PUSHED programme -> origin/programme" in proc.stdout, proc.stdout
+    # A leftover holds the push: the remote has not moved, and finish says why and how to push anyway.
+    assert lines[-1] == "NOT-PUSHED: 1 leftover remains (listed above); push anyway with `--push-anyway`", lines
+    assert "PUSHED programme" not in proc.stdout and "pushing programme" not in proc.stdout
+    assert git(tmp_path, "--git-dir", str(remote), "rev-parse", "programme") == pushed_before
     branches = git(repo, "branch", "--list", "lane/*")
     assert f"lane/{kept}" in branches and f"lane/{squashed}" not in branches and f"lane/{picked}" not in branches
-    remote = tmp_path / "remote.git"
-    assert git(tmp_path, "--git-dir", str(remote), "rev-parse", "programme") == git(repo, "rev-parse", "programme")
-    assert lane_json(repo, squashed)["state"] == "abandoned"
+    record = lane_json(repo, squashed)
+    assert record["state"] == "abandoned", record
+    assert record["state_reason"] == "finish: its branch is merged (squash or cherry-pick) into programme; cleaned up"
 
-    shown = cli(repo, "finish", "--json", "--no-push")
+    shown = cli(repo, "finish", "--json")
     data = json.loads(shown.stdout)
-    assert shown.returncode == 1 and data["push"] is None and data["deleted"] == []
+    assert shown.returncode == 1 and data["push"] is None and data["deleted"] == [] and data["lanes"] == []
+    assert data["pushed"] is False and data["push_reason"].startswith("1 leftover remains"), data
     assert [(left["kind"], left["id"]) for left in data["leftovers"]] == [("UNMERGED", kept)], data
+
+    anyway = cli(repo, "finish", "--push-anyway", "--json")
+    data = json.loads(anyway.stdout)
+    assert anyway.returncode == 1, "the leftover is still there"
+    assert data["pushed"] is True and data["push_reason"] == "pushed programme to origin/programme", data
+    assert data["push"]["line"] == "PUSHED programme -> origin/programme"
+    assert git(tmp_path, "--git-dir", str(remote), "rev-parse", "programme") == git(repo, "rev-parse", "programme")
+    assert "NOT-PUSHED: --no-push given" in cli(repo, "finish", "--no-push").stdout
+
+
+def test_finish_names_every_lane_it_removes_and_why(programme: Path) -> None:
+    repo = programme
+    idle = run_lane(repo, "say nothing to do here", lane_id="idle")  # NO-CHANGES: its branch is where it began
+    wait_state(repo, idle)
+    done, _ = ready_lane(repo, "done", WORK.format(tag="done"))
+    merged, merged_tree = ready_lane(repo, "merged", 'write merged.txt "merged by hand"')
+    commit_in(merged_tree, "merge me")
+    git(repo, "merge", "-q", "--ff-only", f"lane/{merged}")  # the lead fast-forwards it by hand
+    accepted = cli(repo, "accept", done)
+    assert accepted.returncode == 0, accepted.stderr
+    sha = git(repo, "rev-parse", "programme")
+    git(repo, "branch", f"lane/{done}", sha)  # the lead brought the accepted lane's branch back to look at it
+
+    # The hand merge put lane/ commits on the target: the git watch would hold the push (another test's
+    # subject), so this finish only cleans up.
+    data = json.loads(cli(repo, "finish", "--json", "--no-push", check=True).stdout)
+    assert {lane["id"]: (lane["action"], lane["reason"]) for lane in data["lanes"]} == {
+        idle: ("abandoned", "it changed nothing (its branch has no commit of its own)"),
+        merged: ("abandoned", "its branch is merged into programme"),
+        done: ("removed", f"accepted, merged into programme at {sha[:10]}"),
+    }, data["lanes"]
+    by_id = {lane["id"]: lane for lane in data["lanes"]}
+    assert by_id[done]["removed"] == [f"branch lane/{done}"] and by_id[done]["line"] == (
+        f"removed {done}: accepted, merged into programme at {sha[:10]}")
+    assert by_id[merged]["removed"] == [f"worktree {merged_tree}", f"branch lane/{merged}"]
+    assert data["leftovers"] == [] and data["pushed"] is False and data["push_reason"] == "--no-push given", data
+    assert lane_json(repo, idle)["state_reason"] == (
+        "finish: it changed nothing (its branch has no commit of its own); cleaned up")
 
 
 def test_an_offline_remote_carries_on_with_a_notice_and_the_push_fails(programme: Path, tmp_path: Path) -> None:

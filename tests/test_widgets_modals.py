@@ -121,6 +121,25 @@ async def test_accept_modal_tones_the_review_the_verification_and_the_gates() ->
     assert (await run_keys(lambda: AcceptModal("Accept x-a1?", lines, gates=gates), "y", "n"))[1] == [False]
 
 
+async def test_accept_modal_names_the_radars_predicted_conflicts_most_serious_first() -> None:
+    conflicts = [{"kind": "overlap", "lane": "b-a1", "files": ["a.py"], "target": "programme"},
+                 {"kind": "merge", "lane": "b-a1", "files": ["a.py", "b.py", "c.py", "d.py", "e.py"],
+                  "target": "programme"},
+                 {"kind": "target", "lane": None, "files": ["README.md"], "target": "programme"}]
+    app = ModalHost(lambda: AcceptModal("Accept x-a1?", PLAN, conflicts=conflicts))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        shown = [str(w.content) for w in app.screen.query(".conflict").results(Static)]
+        assert shown == [
+            "the radar predicts conflicts with programme in README.md: the accept's rebase will stop there, "
+            "nothing merged",
+            "the radar predicts conflicts with b-a1 in a.py, b.py, c.py, d.py +1: accept order matters",
+            "shares files with b-a1: a.py (they may still merge cleanly)"]
+        await pilot.press("y")  # a prediction is not a refusal: the lead may still accept
+        await pilot.pause()
+    assert app.results == [True]
+
+
 async def test_start_lane_returns_the_form() -> None:
     app = ModalHost(lambda: StartLaneModal(["backend", "docs"], ["claude", "sim"]))
     async with app.run_test(size=(120, 36)) as pilot:

@@ -24,7 +24,7 @@ from lanes_tui.widgets._format import tone_style
 if TYPE_CHECKING:  # widgets are given statuses; they never load the engine to get them
     from lanes_tui.engine import LaneStatus
 
-__all__ = ["KIND_LABELS", "ConflictsModal", "conflict_rows"]
+__all__ = ["KIND_LABELS", "ConflictsModal", "conflict_rows", "predicted_lines"]
 
 #: How each kind of finding reads, most serious first (the rows' order).
 KIND_LABELS = {"target": "conflicts with target", "merge": "merge conflict", "overlap": "same files"}
@@ -51,6 +51,23 @@ def conflict_rows(lanes: Sequence[LaneStatus]) -> list[tuple[str, str, str]]:
             pair = f"{first} ↔ {second}" if b else f"{a} → {found.get('target') or 'its target'}"
             rows.append((list(KIND_LABELS).index(kind), KIND_LABELS[kind], pair, _files(found)))
     return [(kind, pair, files) for _, kind, pair, files in sorted(rows)]
+
+
+def predicted_lines(conflicts: Sequence[Mapping[str, Any]]) -> list[str]:
+    """One lane's radar findings as the accept dialog says them, the most serious first: the lead learns
+    of a predicted conflict before pressing y, not from the accept that stops on it."""
+    lines: list[tuple[int, str]] = []
+    for found in conflicts:
+        kind, other, files = str(found.get("kind", "")), found.get("lane"), _files(found)
+        if kind == "target":
+            target = found.get("target") or "its target"
+            lines.append((0, f"the radar predicts conflicts with {target} in {files}: the accept's rebase will "
+                             "stop there, nothing merged"))
+        elif kind == "merge" and other:
+            lines.append((1, f"the radar predicts conflicts with {other} in {files}: accept order matters"))
+        elif kind == "overlap" and other:
+            lines.append((2, f"shares files with {other}: {files} (they may still merge cleanly)"))
+    return [line for _, line in sorted(lines, key=lambda item: item[0])]
 
 
 def _files(found: Mapping[str, Any]) -> str:

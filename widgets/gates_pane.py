@@ -78,6 +78,8 @@ def render_report(report: GateReport) -> Content:
 
     if report.planned:
         add("no check has run yet; a check would run:", "$text-muted italic")
+    for wait in report.waits:  # what the gates waited for (a slot, the machine's load), or why none ran
+        add(f"~ {clean_text(wait)}", "$warning")
     width = max(len(s.name) for s in report.steps)
     for step in report.steps:
         mark, style = MARKS.get(step.status, ("?", ""))

@@ -2,6 +2,8 @@
 running against `max_parallel`, and the spend, with sparklines for CPU and spend over time; then the
 governor's caps per lane with what enforces each on this machine, and the heavy runs (`lanes-tui
 lock`) each lane took — the caps are why one hungry lane cannot take the machine, so they are shown.
+A lane whose gates wait for the machine's load or a heavy slot adds a line saying so, and for how
+long: a check held back looks like a hang otherwise.
 
 Machine figures arrive every tick. They are turned into `Readings` — rounded to what the eye can
 tell apart — and set on a reactive: when a tick reads the same as the last one the reactive sees an
@@ -48,6 +50,8 @@ class Readings:
     caps: tuple[tuple[str, str, str], ...] = ()
     #: (lane, heavy runs through `lanes-tui lock`) for lanes with at least one, most first.
     locks: tuple[tuple[str, int], ...] = ()
+    #: (lane, `load 5.1 > 4.0, 42s`) for each lane whose gates wait (`meters_feed.gate_waits`).
+    gate_waits: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_mapping(cls, m: Mapping[str, Any]) -> Readings:
@@ -61,7 +65,7 @@ class Readings:
             slots_used=int(m.get("slots_used") or 0), slots_total=int(m.get("slots_total") or 0),
             holders=holders, running=int(m.get("running") or 0), max_parallel=int(m.get("max_parallel") or 0),
             spend=fmt.cost(m.get("spend_usd")) or "$0.00", tokens=fmt.tokens(m.get("tokens")) or "0",
-            caps=_caps(m.get("caps")), locks=_locks(m.get("locks")),
+            caps=_caps(m.get("caps")), locks=_locks(m.get("locks")), gate_waits=_gate_waits(m.get("gate_waits")),
         )
 
 
@@ -169,7 +173,7 @@ class MetersPane(Vertical):
 
 
 def _describe(r: Readings) -> Content:
-    """Three lines; figures that need the lead's eye are coloured from the theme."""
+    """Three lines (four while gates wait); figures that need the lead's eye are coloured from the theme."""
     val = _val
     cpu = "-" if r.cpu is None else f"{r.cpu}%"
     mem = "-" if r.mem is None else f"{r.mem}%"
@@ -190,7 +194,11 @@ def _describe(r: Readings) -> Content:
         "lanes ", val(f"{r.running}/{r.max_parallel}"), " running   spend ", val(r.spend),
         "   tokens ", val(r.tokens),
     )
-    return Content("\n").join([line1, line2, line3])
+    lines = [line1, line2, line3]
+    if r.gate_waits:  # only while a check waits: the pane keeps its three lines otherwise
+        waits = "; ".join(f"{lane} {text}" for lane, text in r.gate_waits)
+        lines.append(Content.assemble("gates waiting: ", Content.styled(fmt.truncate(waits, 120), "$warning")))
+    return Content("\n").join(lines)
 
 
 def _val(text: str, tone: str = "") -> Content:
@@ -237,6 +245,13 @@ def _locks(value: Any) -> tuple[tuple[str, int], ...]:
         return ()
     counts = [(str(lane), n) for lane, n in value.items() if isinstance(n, int) and not isinstance(n, bool) and n >= 1]
     return tuple(sorted(counts, key=lambda item: (-item[1], item[0])))
+
+
+def _gate_waits(value: Any) -> tuple[tuple[str, str], ...]:
+    """The "gate_waits" mapping lane → text, in lane order (any other shape shows nothing)."""
+    if not isinstance(value, Mapping):
+        return ()
+    return tuple(sorted((str(lane), str(text)) for lane, text in value.items() if text))
 
 
 def _round(value: Any) -> int | None:

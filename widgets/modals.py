@@ -21,6 +21,7 @@ from textual.widgets.option_list import Option
 
 from lanes_tui.widgets import _format as fmt
 from lanes_tui.widgets._dialog import Dialog, plain_lines
+from lanes_tui.widgets.conflicts_modal import predicted_lines
 from lanes_tui.widgets.start_lane import StartLaneModal
 
 if TYPE_CHECKING:  # the accept modal is given the engine's plan; it never asks the engine for one
@@ -105,7 +106,7 @@ class AcceptModal(ConfirmModal):
     AcceptModal .gate-passed, AcceptModal .review-clean {
         color: $success;
     }
-    AcceptModal .review-missing, AcceptModal .stale {
+    AcceptModal .review-missing, AcceptModal .stale, AcceptModal .conflict {
         color: $warning;
     }
     AcceptModal .unverified {
@@ -125,8 +126,11 @@ class AcceptModal(ConfirmModal):
 
     def __init__(self, title: str, lines: Sequence[str], *, scope: Sequence[str] = (),
                  outside: Sequence[str] = (), refused: bool = False, gates: Sequence[Mapping[str, Any]] = (),
-                 review: str | None = None, review_override: bool = False) -> None:
+                 review: str | None = None, review_override: bool = False,
+                 conflicts: Sequence[Mapping[str, Any]] = ()) -> None:
         super().__init__(title, lines, refused=refused)
+        self.conflicts = predicted_lines(conflicts)
+        """The radar's findings for the lane (`LaneStatus.conflicts`, given by the app), as lines."""
         self.scope = list(scope)
         """The lane's scope: exact paths and folders ending in `/`."""
         self.outside = list(outside)
@@ -141,11 +145,12 @@ class AcceptModal(ConfirmModal):
             self.refused = False
 
     @classmethod
-    def for_plan(cls, title: str, plan: AcceptPlan) -> AcceptModal:
-        """The modal of an engine's accept plan (its scope shown in a block of its own, not as lines)."""
+    def for_plan(cls, title: str, plan: AcceptPlan, conflicts: Sequence[Mapping[str, Any]] = ()) -> AcceptModal:
+        """The modal of an engine's accept plan (its scope shown in a block of its own, not as lines), with
+        the radar's findings for the lane as the app has them."""
         return cls(title, plan.describe(scope=False), scope=plan.scope, outside=plan.outside_scope,
                    gates=plan.gates, review=str(plan.review_detail.get("verdict") or "") or None,
-                   review_override=plan.review_blocked)
+                   review_override=plan.review_blocked, conflicts=conflicts)
 
     def compose_body(self) -> ComposeResult:
         """The plan's lines, each gate step right under the gates line, verdicts and stale marks toned."""
@@ -161,6 +166,8 @@ class AcceptModal(ConfirmModal):
                 yield from self._gate_steps()
         if not steps_shown:
             yield from self._gate_steps()
+        for line in self.conflicts:
+            yield Static(Content(line), classes="line conflict")
 
     def _line_classes(self, line: str) -> str:
         if line.startswith(REFUSED):

@@ -20,7 +20,7 @@ from lanes_tui.engine.config.review import ReviewChecks
 __all__ = ["GateStep", "GatesChecks", "GatesConfig", "parse_gates"]
 
 _GATES_KEYS = ("commands", "timeout_s", "slots", "slot_wait_s", "env", "steps", "venv", "shared_venvs", "writable",
-               "allow_no_tests")
+               "max_load", "allow_no_tests")
 _STEP_KEYS = ("command", "timeout_s", "env", "allow_no_tests")
 _STEP_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 
@@ -59,6 +59,10 @@ class GatesConfig:
     shared_venvs: tuple[str, ...] = ()
     #: What gates may write besides the worktree, its admin folder and their TMPDIR (`lanes.confine`).
     writable: tuple[str, ...] = ()
+    #: The 1-minute load above which gates (and `lanes-tui lock`) hold back, within `slot_wait_s`; 0: never
+    #: wait for the load; None: `core.waits.default_load_limit` (twice the cores, at least 4).
+    #: `LANES_HEAVY_LOAD` in the environment overrides it (`lanes.heavy.load_limit`).
+    max_load: float | None = None
     #: A step that ran no tests passes (every step that does not say otherwise); False: it fails.
     allow_no_tests: bool = False
 
@@ -112,8 +116,20 @@ def parse_gates(checks: GatesChecks, raw: dict[str, Any]) -> GatesConfig:
         steps=tuple(steps),
         venv=None if venv is None else checks.string("gates.venv", venv),
         shared_venvs=checks.strings("gates.shared_venvs", raw.get("shared_venvs", [])),
+        max_load=_max_load(checks, raw["max_load"]) if "max_load" in raw else None,
         allow_no_tests=_flag(checks, "gates.allow_no_tests", raw.get("allow_no_tests", False)),
     )
+
+
+def _max_load(checks: GatesChecks, value: object) -> float:
+    """`[gates] max_load`: a load figure, 0 or more (`number` checks it; its words are about seconds)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        checks.fail("gates.max_load", f"must be a load figure, got {value!r}",
+                    "write a number without quotes, e.g. max_load = 4 (0 = never wait for the load)")
+    if not (0 <= value < 10_000):  # also refuses nan and inf
+        checks.fail("gates.max_load", f"must be a load figure from 0 up, got {value!r}",
+                    "write e.g. max_load = 4, twice the cores is the default (0 = never wait for the load)")
+    return float(value)
 
 
 def _flag(checks: GatesChecks, key: str, value: object) -> bool:

@@ -72,6 +72,8 @@ def default_config_text(repo: Path) -> str:
     _add(table, "timeout_s", int(gates.timeout_s), "per command, seconds")
     _add(table, "slots", gates.slots, "heavy-run slots: gate runs at once on this machine")
     _add(table, "slot_wait_s", int(gates.slot_wait_s), "how long a gate run waits for a free slot, seconds")
+    table.add(tomlkit.comment("max_load = 4  # the 1-minute load above which gates wait (within slot_wait_s); "
+                              "unset: twice the cores, at least 4; 0: never"))
     _add(table, "env", list(gates.env), 'environment gates get beyond the base set and LANES_*: '
          '"NAME" or "PREFIX_*" (docs/providers.md)')
     doc.add("gates", table)

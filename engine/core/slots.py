@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine.core.clock import Clock, RealClock
+from lanes_tui.engine.core.waits import END, LOAD, SLOT, START, OnWait, Wait, machine_load
 
 #: How a slot file is opened (`os.open`'s signature). Tests inject one that refuses writes, since
 #: root ignores file modes and a Landlock ruleset cannot be put on the test process itself.
@@ -190,17 +191,32 @@ def ensure_slots(folder: Path, count: int) -> list[str]:
 
 
 async def acquire(folder: Path, count: int, holder: dict[str, Any], *, budget_s: float | None,
-                  clock: Clock | None = None, poll_s: float = 0.2) -> Slot | None:
-    """Wait for a slot; None when `budget_s` passes first (None budget = wait for ever)."""
+                  clock: Clock | None = None, poll_s: float = 0.2, on_wait: OnWait | None = None) -> Slot | None:
+    """Wait for a slot; None when `budget_s` passes first (None budget = wait for ever).
+
+    `on_wait` hears the wait start (who holds the slots) and end, so the caller can say what it waits
+    for; a slot free at once is no wait and says nothing.
+    """
     clk = clock or RealClock()
     start = clk.monotonic()
+    slot = try_acquire(folder, count, holder)
+    if slot is not None:
+        return slot
+    held = tuple(holders(folder)) if on_wait is not None else ()
+    if on_wait is not None:
+        on_wait(Wait(SLOT, START, 0.0, budget_s, holders=held))
     while True:
-        slot = try_acquire(folder, count, holder)
-        if slot is not None:
-            return slot
         if budget_s is not None and clk.monotonic() - start >= budget_s:
+            if on_wait is not None:
+                on_wait(Wait(SLOT, END, clk.monotonic() - start, budget_s, holders=tuple(holders(folder)) or held,
+                             ok=False))
             return None
         await clk.sleep(poll_s)
+        slot = try_acquire(folder, count, holder)
+        if slot is not None:
+            if on_wait is not None:
+                on_wait(Wait(SLOT, END, clk.monotonic() - start, budget_s, holders=held))
+            return slot
 
 
 async def acquire_unless(folder: Path, count: int, holder: dict[str, Any], stop: asyncio.Event | None, *,
@@ -250,21 +266,39 @@ def _holder_line(raw: bytes) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def default_load_limit() -> float:
-    """The 1-minute load above which heavy runs hold back: twice the cores, the point where a test
-    suite started now mostly waits for CPU and slows everything else down with it."""
-    return 2.0 * (os.cpu_count() or 1)
-
-
-async def wait_for_load(limit: float, budget_s: float, clock: Clock) -> None:
+async def wait_for_load(limit: float, budget_s: float, clock: Clock, *, load: Callable[[], float] | None = None,
+                        on_wait: OnWait | None = None, every_s: float = 1.0) -> bool:
     """Hold back while the machine is overloaded (load > `limit`), but never beyond the budget.
+
+    Returns True when the load is (or fell) at or under the limit, False when the budget ran out
+    first: the caller decides what a busy machine means (the gates: not run; `lock`: run anyway).
+    `load` samples the 1-minute load (`waits.machine_load` unless a test gives its own); `on_wait`
+    hears the wait start at the first sample above the limit, and end. A limit of 0 never waits.
 
     A slot bounds only lanes-tui's own heavy runs; the load also counts what else runs on the machine
     (the lead's build, another user), so a free slot on a saturated machine still waits a while.
     """
+    sample = load or machine_load
+    if limit <= 0:
+        return True
     start = clock.monotonic()
-    while os.getloadavg()[0] > limit and clock.monotonic() - start < budget_s:
-        await clock.sleep(1.0)
+    now = sample()
+    if now <= limit:
+        return True
+    high = now
+    if on_wait is not None:
+        on_wait(Wait(LOAD, START, 0.0, budget_s, load=now, limit=limit))
+    while clock.monotonic() - start < budget_s:
+        await clock.sleep(every_s)
+        now = sample()
+        if now <= limit:
+            if on_wait is not None:
+                on_wait(Wait(LOAD, END, clock.monotonic() - start, budget_s, load=high, limit=limit))
+            return True
+        high = now
+    if on_wait is not None:
+        on_wait(Wait(LOAD, END, clock.monotonic() - start, budget_s, load=high, limit=limit, ok=False))
+    return False
 
 
 def describe_holder(holder: dict[str, Any]) -> str:

@@ -3,8 +3,10 @@
 Owns: `gates` (the configured commands in heavy slots), `gate_plan` (the effective steps: the
 project's venv, detected commands, timeouts), `gate_log` (progress lines and each step's kept output),
 `shared_envs` (the digest of shared virtualenvs a lane must not change), `packet` (the result record), `check`
-(gates → packet → ready / rejected), `accept`, `accept_plan` and `accept_journal` (the guarded,
-journalled accept, and the journals it could not finish), `abandon`, `recover`, `finish`,
+(gates → packet → ready / rejected), `gate_fence` (the gates' environment and kernel fence, for gates and
+hooks), `accept`, `accept_plan` and `accept_journal` (the guarded, journalled accept, and the journals it
+could not finish), `commit_hooks` (the repository's pre-commit and commit-msg hooks, run by accept),
+`abandon`, `recover`, `finish`,
 `reconcile` (state rebuilt from receipts after a restart), `deadlines` (a stopped supervisor's lane
 `unreachable`, and the wall-clock limit kept when the supervisor cannot), `scope` (files a lane changed outside its
 ticket's scope), `review_verdict` (who reviews a lane across model families, and the verdict read

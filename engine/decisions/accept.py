@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -25,13 +26,15 @@ from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.debug import crash_point  # `LANES_TUI_CRASH_AT=merge:before`: a test's kill -9
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept_journal import mark_stuck, read_journal
-from lanes_tui.engine.decisions.accept_plan import AcceptPlan, checkout_of, is_ancestor, plan_accept
+from lanes_tui.engine.decisions.accept_plan import AcceptPlan, NothingToMerge, checkout_of, is_ancestor, plan_accept
 from lanes_tui.engine.decisions.accept_remote import discard_after_accept, fetch_lane, finish_remote, resolve_remote
 from lanes_tui.engine.decisions.check import gate_lane
+from lanes_tui.engine.decisions.commit_hooks import CommitHooks, HookRefused
 from lanes_tui.engine.decisions.packet import read_packet, write_packet
 from lanes_tui.engine.decisions.runners import remote_runner
 from lanes_tui.engine.git import watch
 from lanes_tui.engine.git.commands import git_out, nul_list, run_git
+from lanes_tui.engine.git.frozen_work import restore_gate_files
 from lanes_tui.engine.git.lane_paths import LaneLocation, git_witness, locate_lane, remove_lane_worktree
 from lanes_tui.engine.git.upstream import fetch_base
 from lanes_tui.engine.state.paths import StatePaths
@@ -81,7 +84,11 @@ class Accept:
         return locate_lane(self.repo, self.lane_id, record, default_root=self.config.lanes.worktree_root)
 
     async def run(self, *, message: str | None, override: str | None,
-                  override_review: str | None = None) -> AcceptOutcome:
+                  override_review: str | None = None, no_verify: str | None = None) -> AcceptOutcome:
+        """`no_verify`: the lead's reason to skip the repository's commit hooks (`commit_hooks`), recorded."""
+        if no_verify is not None and not no_verify.strip():
+            raise LanesError("--no-verify needs a reason", "say why the hooks are skipped "
+                             f"(`lanes-tui accept {self.lane_id} --no-verify REASON`); it is recorded with the accept")
         lock = await slots.acquire(self.paths.locks / "accept", 1, {"lane": self.lane_id}, budget_s=LOCK_WAIT_S)
         if lock is None:
             raise LanesError("another accept is still running", "try again when it has finished")
@@ -99,23 +106,31 @@ class Accept:
                 if self.store.read(self.lane_id).runner != "local":  # ran on a cluster node: fetch, then ff
                     outcome = await self._run_remote(plan, override, lifted)
                 else:
-                    outcome = await self._run(plan, message, override, lifted)
+                    outcome = await self._run(plan, message, override, lifted, no_verify)
                 return replace(outcome, warnings=tuple(dict.fromkeys([*fetched.notices, *plan.warnings,
                                                                        *outcome.warnings])))
 
     async def _run(self, plan: AcceptPlan, message: str | None, override: str | None,
-                   override_review: str | None) -> AcceptOutcome:
+                   override_review: str | None, no_verify: str | None = None) -> AcceptOutcome:
         record = self.store.read(self.lane_id)
         msg = message or f"lane {self.lane_id}: {_first_line(record.prompt)}"
         self.journal("commit", target=plan.target, target_sha=plan.target_sha, state_before=record.state,
                      base_sha_before=record.base_sha,
                      lane_head_before=git_out(plan.worktree, "rev-parse", "HEAD"), override=override,
                      outside_scope=plan.outside_scope,  # what the override let through, kept with its reason
-                     override_review=override_review, review_refusals=plan.review_refusals)
-        lane_head = commit_worktree(plan.worktree, plan.files, msg)
+                     override_review=override_review, review_refusals=plan.review_refusals, no_verify=no_verify)
+        hooks = None if no_verify else CommitHooks(self.repo, self.config, self.store, self.lane_id, plan.worktree,
+                                                   self.clock)  # the lead's pre-commit / commit-msg, contained
+        try:
+            lane_head = commit_worktree(plan.worktree, plan.files, msg, frozen=plan.frozen_sha, hooks=hooks)
+        except HookRefused as refused:  # nothing was committed: the lane stays as it was
+            self.journal_path.unlink()
+            return AcceptOutcome(self.lane_id, "rejected", refused.report)
         crash_point("commit:after")
         if plan.needs_rebase:
             self.journal("rebase", lane_head=lane_head)
+            if plan.frozen_sha and plan.gate_files:  # the gates' files are not the agent's: they would stop the rebase
+                restore_gate_files(plan.worktree, plan.frozen_sha, plan.gate_files)
             conflict = rebase(plan.worktree, plan.target_sha)
             if conflict is not None:
                 return self._conflict(conflict)
@@ -124,6 +139,8 @@ class Accept:
             record = self.store.read(self.lane_id)
             record.base_sha = plan.target_sha
             self.store.write(record)
+            if not _changes(plan.worktree, plan.target_sha, lane_head):  # superseded: the target already has it
+                return self._superseded(plan.target)
             packet = await gate_lane(self.repo, self.config, self.store, record, by_lead=True, clock=self.clock)
             if packet.get("gates_status") not in ("passed", "none") and override is None:
                 self.journal_path.unlink()
@@ -151,6 +168,18 @@ class Accept:
         text = f"accepted {self.lane_id} into {plan.target} at {lane_head[:10]} (fetched from the shared remote)"
         return AcceptOutcome(self.lane_id, "accepted", text, merged_sha=lane_head, warnings=tuple(warnings))
 
+    def _superseded(self, target: str) -> AcceptOutcome:
+        """The rebase left nothing of the lane's own (another accept merged the same change): the target
+        does not move, and the lane is not called accepted at the target's own commit. It ends `exited`
+        with why, and the queue skips it as it skips any lane with nothing to merge."""
+        self.journal_path.unlink()
+        record = self.store.read(self.lane_id)
+        why = f"superseded: its changes are already in {target}; nothing to merge"
+        self.store.transition(record, "exited", why)
+        raise NothingToMerge(f"nothing to merge: {self.lane_id}'s changes are already in {target} (another accept "
+                             "merged the same change); nothing was merged",
+                             f"abandon it: `lanes-tui abandon {self.lane_id}`")
+
     def _conflict(self, files: list[str]) -> AcceptOutcome:
         record = self.store.read(self.lane_id)
         packet = read_packet(self.lane) or {}
@@ -169,6 +198,9 @@ class Accept:
         packet = read_packet(self.lane) or {}
         packet["accepted_sha"] = merged_sha
         packet["accepted_at"] = self.clock.time()
+        no_verify = (self.read_journal() or {}).get("no_verify")
+        if no_verify:  # the lead skipped the repository's hooks: their reason stays with the accept
+            packet["no_verify"] = no_verify
         if override:
             packet["override"] = override
             outside = (self.read_journal() or {}).get("outside_scope")
@@ -180,31 +212,50 @@ class Accept:
         write_packet(self.lane, packet)
         self.store.transition(record, "accepted", f"merged into {record.target_branch} at {merged_sha[:10]}",
                               sha=merged_sha, **({"override": override} if override else {}),
-                              **({"override_review": override_review} if override_review else {}))
+                              **({"override_review": override_review} if override_review else {}),
+                              **({"no_verify": no_verify} if no_verify else {}))
         with contextlib.suppress(FileNotFoundError):
             self.journal_path.unlink()
 
 
-def commit_worktree(worktree: Path, files: list[str], message: str) -> str:
-    """Commit exactly the changed files as they are in the worktree (if anything changed); return HEAD.
+def commit_worktree(worktree: Path, files: list[str], message: str, *, frozen: str | None = None,
+                    hooks: Callable[[Path, str], str] | None = None) -> str:
+    """Commit the lane's work (if anything changed); return HEAD.
 
-    Built in a temporary index from HEAD, where `git add` rehashes every file: the lane's own index is
-    the agent's, and its entries may name objects only in the lane's private store (`lanes.confine`),
-    which vanish with the worktree, or content the files no longer have. Afterwards the lane's index is
-    set to the new HEAD, so a rebase finds it clean.
+    With `frozen` (the snapshot its check made before the gates, `git.frozen_work`, whose parent is HEAD)
+    the temporary index is that snapshot's tree: exactly the frozen work, whatever the gates left in
+    the worktree. Without it (a lane no gate ran in), exactly the changed files as they are in the
+    worktree, staged in a temporary index from HEAD, where `git add` rehashes every file: the lane's own
+    index is the agent's, and its entries may name objects only in the lane's private store
+    (`lanes.confine`), which vanish with the worktree, or content the files no longer have. Afterwards
+    the lane's index is set to the new HEAD, so a rebase finds it clean.
+
+    `hooks` (accept's `commit_hooks.CommitHooks`) runs the repository's pre-commit and commit-msg hooks
+    on that index and returns the message to commit, or raises HookRefused before anything is committed.
     """
     with tempfile.TemporaryDirectory(prefix="lanes-accept-index-") as tmp:
         env = {"GIT_INDEX_FILE": str(Path(tmp) / "index")}
-        run_git(worktree, "read-tree", "HEAD", extra_env=env)
-        if files:
+        if frozen:
+            run_git(worktree, "read-tree", f"{frozen}^{{tree}}", extra_env=env)
+        else:
+            run_git(worktree, "read-tree", "HEAD", extra_env=env)
+        if files and not frozen:
             run_git(worktree, "add", "-A", "--", *files, extra_env=env)
         staged = run_git(worktree, "diff", "--cached", "--quiet", check=False, extra_env=env).returncode != 0
-        if staged:
+        if staged and hooks is not None:
+            message = hooks(Path(env["GIT_INDEX_FILE"]), message)
+        if staged:  # --no-verify: the hooks ran above, once, inside the lane's fence; git must not run them again
             run_git(worktree, "commit", "-q", "--no-verify", "-m", message, extra_env=env)
     if staged:  # not `reset`: it would read the old entries' blobs, which lanes-tui's git does not see
         run_git(worktree, "read-tree", "HEAD")
         run_git(worktree, "update-index", "-q", "--refresh", check=False)
     return git_out(worktree, "rev-parse", "HEAD")
+
+
+def _changes(worktree: Path, target_sha: str, lane_head: str) -> bool:
+    """True when the rebased lane still differs from the target: a rebase drops a commit whose change
+    the target already holds, so an empty difference means there is nothing of the lane's left."""
+    return run_git(worktree, "diff", "--quiet", target_sha, lane_head, check=False).returncode != 0
 
 
 def rebase(worktree: Path, onto: str) -> list[str] | None:

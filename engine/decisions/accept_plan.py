@@ -18,12 +18,13 @@ from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept_journal import read_journal
 from lanes_tui.engine.decisions.gate_plan import describe_gates
-from lanes_tui.engine.decisions.lane_diff import diff_digest
+from lanes_tui.engine.decisions.lane_diff import work_digest
 from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.decisions.review_prompt import describe_review, describe_verification, review_detail, verification
 from lanes_tui.engine.decisions.scope import describe_outside, outside_scope
 from lanes_tui.engine.git import git_snapshot, lead_checkout, upstream, worktrees
 from lanes_tui.engine.git.commands import git_out, list_worktrees, nul_list, run_git
+from lanes_tui.engine.git.frozen_work import frozen_problem, tree_names
 from lanes_tui.engine.git.lane_paths import LaneLocation, locate_lane, working_tree
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.paths import LanePaths, StatePaths
@@ -32,6 +33,13 @@ from lanes_tui.engine.state.store import LaneStore
 
 #: States from which an accept may go ahead with `--override REASON`.
 OVERRIDABLE = frozenset({"rejected", "exited", "stalled", "lost", "conflict"})
+#: How the refusal of a lane that changed nothing begins: the accept queue skips such a lane.
+NOTHING_TO_MERGE = "nothing to merge"
+
+
+class NothingToMerge(LanesError):
+    """The accept's first refusal is that the lane has nothing to merge: no later accept can change
+    that (only abandoning it), so the accept queue skips the lane instead of stopping at it."""
 
 
 @dataclass
@@ -70,6 +78,11 @@ class AcceptPlan:
     override_review: str | None = None
     #: The refusals only `--override-review REASON` lifts (a BLOCKING or stale review).
     review_refusals: list[str] = field(default_factory=list)
+    #: The work frozen before the gates (`git.frozen_work`): what the accept commits; None for a lane whose
+    #: packet has none and in which no gate ever ran (its worktree is the agent's work as it stands).
+    frozen_sha: str | None = None
+    #: The files the gates left in the worktree on top of the frozen work: never merged.
+    gate_files: list[str] = field(default_factory=list)
 
     @property
     def review_blocked(self) -> bool:
@@ -83,7 +96,8 @@ class AcceptPlan:
 
     def raise_if_refused(self) -> None:
         if self.refusals:
-            raise LanesError(f"accept {self.lane_id} refused: {self.refusals[0]}")
+            empty = self.refusals[0].startswith(NOTHING_TO_MERGE)
+            raise (NothingToMerge if empty else LanesError)(f"accept {self.lane_id} refused: {self.refusals[0]}")
 
     def describe(self, *, scope: bool = True) -> list[str]:
         """Lines for the confirm modal and `accept --dry-run`; `scope=False` leaves out the scope
@@ -100,6 +114,10 @@ class AcceptPlan:
              if self.needs_rebase else "fast-forward of the target"),
             "then the worktree and branch " + self.branch + " are removed",
         ]
+        if self.gate_files:  # right after the files that are merged
+            at = next(i for i, line in enumerate(lines) if line.startswith("files ("))
+            lines.insert(at + 1, f"files the gates left, not merged ({len(self.gate_files)}): "
+                         + ", ".join(self.gate_files[:12]) + (" …" if len(self.gate_files) > 12 else ""))
         if scope and self.scope:
             lines.append("scope: " + ", ".join(self.scope))
             lines.append(f"outside its scope ({len(self.outside_scope)}): " + (", ".join(self.outside_scope[:12])
@@ -169,10 +187,10 @@ def plan_accept(repo: Path, config: Config, lane_id: str, *, override: str | Non
         digest = worktrees.worktree_digest(worktree, current)
         if digest != packet.get("worktree_digest"):
             refusals.append(f"the worktree changed since its check; run `lanes-tui check {lane_id}` first")
-        plan.files = current
-        if not current:  # a lane that changed nothing would "accept" as an empty commit, or as nothing at all
+        plan.files = _frozen_files(plan, repo, worktree, record, packet, current)
+        if not plan.files:  # a lane that changed nothing would "accept" as an empty commit, or as nothing at all
             refusals.append(f"nothing to merge: abandon it (`lanes-tui abandon {lane_id}`)")
-        plan.outside_scope = outside_scope(current, plan.scope)
+        plan.outside_scope = outside_scope(plan.files, plan.scope)
         _check_scope(plan, override)
         _check_review(plan, worktree, record.base_sha)
     if target_sha:
@@ -308,7 +326,7 @@ def _check_review(plan: AcceptPlan, worktree: Path, base_sha: str) -> None:
     detail, verified = plan.review_detail, plan.verification
     if not detail and verified is None:
         return
-    digest = diff_digest(worktree, base_sha)
+    digest = work_digest(worktree, base_sha, plan.frozen_sha)
     plan.review_stale = bool(detail) and detail.get("diff_digest") != digest
     plan.verification_stale = verified is not None and verified.get("diff_digest") != digest
     if detail.get("verdict") == "BLOCKING" and not plan.review_stale:
@@ -326,6 +344,26 @@ def _check_review(plan: AcceptPlan, worktree: Path, base_sha: str) -> None:
         plan.refusals.extend(plan.review_refusals)
     elif not plan.override_review.strip():
         plan.refusals.append("--override-review needs a reason")
+
+
+def _frozen_files(plan: AcceptPlan, repo: Path, worktree: Path, record: LaneRecord, packet: dict[str, Any],
+                  current: list[str]) -> list[str]:
+    """The files the accept merges: those of the work frozen at the lane's check (base..frozen), never the
+    gates' byproducts. A snapshot the ref or the lane's HEAD disagree with is refused; so is a packet
+    from a check that ran gates without freezing (from before lanes-tui froze: its files may be the gates')."""
+    frozen = packet.get("frozen_sha")
+    plan.gate_files = [str(f) for f in packet.get("gate_files") or []]
+    if isinstance(frozen, str) and frozen:
+        plan.frozen_sha = frozen
+        problem = frozen_problem(repo, worktree, record.id, frozen)
+        if problem is None:
+            return tree_names(repo, record.base_sha, frozen)
+        plan.refusals.append(f"{problem}; run `lanes-tui check {record.id}` again")
+        return list(packet.get("changed_files") or [])
+    if packet.get("gates"):
+        plan.refusals.append(f"its packet is from a check that did not freeze its work; run `lanes-tui check "
+                             f"{record.id}`")
+    return current  # no gate ever ran in it: the worktree is the agent's work as it stands
 
 
 def _check_journal(plan: AcceptPlan, lane: LanePaths) -> None:

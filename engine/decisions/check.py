@@ -7,26 +7,25 @@ check ID`, and by `recover --recheck` and accept (after a rebase) on a lane nobo
 from __future__ import annotations
 
 import asyncio
-import os
 from pathlib import Path
 
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.debug import crash_point
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.decisions.gate_fence import gates_fence
 from lanes_tui.engine.decisions.gate_log import GateReport, append_output, gate_report
 from lanes_tui.engine.decisions.gate_plan import plan_gates, project_venv
+from lanes_tui.engine.decisions.gate_waits import lane_wait_listener, not_run_why
 from lanes_tui.engine.decisions.gates import RUNNING_FILE, run_gates, stop_leftover_gates, summarise
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, state_after_gates, write_packet
 from lanes_tui.engine.decisions.scope import describe_outside
 from lanes_tui.engine.git import git_snapshot, lead_checkout
+from lanes_tui.engine.git.frozen_work import freeze
 from lanes_tui.engine.git.head_repair import head_note
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
-from lanes_tui.engine.lanes.caps import lane_caps
-from lanes_tui.engine.lanes.confine import confine, provider_writable
-from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
 from lanes_tui.engine.lanes.launcher import stop_leftovers_now, supervisor_alive
-from lanes_tui.engine.lanes.no_changes import unchanged
+from lanes_tui.engine.lanes.no_changes import agent_files
 from lanes_tui.engine.procs.gate_scope import GateScope
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.paths import StatePaths, repo_key
@@ -50,6 +49,9 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
         location = locate_lane(repo, record.id, record, default_root=config.lanes.worktree_root)
         worktree = working_tree(location)
         git_snapshot.refuse_if_changed(repo, record.id)  # the shared config, hooks, attributes: as at its start
+        # The agent's work, frozen before any gate writes into its tree: what scope, review, radar and
+        # accept judge (`git.frozen_work`); a later check (after more work, a rebase) freezes anew.
+        frozen = freeze(repo, worktree, record.id, record.attempt, record.base_sha)
     except LanesError as exc:
         if by_lead:
             raise
@@ -60,26 +62,19 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
     changed = seal_problem(lane.record)
     if changed:  # this check writes the record again, sealed: the lead is told what it carried over
         warnings.append(f"{changed}; this check kept its fields: look at `lanes-tui status {record.id} --json`")
-    try:  # a lane that did nothing, judged before the gates write into its tree: nothing to accept
-        unchanged_before = record.result == "NO-CHANGES" and unchanged(worktree, record.base_sha)
-    except LanesError:  # git cannot tell: the gates and the packet will
-        unchanged_before = False
+    # A lane that did nothing, judged on its frozen work (what the gates write is not): nothing to accept.
+    unchanged_before = record.result == "NO-CHANGES" and not agent_files(frozen.files)
     if record.result == "OK" or by_lead:
         store.transition(record, "checking", "running the gates")
         crash_point("check:checking")  # tests kill -9 `check` at each step (LANES_TUI_CRASH_AT)
-        env = lane_environment(os.environ, lane_id=record.id, attempt=record.attempt, state_dir=paths.state,
-                               worktree=worktree, bin_dir=ensure_cli_shim(paths.bin).parent,
-                               allow=config.gates.env)  # the base set and [gates] env: no provider's keys
         steps, planned = plan_gates(repo, worktree, config.gates)  # the project's venv, detected commands
         warnings += planned
-        try:  # the gates run under the lane's kernel fence, with a TMPDIR of their own (`lanes.confine`)
-            fence = confine(repo, record.id, worktree, kind="gates", allowed_uncontained=lane_caps(
-                config.lanes, record.caps).allow_uncontained, writable=provider_writable(config.gates.writable, env))
+        try:  # the gates' environment, under the lane's kernel fence with a TMPDIR of their own (`gate_fence`)
+            env, fence = gates_fence(repo, config, record, worktree, kind="gates")
         except LanesError as exc:
             if by_lead:
                 raise
             return _not_gated(store, record, exc, clock)
-        env.update(fence.env())
         store.event(record.id, "confinement", of="gates", **fence.record())
 
         def progress(line: str, fields: dict[str, object]) -> None:  # the Output tab and events show it live
@@ -96,14 +91,15 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
                                     running_file=lane.dir / RUNNING_FILE,  # found again if this check dies
                                     steps=steps, venv=project_venv(repo, config.gates, worktree),
                                     log_dir=lane.dir, progress=progress, scope=scope,
-                                    preexec=(restrict,) if restrict else ())
+                                    preexec=(restrict,) if restrict else (),
+                                    on_wait=lane_wait_listener(store, record, lane.output))  # waits: why, event, log
         finally:
             fence.close()
         crash_point("check:gates")
-    packet = build_packet(record, gates, clock=clock, previous=read_packet(lane), worktree=worktree)
+    packet = build_packet(record, gates, clock=clock, previous=read_packet(lane), worktree=worktree, frozen=frozen)
     if contained is not None and gates:
         packet["gate_containment"] = contained
-    packet["warnings"] = warnings + lead_checkout.changed_since(repo, record.id,
+    packet["warnings"] = warnings + frozen.warnings() + lead_checkout.changed_since(repo, record.id,
                                                                 location.origin and location.origin.lead_checkout)
     packet["warnings"] += [note] if (note := head_note(lane.dir, record.attempt)) else []  # `git.head_repair`
     if packet["outside_scope"]:  # `check` prints the warnings: the lead learns it before trying to accept
@@ -117,6 +113,8 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
               if g.status == "failed" or g.status == "timeout"]
     if failed:
         reason = f"gate failed: {', '.join(failed)}"
+    if status == "not-run" and state == "exited":  # what kept them from running: a busy slot, the load
+        reason = not_run_why(record.id, gates, reason)
     if state == "ready" and unchanged_before:  # the lead's check of a lane that did nothing: nothing to accept
         state, reason = "exited", "NO-CHANGES: the worktree still has no changes; nothing to accept"
     if review_next and state == "ready":

@@ -13,6 +13,11 @@ Merged means one of two things, both asked of git (`merged_how`):
 
 `lane/` branches with no worktree (abandoned folders, accepts cleaned by hand) are judged the same way;
 a branch checked out anywhere is never deleted, and only derived `lane/<id>` names are touched.
+
+Each lane cleaned up is a `Removal` that says why it could go (accepted, changed nothing, merged, merged
+by squash or cherry-pick): a lane that turns `abandoned` without a reason reads as lost work. The push
+comes after, and only when nothing is left over (`FinishReport.push_held`): a leftover is work the lead has not
+decided on yet, and pushing the programme branch past it is the lead's explicit call (`--push-anyway`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import branch_for, validate_lane_branch
 from lanes_tui.engine.decisions.accept_plan import is_ancestor
+from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.git import worktrees
 from lanes_tui.engine.git.commands import git_out, list_worktrees, nul_list, run_git
 from lanes_tui.engine.git.lane_paths import LaneLocation, locate_lane, remove_lane_worktree
@@ -43,11 +49,39 @@ class Leftover:
 
 
 @dataclass(frozen=True)
+class Removal:
+    """One lane finish cleaned up: `removed` (already decided, or no record) or `abandoned` (finish
+    decided it), why that was safe, and what went (`worktree PATH`, `branch lane/ID`)."""
+
+    lane_id: str
+    action: str
+    reason: str
+    items: tuple[str, ...]
+
+    def line(self) -> str:
+        return f"{self.action} {self.lane_id}: {self.reason}"
+
+    def to_json(self) -> dict[str, object]:
+        return {"id": self.lane_id, "action": self.action, "reason": self.reason, "line": self.line(),
+                "removed": list(self.items)}
+
+
+@dataclass(frozen=True)
 class FinishReport:
     removed: list[str]
     leftovers: list[Leftover]
     #: The `lane/` branches deleted (with a worktree or without), each once.
     deleted: list[str] = field(default_factory=list)
+    #: Every lane cleaned up, with why (the items of `removed`, grouped by lane).
+    lanes: list[Removal] = field(default_factory=list)
+
+    def push_held(self, *, push_anyway: bool) -> str | None:
+        """Why finish does not push now, or None. Leftovers hold the push unless the lead says otherwise."""
+        count = len(self.leftovers)
+        if not count or push_anyway:
+            return None
+        return (f"{count} leftover{'' if count == 1 else 's'} remain{'s' if count == 1 else ''} (listed above); "
+                "push anyway with `--push-anyway`")
 
 
 def finish(repo: Path, config: Config) -> FinishReport:
@@ -55,6 +89,7 @@ def finish(repo: Path, config: Config) -> FinishReport:
     records = {r.id: r for r in store.all()}
     removed: list[str] = []
     leftovers: list[Leftover] = []
+    lanes: list[Removal] = []
     for entry in worktrees.list_lane_worktrees(repo):
         lane_id = entry.branch.removeprefix("lane/")
         record = records.get(lane_id)
@@ -70,7 +105,8 @@ def finish(repo: Path, config: Config) -> FinishReport:
                                       f"lanes-tui accept {lane_id}  (or: lanes-tui abandon {lane_id})"))
             continue
         target_sha = git_out(repo, "rev-parse", target)
-        if merged_how(repo, entry.head, target_sha) is None:
+        how = merged_how(repo, entry.head, target_sha)
+        if how is None:
             leftovers.append(Leftover(lane_id, "UNMERGED", entry.path,
                                       f"lanes-tui accept {lane_id}  (or: lanes-tui abandon {lane_id} --force)",
                                       entry.branch))
@@ -88,17 +124,39 @@ def finish(repo: Path, config: Config) -> FinishReport:
         if record is not None and (changed := _changed_record(store, lane_id)):  # before anything is removed
             leftovers.append(Leftover(lane_id, "CHANGED", entry.path, changed, entry.branch))
             continue
+        why = _why(store, record, entry.head, target, how)  # before the worktree and branch go
         try:
-            removed.extend(remove_lane_worktree(location))
+            items = remove_lane_worktree(location)
         except LanesError as exc:
             leftovers.append(Leftover(lane_id, "LOCKED", entry.path, str(exc)))
             continue
-        if record is not None and record.state not in ("accepted", "abandoned"):
-            store.transition(record, "abandoned", "finish: its work was already on the target; cleaned up")
+        removed.extend(items)
+        lanes.append(_decided(store, lane_id, record, why, items))
     with_worktree = {e.branch for e in worktrees.list_lane_worktrees(repo)} | {left.branch for left in leftovers}
-    _branches_alone(repo, store, records, with_worktree, removed, leftovers)
+    _branches_alone(repo, store, records, with_worktree, removed, leftovers, lanes)
     deleted = [item.removeprefix("branch ") for item in removed if item.startswith("branch ")]
-    return FinishReport(removed, leftovers, list(dict.fromkeys(deleted)))
+    return FinishReport(removed, leftovers, list(dict.fromkeys(deleted)), lanes)
+
+
+def _why(store: LaneStore, record: LaneRecord | None, head: str, target: str, how: str) -> str:
+    """Why a lane's worktree and branch may go, as the lead reads it in finish's output."""
+    if record is not None and record.state == "accepted":
+        sha = str((read_packet(store.lane_paths(record.id)) or {}).get("accepted_sha") or "")
+        return f"accepted, merged into {target}" + (f" at {sha[:10]}" if sha else "")
+    before = "abandoned earlier; " if record is not None and record.state == "abandoned" else \
+        "" if record is not None else "no lane record; "
+    if record is not None and head == record.base_sha:
+        return before + "it changed nothing (its branch has no commit of its own)"
+    return before + (f"its branch is merged (squash or cherry-pick) into {target}" if how == "same-tree"
+                     else f"its branch is merged into {target}")
+
+
+def _decided(store: LaneStore, lane_id: str, record: LaneRecord | None, why: str, items: list[str]) -> Removal:
+    """The lane's record after its cleanup: an undecided lane becomes `abandoned`, with the reason."""
+    if record is None or record.state in ("accepted", "abandoned"):
+        return Removal(lane_id, "removed", why, tuple(items))
+    store.transition(record, "abandoned", f"finish: {why}; cleaned up")
+    return Removal(lane_id, "abandoned", why, tuple(items))
 
 
 def merged_how(repo: Path, head: str, target_sha: str) -> str | None:
@@ -131,7 +189,7 @@ def _lane_branches(repo: Path) -> dict[str, str]:
 
 
 def _branches_alone(repo: Path, store: LaneStore, records: dict[str, LaneRecord], skip: set[str],
-                    removed: list[str], leftovers: list[Leftover]) -> None:
+                    removed: list[str], leftovers: list[Leftover], lanes: list[Removal]) -> None:
     """The `lane/` branches no worktree holds: deleted when merged, listed as UNMERGED otherwise."""
     for branch, head in sorted(_lane_branches(repo).items()):
         lane_id = branch.removeprefix("lane/")
@@ -144,7 +202,8 @@ def _branches_alone(repo: Path, store: LaneStore, records: dict[str, LaneRecord]
         target = record.target_branch if record else (worktrees.current_branch(repo) or "HEAD")
         proc = run_git(repo, "rev-parse", "--verify", "--quiet", f"{target}^{{commit}}", check=False)
         target_sha = proc.stdout.decode().strip()
-        if proc.returncode != 0 or merged_how(repo, head, target_sha) is None:
+        how = merged_how(repo, head, target_sha) if proc.returncode == 0 else None
+        if how is None:
             fix = (f"lanes-tui accept {lane_id}  (or: lanes-tui abandon {lane_id} --force)" if record is not None
                    else f"merge it, or delete it: git branch -D {branch}")
             leftovers.append(Leftover(lane_id, "UNMERGED", None, fix, branch))
@@ -161,10 +220,10 @@ def _branches_alone(repo: Path, store: LaneStore, records: dict[str, LaneRecord]
             leftovers.append(Leftover(lane_id, "UNMERGED", None, f"{branch} moved while finish ran; run it again",
                                       branch))
             continue
+        why = _why(store, record, head, target, how)
         run_git(repo, "branch", "-D", branch, fix=f"check `git branch --list {branch}`, then run finish again")
         removed.append(f"branch {branch}")
-        if record is not None and record.state not in ("accepted", "abandoned"):
-            store.transition(record, "abandoned", "finish: its work was already on the target; cleaned up")
+        lanes.append(_decided(store, lane_id, record, why, [f"branch {branch}"]))
 
 
 def _changed_record(store: LaneStore, lane_id: str) -> str:

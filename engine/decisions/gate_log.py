@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["GATES_DIR", "MAX_LOG_BYTES", "GateReport", "GateStepView", "StepLog", "duration_text", "gate_log_path",
-           "gate_report", "progress_line", "read_gate_log"]
+__all__ = ["GATES_DIR", "MAX_LOG_BYTES", "GateReport", "GateStepView", "StepLog", "duration_text", "gate_files_line",
+           "gate_log_path", "gate_report", "progress_line", "read_gate_log"]
 
 GATES_DIR = "gates"
 #: A step's kept output: the first half and the last half of this many bytes.
@@ -127,19 +127,40 @@ class GateReport:
     warnings: tuple[str, ...] = ()
     #: True when the steps are what would run (no check has run yet), not what ran.
     planned: bool = False
+    #: What the gates waited for before they ran (`waited 42s for the machine: load 5.1 > 4.0`), then why
+    #: they did not run when they did not (`not run: the machine stayed busy for 10m (…)`).
+    waits: tuple[str, ...] = ()
+    #: The files the gates left in the worktree on top of the frozen work (`git.frozen_work`): never merged.
+    gate_files: tuple[str, ...] = ()
+
+
+def gate_files_line(files: object) -> str | None:
+    """`files the gates left, not merged (2): a.pyc, b.pyc`, or None when there are none."""
+    names = [f for f in files if isinstance(f, str)] if isinstance(files, list | tuple) else []
+    if not names:
+        return None
+    return f"files the gates left, not merged ({len(names)}): " + ", ".join(names[:12]) + (" …" if len(names) > 12
+                                                                                          else "")
 
 
 def gate_report(packet: Mapping[str, Any] | None, planned: list[tuple[str, str, float]] | None = None) -> GateReport:
     """The packet's gates as views; `planned` ((name, command, limit) of the effective steps) when it has none."""
     raw = (packet or {}).get("gates") or []
     warnings = tuple(w for w in (packet or {}).get("warnings") or [] if isinstance(w, str))
+    left = tuple(f for f in (packet or {}).get("gate_files") or [] if isinstance(f, str))
     if not raw:
         steps = tuple(GateStepView(n, "planned", 0.0, c, None, t) for n, c, t in planned or [])
-        return GateReport(steps, warnings=warnings, planned=True)
+        return GateReport(steps, warnings=warnings, planned=True, gate_files=left)
     views: list[GateStepView] = []
     tails: dict[int, str] = {}
+    waits: list[str] = []
     for index, gate in enumerate(g for g in raw if isinstance(g, dict)):
         code = gate.get("exit_code")
+        kept = gate.get("waits")
+        waits += [w for w in kept if isinstance(w, str)] if isinstance(kept, list) else []
+        if gate.get("status") == "not-run" and str(gate.get("output_tail") or "").startswith("not run: ") \
+                and not any(w.startswith("not run: ") for w in waits):
+            waits.append(str(gate["output_tail"]))
         views.append(GateStepView(
             name=str(gate.get("name") or gate.get("command") or "gate"),
             status=str(gate.get("status") or "?"),
@@ -152,6 +173,6 @@ def gate_report(packet: Mapping[str, Any] | None, planned: list[tuple[str, str, 
         tails[index] = str(gate.get("output_tail") or "")
     failing = next((i for i, v in enumerate(views) if v.failed), None)
     if failing is None:
-        return GateReport(tuple(views), warnings=warnings)
+        return GateReport(tuple(views), warnings=warnings, waits=tuple(waits), gate_files=left)
     output = read_gate_log(views[failing].log) or tails[failing]
-    return GateReport(tuple(views), views[failing].name, output, warnings)
+    return GateReport(tuple(views), views[failing].name, output, warnings, waits=tuple(waits), gate_files=left)

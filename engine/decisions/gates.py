@@ -3,7 +3,9 @@
 Each configured command runs in the lane's worktree as an argv list (no shell), in its own process
 group with its own timeout, inside a machine-wide heavy slot so parallel lanes do not run five test
 suites at once on two cores. A gate that could not get a slot is `not-run`, never `failed`: a busy
-machine says nothing about the lane's work.
+machine says nothing about the lane's work. So is a gate run whose machine stayed above `[gates] max_load`
+for the whole wait budget; while it waits for a slot or the load, the caller's `on_wait` hears it
+(`core.waits`, `decisions.gate_waits`), so a waiting check never looks like a hung one.
 
 A gate runs with the environment `check` builds (`lanes.env`): the base set, `[gates] env` and the
 lane's `LANES_*` — never a provider's credentials, since a gate runs code the agent wrote — inside
@@ -32,11 +34,12 @@ from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import read_json, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.waits import OnWait, Wait, holders_text, load_text, span
 from lanes_tui.engine.decisions.gate_log import Progress, StepLog, duration_text, gate_log_path, progress_line
 from lanes_tui.engine.decisions.gate_plan import PlannedGate, gate_environment, plan_gates, project_venv
 from lanes_tui.engine.decisions.no_tests import NOTE_ALLOWED, NOTE_FAILED, recognise
 from lanes_tui.engine.lanes.heavy import HEAVY_SLOT_ENV
-from lanes_tui.engine.lanes.heavy import load_limit as heavy_load_limit
+from lanes_tui.engine.lanes.heavy import limit_of as heavy_limit_of
 from lanes_tui.engine.procs.gate_scope import GateScope
 from lanes_tui.engine.procs.process import (
     ProcessHandle,
@@ -76,6 +79,9 @@ class GateResult:
     #: pids it found still running when the gate returned (a daemon it started), all stopped then.
     containment: str = ""
     left_behind: tuple[int, ...] = ()
+    #: What the gates waited for before they ran (`waited 42s for the machine: load 5.1 > 4.0`): on the
+    #: first step only, since the wait was the whole run's; `check --log` and the Gates tab show it.
+    waits: tuple[str, ...] = ()
     #: Why the step ran no tests (`pytest exit 5`: `decisions.no_tests`); '' when it ran some.
     no_tests: str = ""
 
@@ -97,13 +103,14 @@ class GateResult:
         return dict(asdict(self), passed=self.passed)
 
 
-def _load_limit() -> float:
-    """`LANES_HEAVY_LOAD` as `lanes-tui lock` reads it (twice the cores when unset; 0 = no load wait);
-    a value it cannot read falls back to the default here: the gates must run either way."""
+def _load_limit(gates: GatesConfig) -> float:
+    """The load wait's limit as `lanes-tui lock` reads it (`LANES_HEAVY_LOAD`, else `[gates] max_load`,
+    else twice the cores, at least 4; 0 = no load wait); an environment value it cannot read falls back
+    to the config here: the gates must run either way."""
     try:
-        return heavy_load_limit(os.environ)
+        return heavy_limit_of(os.environ, gates.max_load)
     except LanesError:
-        return slots.default_load_limit()
+        return heavy_limit_of({}, gates.max_load)
 
 
 def gate_argv(command: str, python: str | None = None) -> list[str]:
@@ -123,7 +130,8 @@ async def run_gates(worktree: Path, gates: GatesConfig, *, env: Mapping[str, str
                     load_limit: float | None = None, running_file: Path | None = None,
                     steps: list[PlannedGate] | None = None, venv: Path | None = None,
                     log_dir: Path | None = None, progress: Progress | None = None,
-                    scope: GateScope | None = None, preexec: Sequence[Callable[[], None]] = ()
+                    scope: GateScope | None = None, preexec: Sequence[Callable[[], None]] = (),
+                    on_wait: OnWait | None = None, load: Callable[[], float] | None = None
                     ) -> list[GateResult]:
     """Run every gate in order inside one heavy slot; the first failure does not skip the rest.
 
@@ -136,6 +144,9 @@ async def run_gates(worktree: Path, gates: GatesConfig, *, env: Mapping[str, str
     marker; a marker-only scope when none is given) and is closed here: when this returns, nothing
     any gate started is running. `preexec` runs in each gate's child after the cgroup join (a kernel
     ruleset that confines it).
+
+    `on_wait` hears a wait for a slot or for the machine's load start and end (`core.waits`; check.py
+    makes it the lane's why, a `gate-wait` event and an output line); `load` samples the load (tests).
     """
     if steps is None:
         steps = plan_gates(worktree, worktree, gates)[0]
@@ -144,7 +155,7 @@ async def run_gates(worktree: Path, gates: GatesConfig, *, env: Mapping[str, str
     try:
         if not steps:
             return []
-        run = _Run(env, venv, log_dir, progress, scope, tuple(preexec))
+        run = _Run(env, venv, log_dir, progress, scope, tuple(preexec), on_wait, load)
         if running_file is None:
             return await _run_gates(worktree, gates, steps, run, holder, clock, slot_dir, load_limit, None)
         write_json_atomic(running_file, {"commands": [s.command for s in steps], "pid": None,
@@ -167,6 +178,9 @@ class _Run:
     #: The check's scope (None: a marker-only one per step) and what else runs before each gate's exec.
     scope: GateScope | None = None
     preexec: tuple[Callable[[], None], ...] = ()
+    #: Who hears the gates wait for a slot or the load, and the load source (None: the machine's).
+    on_wait: OnWait | None = None
+    load: Callable[[], float] | None = None
 
 
 async def _run_gates(worktree: Path, gates: GatesConfig, steps: list[PlannedGate], run: _Run,
@@ -174,29 +188,54 @@ async def _run_gates(worktree: Path, gates: GatesConfig, steps: list[PlannedGate
                      load_limit: float | None, running_file: Path | None) -> list[GateResult]:
     clk = clock or RealClock()
     folder = slot_dir or heavy_slot_dir()
+    heard: list[Wait] = []
+
+    def listen(wait: Wait) -> None:  # kept for the packet; the caller's listener never fails the gates
+        heard.append(wait)
+        if run.on_wait is not None:
+            with contextlib.suppress(OSError):
+                run.on_wait(wait)
+
     waited_from = clk.monotonic()
-    slot = await slots.acquire(folder, gates.slots, holder, budget_s=gates.slot_wait_s, clock=clk)
-    if slot is not None:
-        remaining = max(0.0, gates.slot_wait_s - (clk.monotonic() - waited_from))
-        limit = load_limit if load_limit is not None else _load_limit()
-        if limit > 0:  # 0: the lead (or a test run, whose own load is not the lanes') turned the wait off
-            await slots.wait_for_load(limit, remaining, clk)
+    slot = await slots.acquire(folder, gates.slots, holder, budget_s=gates.slot_wait_s, clock=clk, on_wait=listen)
+    reason = ""
     if slot is None:
         waited = clk.monotonic() - waited_from
-        reason = f"not run: every heavy slot ({gates.slots}) stayed busy for {waited:.0f}s"
+        reason = f"not run: every heavy slot ({gates.slots}) stayed busy for {span(waited)}"
         holders = slots.holders(folder)
         if holders:
-            reason += " (held by " + ", ".join(f"{h.get('lane', '?')} pid {h.get('pid', '?')}" for h in holders) + ")"
-        return [GateResult(s.command, "not-run", None, reason, 0.0, clk.time(), s.name, s.shown, s.timeout_s)
-                for s in steps]
+            reason += f" (held by {holders_text(holders)})"
+    else:
+        remaining = max(0.0, gates.slot_wait_s - (clk.monotonic() - waited_from))
+        limit = load_limit if load_limit is not None else _load_limit(gates)
+        # 0: the lead (or a test run, whose own load is not the lanes') turned the wait off. A load that
+        # stays high past the budget is `not-run`, as a busy slot is: a suite started on a machine that
+        # busy runs slowly enough to time out, a false red, and makes every lane's agent slower with it.
+        try:
+            calm = await slots.wait_for_load(limit, remaining, clk, load=run.load, on_wait=listen)
+        except BaseException:  # stopped while waiting: the slot goes now, not when this process ends
+            slot.release()
+            raise
+        if not calm:
+            slot.release()
+            slot = None
+            last = heard[-1] if heard else None
+            reason = (f"not run: the machine stayed busy for {span(clk.monotonic() - waited_from)} "
+                      f"({load_text(last.load if last else None, limit)}); raise [gates] max_load "
+                      "(0 = never wait for the load) if this machine is always that busy")
+    waits = tuple(w.ended for w in heard if w.phase == "end")
+    if slot is None:
+        return [GateResult(s.command, "not-run", None, reason, 0.0, clk.time(), s.name, s.shown, s.timeout_s,
+                           waits=waits if i == 0 else ()) for i, s in enumerate(steps)]
     # A gate that runs `lanes-tui lock -- …` (a Makefile target, a script) is already inside this
     # slot: the marker makes that lock re-entrant instead of waiting on its own gate.
     env = {**run.env, HEAVY_SLOT_ENV: str(slot.index)}
     commands = [s.command for s in steps]
     with slot:
-        return [await run_step(worktree, step, run=dataclasses.replace(run, env=env), clock=clk,
-                               running_file=running_file, commands=commands)
-                for step in steps]
+        results = [await run_step(worktree, step, run=dataclasses.replace(run, env=env), clock=clk,
+                                  running_file=running_file, commands=commands)
+                   for step in steps]
+    return [dataclasses.replace(results[0], waits=waits), *results[1:]] if waits else results
 
 
 def stop_leftover_gates(lane_dir: Path, repo_key: str | None = None) -> tuple[list[str], list[int]]:
@@ -257,7 +296,7 @@ async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock
     def result(status: str, code: int | None, text: str, log: str = "", empty: str = "") -> GateResult:
         return GateResult(command, status, code, text, round(time.monotonic() - started, 3), started_wall,
                           step.name, step.shown, timeout_s, log, scope.mechanism,
-                          tuple(swept.pids) if swept is not None else (), empty)
+                          tuple(swept.pids) if swept is not None else (), no_tests=empty)
 
     if step.problem or not argv:
         return result("failed", None, step.problem or "empty gate command")

@@ -36,12 +36,13 @@ from lanes_tui.engine.decisions.scope import outside_scope
 from lanes_tui.engine.git import git_snapshot
 from lanes_tui.engine.git.commands import nul_list, refuse_option, run_git
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
-from lanes_tui.engine.git.patches import large_files, one_pass_patches, too_large_patch
+from lanes_tui.engine.git.patches import MAX_SHOWN_BYTES, large_files, one_pass_patches, split_patch, too_large_patch
 from lanes_tui.engine.git.worktrees import describe_path
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
 
-__all__ = ["MAX_DIFF_BYTES", "FileDiff", "LaneDiff", "diff_digest", "lane_diff", "worktree_files"]
+__all__ = ["MAX_DIFF_BYTES", "FileDiff", "LaneDiff", "diff_digest", "frozen_files", "lane_diff", "work_digest",
+           "worktree_files"]
 
 #: The unified diff text kept in all (2 MB); what comes after is cut with a note.
 MAX_DIFF_BYTES = 2 * 1024 * 1024
@@ -128,15 +129,20 @@ class LaneDiff:
                 "cut": self.cut, "notes": list(self.notes)}
 
 
-def lane_diff(repo: Path, config: Config, lane_id: str, *, max_bytes: int = MAX_DIFF_BYTES) -> LaneDiff:
-    """The lane's diff from its verified worktree; refuses (LanesError, one line) a bad or unknown id."""
+def lane_diff(repo: Path, config: Config, lane_id: str, *, max_bytes: int = MAX_DIFF_BYTES,
+              frozen: str | None = None) -> LaneDiff:
+    """The lane's diff from its verified worktree; refuses (LanesError, one line) a bad or unknown id.
+
+    With `frozen` (the packet's `frozen_sha`), the diff of the work frozen before the gates, base..frozen:
+    what the reviewer reads and accept merges, whatever the gates left in the worktree since."""
     record = LaneStore(StatePaths(repo)).read(lane_id)  # validates the id; "no lane" for an unknown one
     location = locate_lane(repo, lane_id, record, default_root=config.lanes.worktree_root)
     worktree = working_tree(location)  # the derived folder, and git must list it on lane/<id>
     git_snapshot.refuse_if_changed(repo, lane_id)  # the shared config, hooks, attributes: as at its start
     base = record.base_sha
     refuse_option(base, "base commit")
-    files = worktree_files(worktree, base, max_bytes=max_bytes)
+    files = frozen_files(worktree, base, frozen, max_bytes=max_bytes) if frozen else \
+        worktree_files(worktree, base, max_bytes=max_bytes)
     cut = any(f.cut for f in files)
     size = "2 MB" if max_bytes == MAX_DIFF_BYTES else f"{max_bytes} bytes"
     notes = (f"diff cut at {size}: the digests still cover every file",) if cut else ()
@@ -179,6 +185,102 @@ def diff_digest(worktree: Path, base: str) -> str:
     refuse_option(base, "base commit")
     changes, _ = _changes(worktree, base)
     return _overall((path, *_file_digest(worktree, path)) for path in sorted(changes))
+
+
+def work_digest(worktree: Path, base: str, frozen: str | None) -> str:
+    """The digest a review and a verification are tied to: of the frozen work when the packet has one
+    (`frozen_sha`), else of the worktree as it stands. Equal to `diff_digest` when the gates left nothing."""
+    if not frozen:
+        return diff_digest(worktree, base)
+    refuse_option(base, "base commit")
+    refuse_option(frozen, "frozen commit")
+    entries = _frozen_entries(worktree, base, frozen)
+    return _overall((path, kind, digest) for path, (_letter, kind, digest, _size) in sorted(entries.items()))
+
+
+#: A tree entry's mode → the kind `describe_path` gives the same file in a worktree.
+_MODE_KINDS = {"100644": "regular", "100755": "exec", "120000": "symlink", "160000": "other"}
+
+
+def _frozen_entries(worktree: Path, base: str, frozen: str) -> dict[str, tuple[str, str, str, int]]:
+    """Path → (letter, kind, digest, size) of every path base..frozen changes; digests as the worktree's
+    (`sha256:` of the content), so a review of frozen work equals one of the same files in a worktree."""
+    raw = nul_list(run_git(worktree, "diff-tree", "-r", "-z", "--no-renames", base, frozen, "--").stdout)
+    found: dict[str, tuple[str, str]] = {}  # path → (letter, new mode + oid)
+    for head, path in zip(raw[0::2], raw[1::2], strict=False):
+        _old_mode, new_mode, _old, new, letter = head.lstrip(":").split(" ")[:5]
+        found[path] = (letter[:1], f"{new_mode} {new}")
+    oids = sorted({v.split(" ")[1] for letter, v in found.values() if letter != "D"})
+    blobs: dict[str, bytes] = {}
+    if oids:
+        out = run_git(worktree, "cat-file", "--batch", stdin="".join(o + "\n" for o in oids).encode()).stdout
+        at = 0
+        while at < len(out):
+            end = out.index(b"\n", at)
+            parts = out[at:end].decode().split(" ")
+            if len(parts) != 3:  # `<oid> missing`: no content, an empty digest
+                at = end + 1
+                continue
+            size = int(parts[2])
+            blobs[parts[0]] = out[end + 1:end + 1 + size]
+            at = end + 1 + size + 1
+    entries = {}
+    for path, (letter, value) in found.items():
+        mode, oid = value.split(" ")
+        if letter == "D":
+            entries[path] = (letter, "missing", "deleted", 0)
+            continue
+        kind = _MODE_KINDS.get(mode, "other")
+        content = blobs.get(oid, b"")
+        digest = "sha256:" + hashlib.sha256(content).hexdigest() if kind in ("regular", "exec", "symlink") else kind
+        entries[path] = (letter, kind, digest, len(content))
+    return entries
+
+
+def frozen_files(worktree: Path, base: str, frozen: str, *, max_bytes: int = MAX_DIFF_BYTES) -> list[FileDiff]:
+    """`worktree_files` of the frozen work: base..frozen, commit against commit, patches cut past `max_bytes`."""
+    refuse_option(frozen, "frozen commit")
+    entries = _frozen_entries(worktree, base, frozen)
+    large = {p for p, (_l, _k, _d, size) in entries.items() if size > MAX_SHOWN_BYTES}
+    shown = sorted(set(entries) - large)
+    patches: dict[str, bytes] = {}
+    for start in range(0, len(shown), 500):
+        proc = run_git(worktree, *READ_ONLY, "-c", "core.quotePath=true", "diff", *DIFF_OPTIONS, base, frozen, "--",
+                       *shown[start:start + 500])
+        patches.update(split_patch(proc.stdout))
+    files: list[FileDiff] = []
+    budget = max_bytes
+    for path in sorted(entries):
+        letter, kind, digest, size = entries[path]
+        if path in large:
+            text = too_large_patch(path, size).decode("utf-8", "replace")
+            files.append(FileDiff(path=path, letter=letter, added=0, removed=0, digest=digest, kind=kind, diff=text,
+                                  too_large=True, size=size))
+        else:
+            out = patches.get(path, b"")
+            if b"\nBinary files " in b"\n" + out and kind in ("regular", "exec") \
+                    and b"\0" not in _frozen_head(worktree, frozen, path):  # an attribute said binary, not a NUL
+                out = run_git(worktree, *READ_ONLY, "diff", *DIFF_OPTIONS, "--text", base, frozen, "--", path).stdout
+            added, removed, binary = _count(out.decode("utf-8", "replace"))
+            text, cut = _bounded(out, path, budget)
+            files.append(FileDiff(path=path, letter=letter, added=added, removed=removed, digest=digest, kind=kind,
+                                  diff=text, binary=binary, cut=cut))
+        budget -= len(files[-1].diff.encode("utf-8", "replace"))
+    return files
+
+
+def _frozen_head(worktree: Path, frozen: str, path: str) -> bytes:
+    """The first bytes of a file as the frozen work holds it (git's binary sniff looks at as many)."""
+    proc = run_git(worktree, "cat-file", "blob", f"{frozen}:{path}", check=False)
+    return proc.stdout[:BINARY_SNIFF_BYTES]
+
+
+def _bounded(out: bytes, path: str, budget: int) -> tuple[str, bool]:
+    """A patch's text, cut with a note when it passes what is left of the budget."""
+    if len(out) <= budget:
+        return out.decode("utf-8", "replace"), False
+    text = out[:max(budget, 0)].decode("utf-8", "ignore")
+    return (text if text.endswith("\n") or not text else text + "\n") + f"# diff of {path} cut here\n", True
 
 
 def _overall(items: Iterable[tuple[str, str, str]]) -> str:

@@ -16,6 +16,7 @@ from lanes_tui.engine.core.schema import SCHEMA_KEY, NewerSchema, check_schema, 
 from lanes_tui.engine.decisions.gates import GateResult, summarise
 from lanes_tui.engine.decisions.scope import outside_scope
 from lanes_tui.engine.git import worktrees
+from lanes_tui.engine.git.frozen_work import FrozenWork, gate_files
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import LanePaths
 from lanes_tui.engine.state.seals import write_sealed
@@ -36,16 +37,20 @@ def next_step(result: str | None, gates_status: str) -> str:
 
 def build_packet(record: LaneRecord, gates: list[GateResult], *, clock: Clock | None = None,
                  previous: dict[str, Any] | None = None, worktree: Path | None = None,
-                 look: bool = True) -> dict[str, Any]:
+                 look: bool = True, frozen: FrozenWork | None = None) -> dict[str, Any]:
     """Collect the changed files and their digest now, so accept can prove nothing moved since.
 
     `worktree` is the lane's verified folder (`git.lane_paths`); without it the record's is read
     (reading only). With `look=False` no folder is read at all: the record's path is not trusted.
+    With `frozen` (the work `check` froze before its gates, `git.frozen_work`) the changed files are
+    the snapshot's, the files the gates changed on top of it are `gate_files` (never merged), and the
+    digest covers the worktree as the gates left it, so accept still sees a later edit.
     """
     where = worktree or Path(record.worktree)
     seen = look and where.is_dir()
-    changed = worktrees.changed_files(where, record.base_sha) if seen else []
-    digest = worktrees.worktree_digest(where, changed) if seen else ""
+    after = worktrees.changed_files(where, record.base_sha) if seen else []
+    digest = worktrees.worktree_digest(where, after) if seen else ""
+    changed = frozen.files if frozen is not None and seen else after
     gates_status = summarise(gates)
     packet: dict[str, Any] = {
         "lane": record.id,
@@ -70,6 +75,9 @@ def build_packet(record: LaneRecord, gates: list[GateResult], *, clock: Clock | 
         "stall": record.stall,
         "created": (clock or RealClock()).time(),
     }
+    if frozen is not None and seen:
+        packet["frozen_sha"] = frozen.sha
+        packet["gate_files"] = gate_files(where, record.base_sha, frozen.tree)
     # The review and the lead's verification outlive a new check: accept compares their digests with the
     # lane's, so one made before the worktree changed is stale, never silently current.
     for kept in ("override", "accepted_sha", "conflict_files", "history", "review_detail", "verification"):
@@ -84,7 +92,7 @@ def build_packet(record: LaneRecord, gates: list[GateResult], *, clock: Clock | 
 #: The fields readers use, with the type each must have (lists: the type of every item).
 TYPED_FIELDS: dict[str, tuple[type, type | None]] = {
     "gates": (list, dict), "changed_files": (list, str), "conflict_files": (list, str),
-    "scope": (list, str), "outside_scope": (list, str),
+    "scope": (list, str), "outside_scope": (list, str), "gate_files": (list, str), "frozen_sha": (str, None),
     "gates_status": (str, None), "review": (str, None), "next": (str, None),
 }
 

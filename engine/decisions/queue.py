@@ -9,9 +9,11 @@
    it, goes last — so is a lane whose blocker went last — and the lanes that merge cleanly go first.
 
 Each lane is then accepted with `decisions.accept.Accept` (commit, rebase and gates again when the
-target moved, fast-forward): nothing is reimplemented here. The queue stops at the first lane that
-is not accepted (refused, rebase conflict, gates failed), with its reason; the lanes after it are
-left as they are, ready.
+target moved, fast-forward): nothing is reimplemented here. A lane with nothing to merge (the plan's
+`NothingToMerge` refusal: it changed no file against its base) is skipped with that said, and the
+queue goes on: no accept can ever take it, and the lanes after it do not depend on it. Every other
+outcome that is not an accept stops the queue (refused, rebase conflict, gates failed), with its
+reason; the lanes after it are left as they are, ready.
 
 `QueueCommands` is the `Engine`'s side: the radar it keeps for the dashboard (looked at again only
 when due or when a lane's state moved; `git.radar` caches the rest), and the two commands.
@@ -34,6 +36,7 @@ from lanes_tui.engine.core.atomic import read_json
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept import Accept
+from lanes_tui.engine.decisions.accept_plan import NothingToMerge
 from lanes_tui.engine.decisions.commands import _offload
 from lanes_tui.engine.git.radar import Radar, RadarReport, radar_report, with_conflicts
 from lanes_tui.engine.git.ref_stamp import Stamp, ref_stamp
@@ -50,6 +53,8 @@ log = logging.getLogger(__name__)
 
 #: A plan name → {ticket id: the ticket ids blocking it}, or None when that plan cannot be read.
 PlanBlockers = Callable[[str], Mapping[str, Sequence[str]] | None]
+#: The steps after which the queue goes on to the next lane; any other one stops it.
+_WENT_ON = ("accepted", "skipped")
 _PLAN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}")  # as `plans.state` names them
 
 
@@ -84,7 +89,8 @@ class QueuePlan:
 
 @dataclass(frozen=True)
 class QueueStep:
-    """What happened to one lane: accepted, conflict, rejected (gates), refused, or left (not tried)."""
+    """What happened to one lane: accepted, skipped (nothing to merge), conflict, rejected (gates),
+    refused, or left (not tried)."""
 
     lane_id: str
     state: str
@@ -95,6 +101,8 @@ class QueueStep:
             return self.message
         if self.state == "left":
             return f"left ready {self.lane_id}: {self.message}"
+        if self.state == "skipped":
+            return f"skipped {self.lane_id}: {self.message}"
         return f"stopped at {self.lane_id}: {self.message}"
 
 
@@ -104,11 +112,16 @@ class QueueReport:
 
     @property
     def ok(self) -> bool:
-        return all(s.state == "accepted" for s in self.steps)
+        """Nothing stopped the queue: every lane was accepted or skipped (each skip says so)."""
+        return all(s.state in _WENT_ON for s in self.steps)
+
+    @property
+    def skipped(self) -> tuple[QueueStep, ...]:
+        return tuple(s for s in self.steps if s.state == "skipped")
 
     @property
     def stopped_at(self) -> QueueStep | None:
-        return next((s for s in self.steps if s.state not in ("accepted", "left")), None)
+        return next((s for s in self.steps if s.state not in (*_WENT_ON, "left")), None)
 
     def lines(self) -> list[str]:
         return [s.line() for s in self.steps] or ["no ready lanes: nothing to accept"]
@@ -246,7 +259,8 @@ def frozen_blockers(repo: Path) -> PlanBlockers:
 # the run ---------------------------------------------------------------------------------------------
 async def run_queue(repo: Path, config: Config, *, plan: QueuePlan | None = None, radar: Radar | None = None,
                     clock: Clock | None = None, on_step: Callable[[QueueStep], None] | None = None) -> QueueReport:
-    """Accept the plan's lanes in order; stop at the first that is not accepted, leave the rest ready."""
+    """Accept the plan's lanes in order; skip one with nothing to merge; stop at the first other lane
+    that is not accepted and leave the rest ready."""
     plan = plan or plan_queue(repo, config, radar=radar)
     steps: list[QueueStep] = []
     stopped: str | None = None
@@ -257,9 +271,12 @@ async def run_queue(repo: Path, config: Config, *, plan: QueuePlan | None = None
             try:
                 outcome = await Accept(repo, config, entry.lane_id, clock).run(message=None, override=None)
                 step = QueueStep(entry.lane_id, outcome.state, outcome.message)
+            except NothingToMerge:
+                step = QueueStep(entry.lane_id, "skipped", f"nothing to merge (abandon it: `lanes-tui abandon "
+                                 f"{entry.lane_id}`)")
             except LanesError as exc:
                 step = QueueStep(entry.lane_id, "refused", str(exc))
-            if step.state != "accepted":
+            if step.state not in _WENT_ON:
                 stopped = entry.lane_id
         steps.append(step)
         if on_step is not None:

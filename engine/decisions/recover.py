@@ -127,18 +127,21 @@ async def _inspect(repo: Path, config: Config, lane_id: str, clock: Clock | None
         raise LanesError(f"lane {lane_id} is unreachable: {record.state_reason}",
                          f"wait: it is lost once its node is confirmed gone (then `lanes-tui recover {lane_id} "
                          "--relaunch`), or it comes back by itself; `lanes-tui wait " + lane_id + "` waits")
-    if record.state not in RECOVERABLE:
+    packet = read_packet(store.lane_paths(lane_id)) or {}
+    hook = packet.get("hook_failure")  # a ready lane whose accept a commit hook refused (`commit_hooks`)
+    hook = hook if record.state == "ready" and isinstance(hook, dict) and isinstance(hook.get("command"), str) else None
+    if record.state not in RECOVERABLE and hook is None:
         raise LanesError(f"lane {lane_id} is {record.state}; there is nothing to recover")
     if stop_leftovers and local:  # a remote lane has no process on this machine
         stopped = await stop_lane(repo, lane_id)
     else:
         stopped = []
     left = [] if stop_leftovers or not local else [k.pid for k in leftover_processes(repo, lane_id)]
-    packet = read_packet(store.lane_paths(lane_id)) or {}
     return Findings(
         lane_id=lane_id, state=record.state, reason=record.state_reason, result=record.result,
         stopped_pids=stopped, leftover_pids=left, stall=record.stall,
-        failed_gates=[g for g in packet.get("gates", []) if g.get("status") in ("failed", "timeout")],
+        failed_gates=[g for g in packet.get("gates", []) if g.get("status") in ("failed", "timeout")]
+        + ([hook] if hook is not None else []),
         conflict_files=list(packet.get("conflict_files", [])),
         answers=_orphan_answers(repo, lane_id),
         problems=_location_problems(repo, config, lane_id, record) if local else [],

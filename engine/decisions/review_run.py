@@ -31,7 +31,7 @@ from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.atomic import private_opener
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.decisions.lane_diff import diff_digest, lane_diff
+from lanes_tui.engine.decisions.lane_diff import lane_diff, work_digest
 from lanes_tui.engine.decisions.packet import read_packet, write_packet
 from lanes_tui.engine.decisions.review_prompt import (
     detail_from_verdict,
@@ -110,11 +110,13 @@ async def review_lane(repo: Path, config: Config, store: LaneStore, record: Lane
     location = locate_lane(repo, record.id, record, default_root=config.lanes.worktree_root)
     worktree = working_tree(location)
     before_state, before_reason = record.state, record.state_reason
+    frozen = _frozen(store, record.id)  # the work frozen before the gates: what is reviewed and merged
     if name is None:
-        return _decide(store, record, Verdict("MISSING", reason=why), None, diff_digest(worktree, record.base_sha),
-                       clock, before_state, before_reason)
+        return _decide(store, record, Verdict("MISSING", reason=why), None,
+                       work_digest(worktree, record.base_sha, frozen), clock, before_state, before_reason)
     provider = config.provider(name)
-    diff = await asyncio.to_thread(lane_diff, repo, config, record.id, max_bytes=review.max_diff_kb * 1024)
+    diff = await asyncio.to_thread(lane_diff, repo, config, record.id, max_bytes=review.max_diff_kb * 1024,
+                                   frozen=frozen)
     if diff.cut:
         size = sum(len(f.diff.encode()) for f in diff.files) // 1024
         verdict = Verdict("MISSING", reason=f"the diff is over [review] max_diff_kb = {review.max_diff_kb} "
@@ -130,13 +132,13 @@ async def review_lane(repo: Path, config: Config, store: LaneStore, record: Lane
         packet = read_packet(store.lane_paths(record.id)) or {}
         prompt = review_prompt(record.id, record.prompt, packet.get("gates", []), diff.text(), diff.notes)
         started = clock.time()
-        tree = await asyncio.to_thread(_make_tree, repo, location.root, record.id, worktree)
+        tree = await asyncio.to_thread(_make_tree, repo, location.root, record.id, worktree, frozen)
         try:
             outcome, raw = await _run_reviewer(repo, config, store, record, provider, tree, prompt, stop, clock,
                                                review.timeout_s)
         finally:
             await asyncio.to_thread(remove_review_tree, repo, location.root, record.id)
-        after = await asyncio.to_thread(diff_digest, worktree, record.base_sha)
+        after = await asyncio.to_thread(work_digest, worktree, record.base_sha, _frozen(store, record.id))
     verdict = _verdict(outcome, raw, review.timeout_s)
     if after != diff.digest:
         verdict = Verdict("MISSING", reason="the lane changed while it was reviewed; `lanes-tui review "
@@ -146,8 +148,15 @@ async def review_lane(repo: Path, config: Config, store: LaneStore, record: Lane
     return _record(store, record, detail, before_state, before_reason)
 
 
-def _make_tree(repo: Path, root: Path, lane_id: str, worktree: Path) -> Path:
-    return add_review_tree(repo, root, lane_id, snapshot_commit(worktree, lane_id))
+def _make_tree(repo: Path, root: Path, lane_id: str, worktree: Path, frozen: str | None) -> Path:
+    """The reviewer's read-only copy: the frozen work when there is one, else a snapshot of the worktree."""
+    return add_review_tree(repo, root, lane_id, frozen or snapshot_commit(worktree, lane_id))
+
+
+def _frozen(store: LaneStore, lane_id: str) -> str | None:
+    """The packet's `frozen_sha` (`git.frozen_work`), or None for a packet without one."""
+    frozen = (read_packet(store.lane_paths(lane_id)) or {}).get("frozen_sha")
+    return frozen if isinstance(frozen, str) and frozen else None
 
 
 async def _take_slot(store: LaneStore, record: LaneRecord, count: int, stop: asyncio.Event | None) -> slots.Slot | None:

@@ -11,8 +11,10 @@ and a failing gate stops the push (`git push --no-verify` skips it, as for any h
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -41,14 +43,24 @@ def programme_branch(repo: Path, config: Config) -> str:
 
 
 def _gh(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """gh in a session of its own (its helpers too), the whole group killed when the time is up."""
     env = {**os.environ, "GH_PROMPT_DISABLED": "1", "NO_COLOR": "1"}
     try:
-        return subprocess.run(["gh", *args], cwd=repo, env=env, capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=GH_TIMEOUT_S, check=False)
+        proc = subprocess.Popen(["gh", *args], cwd=repo, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
     except FileNotFoundError as exc:
         raise LanesError("gh is not installed", "install GitHub's CLI (https://cli.github.com)") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise LanesError(f"gh {args[0]} took longer than {GH_TIMEOUT_S:.0f}s", "try again, or open it by hand") from exc
+    try:
+        out, err = proc.communicate(timeout=GH_TIMEOUT_S)
+    except BaseException as exc:  # the deadline, or Ctrl-C: gh's group goes with it
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        if isinstance(exc, subprocess.TimeoutExpired):
+            raise LanesError(f"gh {args[0]} took longer than {GH_TIMEOUT_S:.0f}s",
+                             "try again, or open it by hand") from exc
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def check_gh(repo: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.decisions.lane_diff import diff_digest
+from lanes_tui.engine.decisions.lane_diff import work_digest
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
 from lanes_tui.engine.git import git_snapshot
 from lanes_tui.engine.git.commands import run_git
@@ -67,7 +67,8 @@ def verify_lane(repo: Path, config: Config, lane_id: str, evidence: str, *, by: 
         lane = store.lane_paths(lane_id)
         packet = read_packet(lane) or build_packet(record, [], clock=clock, worktree=worktree)
         done = {"by": by or lead_name(repo), "at": (clock or RealClock()).time(), "evidence": text,
-                "diff_digest": diff_digest(worktree, record.base_sha)}
+                "diff_digest": work_digest(worktree, record.base_sha,  # of the frozen work, as accept compares
+                                           frozen if isinstance(frozen := packet.get("frozen_sha"), str) else None)}
         packet["verification"] = done
         write_packet(lane, packet)
         store.event(lane_id, "verified", by=done["by"], evidence=text[:200], diff_digest=done["diff_digest"])

@@ -300,7 +300,11 @@ def remove_lane_worktree(loc: LaneLocation, *, force: bool = True) -> list[str]:
     """Remove the lane's worktree and `lane/<id>` branch, after asking git once more (plans age)."""
     if git_witness(loc) is not None and force:
         repair_dotgit(register_lane(loc.repo, loc.lane_id, loc.worktree))  # else `git worktree remove` refuses it
-    return remove_worktree(loc.repo, loc.root, loc.worktree, loc.branch, force=force)
+    from lanes_tui.engine.git.frozen_work import drop_frozen_ref  # here: a lane's supervisor never removes one
+
+    removed = remove_worktree(loc.repo, loc.root, loc.worktree, loc.branch, force=force)
+    drop_frozen_ref(loc.repo, loc.lane_id)  # its snapshot (`git.frozen_work`) goes with the worktree
+    return removed
 
 
 def lane_problem(lane: LanePaths) -> str | None:

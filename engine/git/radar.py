@@ -1,14 +1,18 @@
 """The conflict radar: which lanes touch the same files, and which would conflict when merged.
 
-For every pair of live or ready lanes (planned or not) the radar names the files both changed since
-their base, as accept would stage them (commits on the branch, the index, the working tree, new
-files; `worktrees.changed_files` gives the same list). For ready lanes it also tries the merges the
+For every pair of live, checking or ready lanes (planned or not) the radar names the files both
+changed since their base, as accept would stage them (commits on the branch, the index, the working
+tree, new files; `worktrees.changed_files` gives the same list). A `checking` lane is in because its
+gates judge exactly that diff and it is `ready` moments later. For ready lanes it also tries the merges the
 accepts would do — the lane into its target, and each pair of ready lanes with the same target —
 with `git merge-tree --write-tree` (git ≥ 2.38), which writes objects and nothing else: no worktree,
 index or ref moves, so neither the lanes nor the lead see anything change.
 
-A ready lane's work is usually uncommitted (accept commits it). The trial merge therefore runs on a
-snapshot commit: the lane's HEAD plus its uncommitted files, staged in a temporary index
+A ready lane's work is what its check froze before the gates (`git.frozen_work`,
+`refs/lanes-tui/frozen/<id>`): the radar takes that commit's files and merges that commit, so files
+the gates left in the worktree (a `.pyc`) never count. A ready lane with no frozen work (a lane no
+gate ran in) is looked at as it stands: its work is usually uncommitted (accept commits it), so the
+trial merge runs on a snapshot commit: the lane's HEAD plus its uncommitted files, staged in a temporary index
 (`GIT_INDEX_FILE` in a temporary folder) and written with `git commit-tree`. The snapshot has a
 fixed author and date, so the same work always gives the same commit; nothing refers to it, and
 git's gc removes it in time.
@@ -43,6 +47,7 @@ from typing import Any
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import branch_for
 from lanes_tui.engine.git.commands import GIT_TIMEOUT_S, first_line, list_worktrees, nul_list, run_git
+from lanes_tui.engine.git.frozen_work import FROZEN_PREFIX
 from lanes_tui.engine.git.harden import hardened_env
 from lanes_tui.engine.git.patches import large_files
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
@@ -52,8 +57,10 @@ __all__ = ["KINDS", "RADAR_STATES", "Conflict", "Radar", "RadarReport", "radar_r
 
 log = logging.getLogger(__name__)
 
-#: The lanes the radar looks at: those still working and those waiting for the lead's accept.
-RADAR_STATES = LIVE_STATES | {"ready"}
+#: The lanes the radar looks at: those still working, those whose gates are running (their worktree's
+#: diff is what the gates judge, and they are `ready` in a moment: a clash must show before then), and
+#: those waiting for the lead's accept. Only ready lanes get trial merges; the others, shared files.
+RADAR_STATES = LIVE_STATES | {"checking", "ready"}
 #: The kinds of finding, most serious first: the lane's trial merge into its target conflicts, its
 #: trial merge with another ready lane conflicts, or it changed files another lane changed too.
 KINDS = ("target", "merge", "overlap")
@@ -131,6 +138,8 @@ class Radar:
         self._committed: dict[tuple[str, str], frozenset[str]] = {}
         self._snapshots: dict[tuple[str, ...], str] = {}
         self._merges: dict[tuple[str, str], tuple[str, ...] | None] = {}
+        #: Frozen work (`git.frozen_work`) → its parent commit: a commit never changes.
+        self._parents: dict[str, str] = {}
         self._signature: tuple[Any, ...] | None = None
         self._report = RadarReport()
         #: Each lane's side in the last scan, reused for a quiet running lane.
@@ -160,7 +169,7 @@ class Radar:
             self._signature, self._report, self._sides = (), RadarReport(), {}
             return self._report
         worktrees = {entry.branch: entry.path for entry in list_worktrees(self.repo)}
-        targets = _branch_heads(self.repo)
+        targets, frozen = _branch_heads(self.repo)
         sides: list[_Side] = []
         problems: dict[str, str] = {}
         used_committed: set[tuple[str, str]] = set()
@@ -176,7 +185,7 @@ class Radar:
                 self.quiet_reused += 1
                 continue
             try:
-                side = self._side(record, worktrees, used_committed, used_snapshots)
+                side = self._side(record, worktrees, used_committed, used_snapshots, frozen.get(record.id))
             except (LanesError, OSError) as exc:  # one unreadable lane never blinds the radar to the others
                 problems[record.id] = str(exc)
                 continue
@@ -195,7 +204,7 @@ class Radar:
 
     # one lane ------------------------------------------------------------------------------------
     def _side(self, record: LaneRecord, worktrees: Mapping[str, Path], used_committed: set[tuple[str, str]],
-              used_snapshots: set[tuple[str, ...]]) -> _Side | None:
+              used_snapshots: set[tuple[str, ...]], frozen: str | None = None) -> _Side | None:
         worktree = worktrees.get(branch_for(record.id))  # git's word for where the lane works
         if worktree is None or not worktree.is_dir():
             return None  # not created yet (queued), or gone: nothing changed that the radar can see
@@ -213,6 +222,14 @@ class Radar:
         files = committed | frozenset(dirty)
         if record.state != "ready":
             return _Side(record.id, record.state, record.target_branch, files, None, (head, files))
+        if frozen is not None and self._parent(frozen) == head:  # the work its check froze: what accept
+            # merges, without the gates' files (a lane whose HEAD moved since is looked at as it stands)
+            work = self._committed.get((base, frozen))
+            if work is None:
+                names = run_git(self.repo, "diff", "--name-only", "-z", "--no-renames", base, frozen, "--").stdout
+                work = self._committed[(base, frozen)] = frozenset(nul_list(names))
+            used_committed.add((base, frozen))
+            return _Side(record.id, record.state, record.target_branch, work, frozen, (head, work, frozen))
         digest = _stat_digest(worktree, dirty) if dirty else ""
         cache_key = (record.id, head, digest)
         snapshot = self._snapshots.get(cache_key)
@@ -221,6 +238,14 @@ class Radar:
             self.snapshots_made += 1
         used_snapshots.add(cache_key)
         return _Side(record.id, record.state, record.target_branch, files, snapshot, (head, files, digest))
+
+    def _parent(self, commit: str) -> str:
+        if commit not in self._parents:
+            if len(self._parents) > 1000:
+                self._parents.clear()
+            proc = run_git(self.repo, "rev-parse", "--verify", "--quiet", f"{commit}^", check=False)
+            self._parents[commit] = os.fsdecode(proc.stdout).strip() if proc.returncode == 0 else ""
+        return self._parents[commit]
 
     # the findings ----------------------------------------------------------------------------------
     def _findings(self, sides: list[_Side], targets: Mapping[str, str]) -> dict[str, tuple[Conflict, ...]]:
@@ -362,14 +387,18 @@ def _stat_digest(worktree: Path, names: list[str]) -> str:
     return outer.hexdigest()
 
 
-def _branch_heads(repo: Path) -> dict[str, str]:
-    """Every local branch → its commit, in one call."""
-    out = os.fsdecode(run_git(repo, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/").stdout)
-    heads = {}
+def _branch_heads(repo: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """Every local branch → its commit, and every lane's frozen work (lane id → commit), in one call."""
+    out = os.fsdecode(run_git(repo, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/",
+                              FROZEN_PREFIX).stdout)
+    heads, frozen = {}, {}
     for line in out.splitlines():
         sha, _, ref = line.partition(" ")
-        heads[ref.removeprefix("refs/heads/")] = sha
-    return heads
+        if ref.startswith(FROZEN_PREFIX):
+            frozen[ref.removeprefix(FROZEN_PREFIX)] = sha
+        else:
+            heads[ref.removeprefix("refs/heads/")] = sha
+    return heads, frozen
 
 
 def _inside_lexists(worktree: Path, name: str) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.git.commands import first_line, refuse_option, run_git, run_git_capped
+from lanes_tui.engine.git.commands import first_line, git_out, refuse_option, run_git, run_git_capped
 
 #: How long a fetch of the base may take before the last fetched state is used (`LANES_FETCH_TIMEOUT_S`).
 FETCH_TIMEOUT_S = 5.0
@@ -121,6 +121,13 @@ class PushResult:
     def ok(self) -> bool:
         return self.status != "failed"
 
+    @property
+    def reason(self) -> str:
+        """What became of the push, in words (`finish --json`'s `push_reason`)."""
+        if self.status == "pushed":
+            return f"pushed {self.branch} to {self.upstream.name if self.upstream else '?'}"
+        return self.detail
+
     def line(self) -> str:
         if self.status == "skipped":
             return f"NOT-PUSHED: {self.detail}"
@@ -138,6 +145,8 @@ def push_branch(repo: Path, branch: str, *, protected: frozenset[str] | set[str]
     names the folder to run them from: the lead's own, as the git watch found it (`trusted_hooks`).
     """
     upstream = upstream_of(repo, branch)
+    if upstream is None and not git_out(repo, "remote").strip():
+        return PushResult(branch, None, "skipped", "no remote")
     if upstream is None:
         return PushResult(branch, None, "skipped", f"{branch} has no upstream (`git push -u REMOTE {branch}` sets one)")
     if branch in protected:

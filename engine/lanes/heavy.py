@@ -13,7 +13,9 @@ suites at once. `lock` makes the agent's run take the same slots as the gates:
   reads what another run left behind and temp files do not pile up (a process that may not write the
   slot folder, an agent under a Landlock ruleset, takes its slot on a read-only descriptor and keeps
   its own TMPDIR: `core.slots`);
-* the gates' load wait applies too: a free slot on a saturated machine still holds back a while;
+* the gates' load wait applies too, with the same limit (`LANES_HEAVY_LOAD`, else `[gates] max_load`,
+  else twice the cores, at least 4) and the same words on stderr: a free slot on a saturated machine
+  still holds back a while (then runs anyway, and says so);
 * inside a lane it appends `lock-wait` / `lock-acquired` / `lock-released` / `lock-gave-up` lines
   to the lane's events (`state.lock_events`), never to `lane.json`, whose only writer is the
   supervisor: the lead sees "waiting for a heavy slot, held by lane X since 12:03" and the runs.
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import shlex
 import shutil
@@ -43,10 +46,11 @@ from typing import Any
 
 from lanes_tui.engine.config.settings import load_config
 from lanes_tui.engine.core import slots
-from lanes_tui.engine.core.clock import RealClock
+from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.relay import confined, relay
 from lanes_tui.engine.core.repo import find_repo_root
+from lanes_tui.engine.core.waits import START, Wait, default_load_limit, load_text, span
 from lanes_tui.engine.state.lock_events import LockJournal, lane_events_path
 from lanes_tui.engine.state.paths import StatePaths, heavy_slot_dir
 
@@ -103,16 +107,24 @@ def slot_count(environ: Mapping[str, str], repo: Path | None) -> tuple[int, str]
     return max(1, (os.cpu_count() or 1) // 2), "cores ÷ 2"
 
 
-def load_limit(environ: Mapping[str, str]) -> float:
-    """The load above which a run holds back (`LANES_HEAVY_LOAD`, else twice the cores; 0 = off)."""
+def load_limit(environ: Mapping[str, str], repo: Path | None = None) -> float:
+    """The load above which a run holds back: `LANES_HEAVY_LOAD`, else `[gates] max_load` of `repo`'s
+    config, else twice the cores (at least 4); 0 = never wait. The gates read the same (`limit_of`)."""
+    if environ.get(LOAD_ENV, "").strip() or repo is None:
+        return limit_of(environ, None)
+    return limit_of(environ, load_config(repo).gates.max_load)
+
+
+def limit_of(environ: Mapping[str, str], max_load: float | None) -> float:
+    """`LANES_HEAVY_LOAD` if set (LanesError when it is not a load figure), else `max_load`, else the default."""
     raw = environ.get(LOAD_ENV, "").strip()
     if not raw:
-        return slots.default_load_limit()
+        return default_load_limit() if max_load is None else max_load
     try:
         value = float(raw)
     except ValueError:
         value = -1.0
-    if not value >= 0:  # also refuses nan
+    if not 0 <= value < math.inf:  # also refuses nan and inf
         raise LanesError(f"{LOAD_ENV}={raw!r} is not a load figure", "set it to e.g. 4 (0 = do not wait) or unset it")
     return value
 
@@ -157,14 +169,17 @@ def holders_line(folder: Path) -> str:
 
 
 async def take_slot(folder: Path, count: int, holder: dict[str, Any], *, wait_s: float | None,
-                    load: float, say: Say, journal: LockJournal | None = None) -> slots.Slot | None:
+                    load: float, say: Say, journal: LockJournal | None = None, clock: Clock | None = None,
+                    sample: Callable[[], float] | None = None) -> slots.Slot | None:
     """A slot (None if `wait_s` passed first), then the load wait with what is left of the budget.
 
-    Says once that it waits, and for whom: an agent whose suite seems to hang sees why, and so does
-    the lead (the `journal` puts the same wait into the lane's events).
+    Says once that it waits, and for whom or for what load: an agent whose suite seems to hang sees
+    why, and so does the lead (the `journal` puts the same wait into the lane's events). A load that
+    stays high past the budget does not stop the run (an agent's command is not the gates: nothing
+    would run it later), but it is said. `clock` and `sample` (the load source) are for tests.
     """
     journal = journal or LockJournal(None)
-    clock = RealClock()
+    clock = clock or RealClock()
     start = clock.monotonic()
     slot = slots.try_acquire(folder, count, holder)
     if slot is None:
@@ -174,11 +189,17 @@ async def take_slot(folder: Path, count: int, holder: dict[str, Any], *, wait_s:
         slot = await slots.acquire(folder, count, holder, budget_s=wait_s, clock=clock)
         if slot is None:
             return None
-    if load > 0 and (now := os.getloadavg()[0]) > load:
-        say(f"waiting for the machine's load to drop ({now:.1f} > {load:g})")
-        journal.wait_for_load(now, load)
+    if load > 0:
+        def heard(wait: Wait) -> None:  # the gates' words (`core.waits`), on stderr and in the lane's events
+            if wait.phase == START:
+                say(wait.reason)
+                journal.wait_for_load(wait.load or 0.0, load)
+            elif not wait.ok:
+                say(f"the machine stayed busy for {span(wait.waited_s)} ({load_text(wait.load, load)}): "
+                    "running anyway")
+
         left = DEFAULT_LOAD_WAIT_S if wait_s is None else max(0.0, wait_s - (clock.monotonic() - start))
-        await slots.wait_for_load(load, left, clock)
+        await slots.wait_for_load(load, left, clock, load=sample, on_wait=heard)
     return slot
 
 
@@ -195,13 +216,14 @@ def run_locked(argv: list[str], *, environ: Mapping[str, str], cwd: Path, say: S
     env = dict(environ)
     if env.get(HEAVY_SLOT_ENV, "").strip().isdigit():  # already inside a slot: do not wait on ourselves
         return run_child(argv, env, cwd, say)
-    count, _ = slot_count(environ, find_repo(environ, cwd, repo))
+    settings_repo = find_repo(environ, cwd, repo)
+    count, _ = slot_count(environ, settings_repo)
     if count == 0:  # the lead turned the lock off
         return run_child(argv, env, cwd, say)
     folder = slot_dir or heavy_slot_dir()
     holder = {"lane": environ.get("LANES_LANE") or "lead", "kind": "lock",
               "command": shlex.join(argv)[:200], "cwd": str(cwd)}
-    limit = load_limit(environ)
+    limit = load_limit(environ, settings_repo)
     journal = _journal(environ)
     start = time.monotonic()
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from lanes_tui.engine.config.provider_facts import AGENT_OWN_FILES
 
-__all__ = ["NO_CHANGES", "NO_CHANGES_REASON", "unchanged"]
+__all__ = ["NO_CHANGES", "NO_CHANGES_REASON", "agent_files", "unchanged"]
 
 NO_CHANGES = "NO-CHANGES"
 NO_CHANGES_REASON = "exited 0 and changed nothing"
@@ -25,7 +25,12 @@ def unchanged(worktree: Path, base_sha: str) -> bool:
     LanesError when git cannot tell."""
     from lanes_tui.engine.git.worktrees import changed_files  # loaded once an agent is done
 
-    return not [path for path in changed_files(worktree, base_sha) if not _own(path)]
+    return not agent_files(changed_files(worktree, base_sha))
+
+
+def agent_files(files: list[str]) -> list[str]:
+    """The paths of `files` that are the agent's work (not its CLI's own files)."""
+    return [path for path in files if not _own(path)]
 
 
 def _own(path: str) -> bool:

@@ -232,13 +232,24 @@ class NodeLane:
     def publish(self) -> dict[str, str]:
         """Commit what the agent left uncommitted onto `lane/<id>` and push that branch to the remote."""
         from lanes_tui.engine.decisions.accept import commit_worktree
+        from lanes_tui.engine.decisions.packet import read_packet
+        from lanes_tui.engine.git.frozen_work import frozen_problem
 
         record, worktree = self._worktree()
         if record.state in LIVE_STATES and supervisor_alive(self.clone, self.lane_id):  # its agent still writes
             raise LanesError(f"lane {self.lane_id} is still {record.state} on {self.hostname}",
                              "stop it or wait for it to settle, then publish")
-        pending = changed_files(worktree, "HEAD")  # uncommitted paths only: the agent's commits are there
-        commit = commit_worktree(worktree, pending, f"lanes-tui: {self.lane_id} published from {self.hostname}")
+        message = f"lanes-tui: {self.lane_id} published from {self.hostname}"
+        frozen = (read_packet(self.store.lane_paths(self.lane_id)) or {}).get("frozen_sha")
+        if isinstance(frozen, str) and frozen:  # the work its check froze before the gates, never their files
+            problem = frozen_problem(self.clone, worktree, self.lane_id, frozen)
+            if problem is not None:
+                raise LanesError(f"lane {self.lane_id} on {self.hostname}: {problem}",
+                                 f"run `lanes-tui check {self.lane_id}` again")
+            commit = commit_worktree(worktree, [], message, frozen=frozen)
+        else:
+            pending = changed_files(worktree, "HEAD")  # uncommitted paths only: the agent's commits are there
+            commit = commit_worktree(worktree, pending, message)
         ref = f"refs/heads/{branch_for(self.lane_id)}"
         node_git.push(self.clone, self.spec.remote, f"+{ref}:{ref}")
         log.info("lane %s published %s", self.lane_id, commit)

@@ -5,7 +5,8 @@ of budget, to show a chain falling back, and the sim again as a reviewer of anot
 every lane that passes its gates is reviewed: the review column is never empty, and the one lane that
 adds a `FIXME` line is blocked). Every scenario reports tokens and cost (the sim's `usage` step prints
 aider's meter line), so the tokens and cost columns and the spend meter show real figures.
-Everything lives in one temporary folder removed on exit.
+Everything lives in one temporary folder removed on exit. Its gates never wait for the machine's load
+(`[gates] max_load = 0`): the load on a small machine is the demo's own lanes.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ chain = ["sim-reviewer"]
 # The demo project's tests use the standard library, so the demo needs nothing installed.
 commands = ["{{python}} -m unittest -q"]
 timeout_s = 120
+# The demo's own lanes are the machine's load: on two cores its busy lane alone pushed the load past
+# the limit, and every check sat waiting up to slot_wait_s. The demo's gates never wait for the load.
+max_load = 0
 """
 
 PROJECT = {

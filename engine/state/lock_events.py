@@ -14,6 +14,9 @@ one `write` each, which never interleave with the supervisor's — and `state.st
 Each line carries the `lock` process's `pid`: a wait is open until a later line of the same pid
 closes it, and only while that process lives (a `lock` killed with SIGKILL writes nothing more).
 
+The same pass reads the lane's gates' own waits (`gate-wait`, written by the check: `decisions.gate_waits`),
+so the Meters pane can show a check held back by the load or a slot at no extra read.
+
 Only the tail of the events file is read (`EVENTS_WINDOW`): a lane that ran its suite thousands of
 times must not make every refresh parse megabytes, so `locks` counts the runs within that tail.
 This module runs in agents' shells (through `lanes.heavy`): standard library and `core` only.
@@ -34,9 +37,10 @@ from lanes_tui.engine.core.atomic import append_jsonl
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.limits import read_tail
 from lanes_tui.engine.core.slots import describe_holder
+from lanes_tui.engine.core.waits import load_text
 from lanes_tui.engine.state.paths import StatePaths, inside
 
-__all__ = ["EVENTS_WINDOW", "LOCK_ACQUIRED", "LOCK_EVENTS", "LOCK_GAVE_UP", "LOCK_RELEASED", "LOCK_WAIT",
+__all__ = ["EVENTS_WINDOW", "GATE_WAIT", "LOCK_ACQUIRED", "LOCK_EVENTS", "LOCK_GAVE_UP", "LOCK_RELEASED", "LOCK_WAIT",
            "LockJournal", "LockView", "lane_events_path", "read_lock_view"]
 
 LOCK_WAIT = "lock-wait"
@@ -44,6 +48,8 @@ LOCK_ACQUIRED = "lock-acquired"
 LOCK_RELEASED = "lock-released"
 LOCK_GAVE_UP = "lock-gave-up"
 LOCK_EVENTS = (LOCK_WAIT, LOCK_ACQUIRED, LOCK_RELEASED, LOCK_GAVE_UP)
+#: A lane's gates waiting for a slot or the load (`decisions.gate_waits` writes it; named here, below it).
+GATE_WAIT = "gate-wait"
 #: The events that end a wait of the same pid.
 _CLOSING = frozenset({LOCK_ACQUIRED, LOCK_RELEASED, LOCK_GAVE_UP})
 #: How much of the end of `events.jsonl` a status reads: a lock run writes ~0.5-1 KiB, so this holds
@@ -129,12 +135,17 @@ class LockView:
 
     wait: str | None = None
     locks: int = 0
+    #: The lane's gates' open wait: the last `gate-wait` start event (for, load, limit, held_by,
+    #: budget_s, t) when no end followed it (`decisions.gate_waits`); the status keeps it only while
+    #: the lane is `checking` and the event is not older than the record.
+    gate_wait: Mapping[str, Any] | None = None
 
 
 def read_lock_view(path: Path, *, window: int = EVENTS_WINDOW) -> LockView:
-    """The open wait and the `lock-acquired` count of the last `window` bytes of `path`.
+    """The open wait, the `lock-acquired` count and the gates' open wait of the last `window` bytes of `path`.
 
-    Only lines that mention `"lock-` are parsed, so a tail full of other events costs a byte search.
+    Only lines that mention `"lock-` or `"gate-wait"` are parsed, so a tail full of other events costs a
+    byte search.
     """
     try:
         tail, end = read_tail(path, window)
@@ -146,8 +157,9 @@ def read_lock_view(path: Path, *, window: int = EVENTS_WINDOW) -> LockView:
         lines = lines[1:]  # the window began inside a line
     open_waits: dict[int, Mapping[str, Any]] = {}
     count = 0
+    gate_wait: Mapping[str, Any] | None = None
     for raw in lines:
-        if b'"lock-' not in raw:
+        if b'"lock-' not in raw and b'"gate-wait"' not in raw:
             continue
         try:
             event = json.loads(raw)
@@ -156,6 +168,9 @@ def read_lock_view(path: Path, *, window: int = EVENTS_WINDOW) -> LockView:
         if not isinstance(event, dict):
             continue
         kind, pid = event.get("type"), event.get("pid")
+        if kind == GATE_WAIT:
+            gate_wait = event if event.get("phase") == "start" else None
+            continue
         if kind == LOCK_ACQUIRED:
             count += 1
         if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
@@ -167,8 +182,8 @@ def read_lock_view(path: Path, *, window: int = EVENTS_WINDOW) -> LockView:
             open_waits.pop(pid, None)
     for pid, event in reversed(open_waits.items()):
         if _alive(pid):
-            return LockView(describe_wait(event), count)
-    return LockView(None, count)
+            return LockView(describe_wait(event), count, gate_wait)
+    return LockView(None, count, gate_wait)
 
 
 def describe_wait(event: Mapping[str, Any]) -> str:
@@ -176,8 +191,8 @@ def describe_wait(event: Mapping[str, Any]) -> str:
     if event.get("for") == "load":
         load, limit = event.get("load"), event.get("limit")
         if _number(load) and _number(limit):
-            return f"waiting for the machine's load to drop ({load:.1f} > {limit:g})"
-        return "waiting for the machine's load to drop"
+            return f"waiting for the machine: {load_text(load, limit)}"  # the gates' words (`core.waits`)
+        return "waiting for the machine: load too high"
     holders = event.get("holders")
     held = [describe_holder(dict(h)) for h in holders if isinstance(h, Mapping)] if isinstance(holders, list) else []
     return "waiting for a heavy slot" + (f", held by {', '.join(held)}" if held else "")

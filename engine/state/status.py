@@ -17,6 +17,7 @@ from typing import Any
 from lanes_tui.engine.core.atomic import read_json
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.schema import NewerSchema, check_schema
+from lanes_tui.engine.core.waits import load_text, span
 from lanes_tui.engine.state.lock_events import read_lock_view
 from lanes_tui.engine.state.meters import lane_figures
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
@@ -76,6 +77,9 @@ class LaneStatus:
     lock_wait: str | None = None
     #: How many heavy runs the lane's agent took through `lanes-tui lock` (within the events' tail).
     locks: int = 0
+    #: While the lane is `checking` and its gates wait for a heavy slot or the machine's load: the
+    #: `gate-wait` start event (for, load, limit, held_by, budget_s, t: `decisions.gate_waits`); else None.
+    gate_wait: Mapping[str, Any] | None = None
     #: The cap that stopped the lane (`FAILED-RESOURCE`): cap, value, peak, mechanism, killed, reason —
     #: strings only, from `lane.json`'s `governor.fired`; None when no cap fired.
     fired: Mapping[str, str] | None = None
@@ -113,6 +117,22 @@ class LaneStatus:
     def model(self) -> str:
         """The model of the provider that ran last, or ""."""
         return str(self.providers_tried[-1].get("model") or "") if self.providers_tried else ""
+
+    def gate_wait_text(self, now: float) -> str | None:
+        """`load 5.1 > 4.0, 42s` / `a heavy slot held by x-a1 pid 7, 3m`: the Meters pane's words for the
+        gates' open wait (None when there is none); `now` is the wall clock the events are stamped with."""
+        wait = self.gate_wait
+        if not wait:
+            return None
+        if wait.get("for") == "load":
+            load, limit = wait.get("load"), wait.get("limit")
+            what = load_text(load if _figure(load) else None, limit if _figure(limit) else None)
+        else:
+            held = wait.get("held_by")
+            shown = "".join(ch if ch.isprintable() else "?" for ch in held[:120]) if isinstance(held, str) else ""
+            what = "a heavy slot" + (f" held by {shown}" if shown else "")
+        since = wait.get("t")
+        return what + (f", {span(now - since)}" if isinstance(since, int | float) and _figure(since) else "")
 
     def with_sample(self, sample: Mapping[str, Any]) -> LaneStatus:
         """This status with a newer watchdog sample's meters (and process tree) folded in."""
@@ -165,6 +185,11 @@ def clean_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _figure(value: Any) -> bool:
+    """A number from the events file (which an agent can write): finite, not a bool."""
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def lane_status(store: LaneStore, record: LaneRecord) -> LaneStatus:
     """The status of one lane from its record, its newest sample and its meters file."""
     sample = clean_sample(store.last_sample(record.id) or {})
@@ -204,10 +229,20 @@ def lane_status(store: LaneStore, record: LaneRecord) -> LaneStatus:
         superseded_by=record.superseded_by,
         lock_wait=locks.wait if live else None,
         locks=locks.locks,
+        gate_wait=_gate_wait(record, locks.gate_wait),
         fired=fired_finding(record.governor),
         plan=record.plan, ticket=record.ticket, scope=tuple(record.scope),
         review=record.review, group=record.group, runner=record.runner, node=record.node,
     )
+
+
+def _gate_wait(record: LaneRecord, event: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """The open gate wait while `checking`, if its event is not older than the record: the check writes
+    the record first, so an older one was left open by a check that died mid-wait."""
+    when = event.get("t") if event is not None else None
+    if record.state != "checking" or not isinstance(when, int | float) or when < record.updated:
+        return None
+    return event
 
 
 def fired_finding(governor: Any) -> dict[str, str] | None:
