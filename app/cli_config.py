@@ -31,6 +31,7 @@ from lanes_tui.engine import (
     describe_heavy_slots,
     describe_watch_limit,
     detect_containment,
+    gate_runner_problems,
     gemini_setup_problems,
     git_watch_warnings,
     governor_summary,
@@ -184,6 +185,7 @@ def doctor_report(repo: Path) -> dict[str, Any]:
     report["env"] = {"base": base, "extra": extra, "allows": allows}
     report["inotify"] = describe_watch_limit()  # the lanes' file watcher shares this per-user limit
     report["gates"] = describe_gates(repo, config.gates)  # the venv and each step, detected or configured
+    problems.extend(f"gates: {line}" for line in gate_runner_problems(repo, config.gates))  # pytest missing, …
     report["runner"] = runner_report(repo, config)
     if report["runner"]["problem"] is not None:
         problems.append(f"runner: {report['runner']['problem']}")

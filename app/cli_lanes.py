@@ -26,6 +26,7 @@ from lanes_tui.engine import (
     check_prompt,
     describe_limit,
     find_repo_root,
+    gate_runner_problems,
     git_watch_warnings,
     install_pre_push,
     lane_settled,
@@ -151,6 +152,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         prompt = check_prompt(args.prompt, "--prompt")
     _check_state_writable(StatePaths(repo))
+    if config.runner.kind == "local":  # a warning, not a refusal: a `[lanes] setup` step may make the venv
+        for line in gate_runner_problems(repo, config.gates):
+            print(f"lanes-tui: WARNING: gates: {line}", file=sys.stderr)
     if args.best_of is not None or args.providers is not None:
         return _run_best_of(args, repo, config, prompt)
     request = LaunchRequest(prompt=prompt, task_type=args.task_type, lane=args.lane, slug=args.slug,

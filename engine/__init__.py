@@ -83,6 +83,7 @@ _EXPORTS: dict[str, str] = {
     "lane_gate_report": "decisions.check", "GateReport": "decisions.gate_log", "GateStepView": "decisions.gate_log",
     "duration_text": "decisions.gate_log", "gate_files_line": "decisions.gate_log",
     "describe_gates": "decisions.gate_plan",
+    "gate_runner_problems": "decisions.gate_plan:runner_problems",
     "review_by_lead": "decisions.review_run", "verify_lane": "decisions.verify",
     "describe_review": "decisions.review_prompt", "describe_verification": "decisions.review_prompt",
     "review_detail": "decisions.review_prompt", "verification": "decisions.review_prompt",
@@ -158,6 +159,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.decisions.finish import FinishReport, finish
     from lanes_tui.engine.decisions.gate_log import GateReport, GateStepView, duration_text, gate_files_line
     from lanes_tui.engine.decisions.gate_plan import describe_gates
+    from lanes_tui.engine.decisions.gate_plan import runner_problems as gate_runner_problems
     from lanes_tui.engine.decisions.lane_diff import lane_diff
     from lanes_tui.engine.decisions.pr_checks import ChecksOutcome, PullRequest, find_pr, follow_checks
     from lanes_tui.engine.decisions.queue import QueuePlan, QueueReport, plan_queue, run_queue
@@ -259,8 +261,9 @@ __all__ = [  # the door's names, sorted; the same as `_EXPORTS` and the TYPE_CHE
     "Turn", "abandon_lane", "accept_git_config", "amend_plan", "build_demo", "cancel_plan", "check_capped",
     "check_gh", "check_lane", "check_prompt", "check_report", "confined", "confirm_git_watch", "conversation",
     "describe_confinement", "describe_gates", "describe_heavy_slots", "describe_limit", "describe_review",
-    "describe_verification", "describe_watch_limit", "detect_containment", "duration_text", "find_pr", "find_repo_root",
-    "finish", "follow_checks", "gate_files_line", "gemini_setup_problems", "git_watch_warnings", "governor_summary",
+    "describe_verification", "describe_watch_limit", "detect_containment", "duration_text", "find_pr",
+    "find_repo_root", "finish", "follow_checks", "gate_files_line", "gate_runner_problems", "gemini_setup_problems",
+    "git_watch_warnings", "governor_summary",
     "group_members",
     "inspect_lane", "install_pre_push", "is_gemini", "lane_caps", "lane_diff", "lane_gate_report", "lane_hands",
     "lane_settled", "lane_statuses", "lanes_needing_lead", "launch_group", "launch_lane", "launch_plan",

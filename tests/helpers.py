@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -23,11 +24,24 @@ BADCFG = ("[providers.badcfg]\n"
           "prompt = \"arg\"\nconfig_patterns = [\"SIM-CONFIG-ERROR\"]\n")
 
 
+#: The suite's own virtualenv (None when the suite runs on a plain interpreter). Gates that say `{python}`
+#: run on the project's interpreter, never lanes-tui's (docs/gates.md), and the suite's repositories have
+#: no venv of their own: `write_config` names this one as `[gates] venv`, so those gates run on an
+#: interpreter that has pytest because the test says so, not because lanes-tui happens to.
+SUITE_VENV: str | None = (sys.prefix if sys.prefix != sys.base_prefix and Path(sys.prefix, "bin", "python").exists()
+                          else None)
+
+
 def write_config(repo: Path, *, idle_timeout_s: float = 30, sample_s: float = 0.2, max_parallel: int = 6,
                  chains: str = 'backend = ["sim"]', extra: str = "", sim_max: int = 20,
                  gates: str = "commands = []", lanes_extra: str = "", timeout_s: float = 600,
-                 allow_uncontained: bool = False) -> Path:
-    """The suite's config; `allow_uncontained` for the tests that run lanes without the kernel's fence."""
+                 allow_uncontained: bool = False, gates_venv: str | None = SUITE_VENV) -> Path:
+    """The suite's config; `allow_uncontained` for the tests that run lanes without the kernel's fence.
+
+    `gates_venv`: the `[gates] venv` written when the gates say `{python}` and name no venv themselves
+    (None: none, so the gates find the project's interpreter as a lead's would)."""
+    if gates_venv and "{python}" in gates and not re.search(r"^venv\s*=", gates, re.MULTILINE):
+        gates = f"venv = {json.dumps(gates_venv)}\n{gates}"
     root = repo.parent / "worktrees"
     if allow_uncontained:
         lanes_extra = f"allow_uncontained = true\n{lanes_extra}"

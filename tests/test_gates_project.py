@@ -19,7 +19,7 @@ from lanes_tui.engine.decisions.gate_log import gate_report
 from lanes_tui.engine.decisions.gate_plan import detect_commands, plan_gates, step_name, timeout_variable
 from lanes_tui.engine.decisions.gates import run_gates
 from tests.conftest import git
-from tests.helpers import cli, run_lane, status, wait_state, write_config
+from tests.helpers import SUITE_VENV, cli, run_lane, status, wait_state, write_config
 
 
 def _site(venv: Path) -> Path:
@@ -39,7 +39,7 @@ def test_gate_runs_in_the_projects_venv(repo: Path) -> None:
     git(repo, "add", ".gitignore")
     git(repo, "commit", "-q", "-m", "ignore the venv")
     gate = "{python} -c 'import os, only_here; assert os.environ[\"VIRTUAL_ENV\"]; print(only_here.VALUE)'"
-    write_config(repo, gates=f"commands = [{json.dumps(gate)}]")
+    write_config(repo, gates=f"commands = [{json.dumps(gate)}]", gates_venv=None)  # the repository's .venv
     lane = run_lane(repo, "write done.txt yes", lane_id="venv")
     wait_state(repo, lane)
     assert status(repo, lane)["state"] == "ready", status(repo, lane)
@@ -63,7 +63,9 @@ def test_detection_picks_pytest_npm_and_the_rest(tmp_path: Path) -> None:
     plain = tmp_path / "plain"
     plain.mkdir()
     (plain / "setup.py").write_text("")
-    assert detect_commands(plain, tmp_path / "no-venv") == ["{python} -m unittest -q"]
+    assert detect_commands(plain) == []  # no test files: unittest would run nothing
+    (plain / "test_plain.py").write_text("import unittest\n\nclass T(unittest.TestCase):\n    def test_x(self): pass\n")
+    assert detect_commands(plain) == ["{python} -m unittest -q"]
     node = tmp_path / "node"
     node.mkdir()
     (node / "package.json").write_text(json.dumps({"scripts": {"test": "jest"}}))
@@ -88,7 +90,7 @@ def test_detection_picks_pytest_npm_and_the_rest(tmp_path: Path) -> None:
 def test_named_steps_timeouts_env_and_warnings(tmp_path: Path) -> None:
     gates = GatesConfig(commands=("ruff check .",),
                         steps=(GateStep("unit-tests", "{python} -m pytest", 60, ("API_URL",)),
-                               GateStep("lint", "true", None, ("MISSING_ONE",))))
+                               GateStep("lint", "true", None, ("MISSING_ONE",))), venv=SUITE_VENV)
     environ = {"API_URL": "http://x", "SECRET_TOKEN": "no", "LANES_GATE_TIMEOUT_UNIT_TESTS": "90"}
     steps, warnings = plan_gates(tmp_path, tmp_path, gates, environ)
     assert [s.name for s in steps] == ["ruff", "unit-tests", "lint"]
@@ -114,7 +116,8 @@ def test_hanging_pytest_step_times_out_with_a_stack(tmp_path: Path) -> None:
     project = tmp_path / "hang"
     (project / "tests").mkdir(parents=True)
     (project / "tests" / "test_hang.py").write_text("import time\n\ndef test_hangs():\n    time.sleep(120)\n")
-    gates = GatesConfig(steps=(GateStep("pytest", "{python} -m pytest -q -p no:cacheprovider tests", 8),))
+    gates = GatesConfig(steps=(GateStep("pytest", "{python} -m pytest -q -p no:cacheprovider tests", 8),),
+                        venv=SUITE_VENV)
     steps, _ = plan_gates(project, project, gates)
     lane_dir = tmp_path / "lane"
     lane_dir.mkdir()

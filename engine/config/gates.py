@@ -20,8 +20,8 @@ from lanes_tui.engine.config.review import ReviewChecks
 __all__ = ["GateStep", "GatesChecks", "GatesConfig", "parse_gates"]
 
 _GATES_KEYS = ("commands", "timeout_s", "slots", "slot_wait_s", "env", "steps", "venv", "shared_venvs", "writable",
-               "max_load")
-_STEP_KEYS = ("command", "timeout_s", "env")
+               "max_load", "allow_no_tests")
+_STEP_KEYS = ("command", "timeout_s", "env", "allow_no_tests")
 _STEP_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 
 
@@ -35,6 +35,8 @@ class GateStep:
     timeout_s: float | None = None
     #: Variables this step gets from the lead's environment besides `[gates] env`: names or `PREFIX_*`.
     env: tuple[str, ...] = ()
+    #: A run of no tests passes this step; None: `[gates] allow_no_tests` (`decisions.no_tests`).
+    allow_no_tests: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class GatesConfig:
     #: wait for the load; None: `core.waits.default_load_limit` (twice the cores, at least 4).
     #: `LANES_HEAVY_LOAD` in the environment overrides it (`lanes.heavy.load_limit`).
     max_load: float | None = None
+    #: A step that ran no tests passes (every step that does not say otherwise); False: it fails.
+    allow_no_tests: bool = False
 
     @property
     def detect(self) -> bool:
@@ -98,6 +102,8 @@ def parse_gates(checks: GatesChecks, raw: dict[str, Any]) -> GatesConfig:
             command=checks.string(f"{key}.command", table["command"]),
             timeout_s=None if timeout is None else checks.number(f"{key}.timeout_s", timeout, positive=True),
             env=checks.env_patterns(f"{key}.env", table.get("env", [])),
+            allow_no_tests=_flag(checks, f"{key}.allow_no_tests", table["allow_no_tests"])
+            if "allow_no_tests" in table else None,
         ))
     venv = raw.get("venv")
     return GatesConfig(
@@ -111,6 +117,7 @@ def parse_gates(checks: GatesChecks, raw: dict[str, Any]) -> GatesConfig:
         venv=None if venv is None else checks.string("gates.venv", venv),
         shared_venvs=checks.strings("gates.shared_venvs", raw.get("shared_venvs", [])),
         max_load=_max_load(checks, raw["max_load"]) if "max_load" in raw else None,
+        allow_no_tests=_flag(checks, "gates.allow_no_tests", raw.get("allow_no_tests", False)),
     )
 
 
@@ -123,3 +130,10 @@ def _max_load(checks: GatesChecks, value: object) -> float:
         checks.fail("gates.max_load", f"must be a load figure from 0 up, got {value!r}",
                     "write e.g. max_load = 4, twice the cores is the default (0 = never wait for the load)")
     return float(value)
+
+
+def _flag(checks: GatesChecks, key: str, value: object) -> bool:
+    """`allow_no_tests = true`: a TOML boolean, never the string "true" (which would read as a yes to anything)."""
+    if not isinstance(value, bool):
+        checks.fail(key, f"must be true or false, got {value!r}", f"write {key.rsplit('.', 1)[-1]} = true (no quotes)")
+    return value

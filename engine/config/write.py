@@ -70,6 +70,7 @@ def default_config_text(repo: Path) -> str:
     table = tomlkit.table()
     table.add(tomlkit.comment('commands = ["{python} -m pytest -q"]  # unset: detected (pytest, npm test, go test, '
                               'cargo test, make test); [] = no gates; docs/gates.md'))
+    table.add(tomlkit.comment("allow_no_tests = true  # a step that ran no tests passes (default: it fails)"))
     _add(table, "timeout_s", int(gates.timeout_s), "per command, seconds")
     _add(table, "slots", gates.slots, "heavy-run slots: gate runs at once on this machine")
     _add(table, "slot_wait_s", int(gates.slot_wait_s), "how long a gate run waits for a free slot, seconds")

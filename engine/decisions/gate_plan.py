@@ -1,10 +1,11 @@
 """The gates a lane actually runs: its steps with placeholders filled, in the project's environment.
 
 A gate must test the lane's code the way the project tests itself, so `{python}` is the project's
-virtualenv (`[gates] venv`, else the worktree's or the repository's `.venv`) with its `bin/` first on
-PATH and `VIRTUAL_ENV` set; lanes-tui's own interpreter is the fallback only when there is none.
-Without a `commands` key the command is detected from the worktree's files (no subprocess, no
-network), so `doctor`, the accept modal and the gates agree on what runs.
+interpreter (`gate_python.project_python`: `[gates] venv`, the worktree's or the repository's `.venv`,
+else the first `python3` on PATH that is not lanes-tui's own), with a venv's `bin/` first on PATH and
+`VIRTUAL_ENV` set; never lanes-tui's own virtualenv. Without a `commands` key the command is detected
+from the worktree's files (`gate_detect`: no subprocess, no network), so `doctor`, the accept modal and
+the gates agree on what runs.
 
 Named variables come from the lead's environment; one that is unset is a warning, never an error,
 and nothing that is not named reaches a gate (the rest of the environment is `lanes.env`'s allow-list).
@@ -12,20 +13,20 @@ and nothing that is not named reaches a gate (the rest of the environment is `la
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 import shlex
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from lanes_tui.engine.config.gates import GatesConfig
+from lanes_tui.engine.decisions.gate_detect import pytest_mark, python_test_files
+from lanes_tui.engine.decisions.gate_python import ProjectPython, project_python, project_venv, pytest_problem
 
 __all__ = ["PlannedGate", "describe_gates", "detect_commands", "gate_environment", "plan_gates", "project_venv",
-           "step_name", "timeout_variable"]
+           "runner_problems", "step_name", "timeout_variable"]
 
 #: A pytest step's faulthandler fires this long before the step's limit, so a hang leaves a stack.
 FAULTHANDLER_MARGIN_S = 30
@@ -43,8 +44,10 @@ class PlannedGate:
     timeout_s: float
     #: Variables named for this step (on top of `[gates] env`), resolved from the lead's environment.
     env: Mapping[str, str] = field(default_factory=dict)
-    #: Why argv could not be built (an unbalanced quote): the step then fails with this reason.
+    #: Why argv could not be built (an unbalanced quote, no project interpreter): the step then fails so.
     problem: str = ""
+    #: A run of no tests passes (`allow_no_tests`): otherwise it fails (`decisions.no_tests`).
+    allow_no_tests: bool = False
 
     @property
     def shown(self) -> str:
@@ -59,19 +62,6 @@ class PlannedGate:
 def is_pytest(argv: tuple[str, ...] | list[str]) -> bool:
     """True for `pytest …`, `python -m pytest …` and `…/bin/pytest`."""
     return any(Path(part).name in ("pytest", "py.test") for part in argv[:3])
-
-
-def project_venv(repo: Path, gates: GatesConfig, worktree: Path | None = None) -> Path | None:
-    """`[gates] venv`, else the worktree's `.venv` (a setup step may make one), else the repository's."""
-    if gates.venv:
-        candidates = [Path(os.path.expanduser(gates.venv))]
-        candidates = [c if c.is_absolute() else repo / c for c in candidates]
-    else:
-        candidates = [p / ".venv" for p in (worktree, repo) if p is not None]
-    for venv in candidates:
-        if (venv / "bin" / "python").exists():
-            return venv.absolute()
-    return None
 
 
 def step_name(command: str) -> str:
@@ -98,28 +88,13 @@ def faulthandler_timeout(timeout_s: float) -> float:
     return round(max(timeout_s - FAULTHANDLER_MARGIN_S, timeout_s / 2), 1)
 
 
-def _has_pytest(venv: Path | None) -> bool:
-    if venv is None:
-        return importlib.util.find_spec("pytest") is not None
-    return any(any(site.glob(pattern)) for site in venv.glob("lib/python*/site-packages")
-               for pattern in ("pytest", "pytest-*.dist-info"))
-
-
-def _python_commands(folder: Path, venv: Path | None) -> list[str]:
-    pyproject = folder / "pyproject.toml"
-    text = ""
-    if pyproject.is_file():
-        try:
-            text = pyproject.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            text = ""
-    tests = folder / "tests"
-    has_tests = tests.is_dir() and any(tests.glob("test_*.py"))
-    if "[tool.pytest" in text or (folder / "pytest.ini").is_file() or (has_tests and _has_pytest(venv)):
+def _python_commands(folder: Path) -> list[str]:
+    """pytest when anything in the project says so (`gate_detect.pytest_mark`), installed or not; else
+    unittest when there are Python test files; else nothing (a Python project without tests has no
+    test command to run, and `unittest` would run 0 tests)."""
+    if pytest_mark(folder):
         return ["{python} -m pytest -q"]
-    python = (pyproject.is_file() or (folder / "setup.py").is_file() or (folder / "setup.cfg").is_file()
-              or has_tests or any(folder.glob("test_*.py")))
-    return ["{python} -m unittest -q"] if python else []
+    return ["{python} -m unittest -q"] if next(python_test_files(folder), None) is not None else []
 
 
 def _npm_test(folder: Path) -> bool:
@@ -142,10 +117,10 @@ def _make_test(folder: Path) -> bool:
     return False
 
 
-def detect_commands(folder: Path, venv: Path | None = None) -> list[str]:
+def detect_commands(folder: Path) -> list[str]:
     """The test commands a project of this shape runs: one per ecosystem found, `make test` as the
     fallback when none is (a Makefile often wraps the others, which would then run twice)."""
-    commands = _python_commands(folder, venv)
+    commands = _python_commands(folder)
     if _npm_test(folder):
         commands.append("npm test")
     if (folder / "go.mod").is_file():
@@ -174,11 +149,11 @@ def plan_gates(repo: Path, worktree: Path, gates: GatesConfig, environ: Mapping[
                ) -> tuple[list[PlannedGate], list[str]]:
     """(the steps to run in order, warnings): `commands` then `[gates.steps]`, or the detected commands."""
     environ = os.environ if environ is None else environ
-    venv = project_venv(repo, gates, worktree)
+    python = project_python(repo, gates, worktree, environ)
     warnings: list[str] = []
     _resolve(tuple(p for p in gates.env if not p.endswith("*")), environ, warnings, "[gates] env")
-    configured: list[tuple[str, str, float | None, tuple[str, ...]]] = []
-    commands = detect_commands(worktree, venv) if gates.detect else list(gates.commands or ())
+    configured: list[tuple[str, str, float | None, tuple[str, ...], bool | None]] = []
+    commands = detect_commands(worktree) if gates.detect else list(gates.commands or ())
     taken: set[str] = {step.name for step in gates.steps}
     for command in commands:
         name = base = step_name(command)
@@ -186,11 +161,11 @@ def plan_gates(repo: Path, worktree: Path, gates: GatesConfig, environ: Mapping[
         while name in taken:
             name, counter = f"{base}-{counter}", counter + 1
         taken.add(name)
-        configured.append((name, command, None, ()))
-    configured += [(s.name, s.command, s.timeout_s, s.env) for s in gates.steps]
-    python = str(venv / "bin" / "python") if venv else sys.executable
+        configured.append((name, command, None, (), None))
+    configured += [(s.name, s.command, s.timeout_s, s.env, s.allow_no_tests) for s in gates.steps]
     planned: list[PlannedGate] = []
-    for name, command, own_timeout, env_names in configured:
+    for name, command, own_timeout, env_names, own_allow in configured:
+        allow = gates.allow_no_tests if own_allow is None else own_allow
         timeout = own_timeout or gates.timeout_s
         variable = timeout_variable(name)
         if variable in environ:
@@ -204,13 +179,18 @@ def plan_gates(repo: Path, worktree: Path, gates: GatesConfig, environ: Mapping[
                 timeout = own_timeout or gates.timeout_s
         env = _resolve(env_names, environ, warnings, f"step {name}")
         try:
-            argv = [python if part == "{python}" else part for part in shlex.split(command)]
+            words = shlex.split(command)
         except ValueError as exc:
-            planned.append(PlannedGate(name, command, (), timeout, env, f"cannot parse the gate command: {exc}"))
+            planned.append(PlannedGate(name, command, (), timeout, env, f"cannot parse the gate command: {exc}", allow))
             continue
+        if "{python}" in words and python.path is None:  # never lanes-tui's own interpreter instead
+            planned.append(PlannedGate(name, command, (), timeout, env, python.problem, allow))
+            continue
+        argv = [python.path if part == "{python}" and python.path else part for part in words]
         if is_pytest(argv) and not any("faulthandler_timeout" in part for part in argv):
             argv += ["-o", f"faulthandler_timeout={faulthandler_timeout(timeout):g}"]
-        planned.append(PlannedGate(name, command, tuple(argv), timeout, env, "" if argv else "empty gate command"))
+        planned.append(PlannedGate(name, command, tuple(argv), timeout, env, "" if argv else "empty gate command",
+                                   allow))
     return planned, warnings
 
 
@@ -229,12 +209,36 @@ def gate_environment(env: Mapping[str, str], venv: Path | None) -> dict[str, str
 def describe_gates(repo: Path, gates: GatesConfig, worktree: Path | None = None) -> list[str]:
     """The effective gates as lines for `doctor` and the accept modal: the venv, then each step."""
     where = worktree or repo
-    venv = project_venv(repo, gates, worktree)
+    python = project_python(repo, gates, worktree)
     steps, warnings = plan_gates(repo, where, gates)
-    lines = [f"venv: {venv}" if venv else f"venv: none (gates run on {sys.executable})"]
+    lines = [_describe_python(python)]
     how = "detected" if gates.detect else "configured"
     if not steps:
         lines.append("no gates configured" if not gates.detect else "no test command detected: no gates")
     lines += [f"{s.name} ({how if s.name not in {g.name for g in gates.steps} else 'step'}): {s.shown} "
               f"(limit {s.timeout_s:g}s)" for s in steps]
     return lines + [f"warning: {w}" for w in warnings]
+
+
+def _describe_python(python: ProjectPython) -> str:
+    """`venv: /repo/.venv`, or `venv: none; python: /usr/bin/python3 (the first python3 on PATH)`."""
+    if python.venv is not None:
+        return f"venv: {python.venv}"
+    if python.path is not None:
+        return f"venv: none; python: {python.path} ({python.source})"
+    return f"venv: none; {python.problem}"
+
+
+def runner_problems(repo: Path, gates: GatesConfig, worktree: Path | None = None,
+                    environ: Mapping[str, str] | None = None) -> list[str]:
+    """For `doctor` and `run` only (it may start the interpreter once): a step that cannot run as the
+    project needs — no project interpreter, or pytest missing for it — each with its fix."""
+    environ = os.environ if environ is None else environ
+    python = project_python(repo, gates, worktree, environ)
+    steps, _ = plan_gates(repo, worktree or repo, gates, environ)
+    problems: list[str] = []
+    for step in steps:
+        problem = step.problem if not step.argv else pytest_problem(python, step.argv, environ)
+        if problem and f"{step.name}: {problem}" not in problems:
+            problems.append(f"{step.name}: {problem}")
+    return problems

@@ -37,6 +37,7 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.waits import OnWait, Wait, holders_text, load_text, span
 from lanes_tui.engine.decisions.gate_log import Progress, StepLog, duration_text, gate_log_path, progress_line
 from lanes_tui.engine.decisions.gate_plan import PlannedGate, gate_environment, plan_gates, project_venv
+from lanes_tui.engine.decisions.no_tests import NOTE_ALLOWED, NOTE_FAILED, recognise
 from lanes_tui.engine.lanes.heavy import HEAVY_SLOT_ENV
 from lanes_tui.engine.lanes.heavy import limit_of as heavy_limit_of
 from lanes_tui.engine.procs.gate_scope import GateScope
@@ -53,7 +54,6 @@ from lanes_tui.engine.state.paths import heavy_slot_dir
 log = logging.getLogger(__name__)
 
 TAIL_BYTES = 4000
-PYTEST_NO_TESTS = 5
 #: In the lane's folder while its gates run: their commands and the running gate's process. A check
 #: killed with -9 leaves it behind, and reconcile stops what it names (`stop_leftover_gates`).
 RUNNING_FILE = "gates-running.json"
@@ -82,11 +82,16 @@ class GateResult:
     #: What the gates waited for before they ran (`waited 42s for the machine: load 5.1 > 4.0`): on the
     #: first step only, since the wait was the whole run's; `check --log` and the Gates tab show it.
     waits: tuple[str, ...] = ()
+    #: Why the step ran no tests (`pytest exit 5`: `decisions.no_tests`); '' when it ran some.
+    no_tests: str = ""
 
     @property
     def label(self) -> str:
-        """`pytest (/repo/.venv/bin/python -m pytest -q)`: what the why column and `check` name."""
+        """`pytest (/repo/.venv/bin/python -m pytest -q)`, or `pytest (no tests ran)`: what the why column
+        and `check` name."""
         name = self.name or self.command
+        if self.no_tests and not self.passed:
+            return f"{name} (no tests ran)"
         ran = self.shown or self.command
         return name if ran == name else f"{name} ({ran})"
 
@@ -114,10 +119,10 @@ def gate_argv(command: str, python: str | None = None) -> list[str]:
     return [(python or sys.executable) if part == "{python}" else part for part in argv]
 
 
-def passes(command: list[str], exit_code: int | None) -> bool:
-    if exit_code == 0:
-        return True
-    return exit_code == PYTEST_NO_TESTS and any("pytest" in part for part in command)
+def passes(exit_code: int | None, no_tests: str, *, allow_no_tests: bool = False) -> bool:
+    """Exit 0 and some tests ran; a run of no tests (`no_tests`: its reason from `decisions.no_tests`,
+    whatever the exit code that runner gives it) only when the step allows it."""
+    return allow_no_tests if no_tests else exit_code == 0
 
 
 async def run_gates(worktree: Path, gates: GatesConfig, *, env: Mapping[str, str], holder: dict[str, Any],
@@ -288,10 +293,10 @@ async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock
     scope = run.scope or GateScope.create(None, None)
     swept = None
 
-    def result(status: str, code: int | None, text: str, log: str = "") -> GateResult:
+    def result(status: str, code: int | None, text: str, log: str = "", empty: str = "") -> GateResult:
         return GateResult(command, status, code, text, round(time.monotonic() - started, 3), started_wall,
                           step.name, step.shown, timeout_s, log, scope.mechanism,
-                          tuple(swept.pids) if swept is not None else ())
+                          tuple(swept.pids) if swept is not None else (), no_tests=empty)
 
     if step.problem or not argv:
         return result("failed", None, step.problem or "empty gate command")
@@ -318,6 +323,7 @@ async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock
             scope.sweep(handle.pgid)
             raise
     tail = bytearray()
+    seen = [0]  # bytes read in all: the tail holds the whole output while it equals len(tail)
 
     async def collect(stream: asyncio.StreamReader | None) -> None:
         if stream is None:
@@ -326,6 +332,7 @@ async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock
             if kept is not None:
                 with contextlib.suppress(OSError):
                     kept.write(chunk)
+            seen[0] += len(chunk)
             tail.extend(chunk)
             if len(tail) > 4 * TAIL_BYTES:
                 del tail[: len(tail) - TAIL_BYTES]
@@ -349,8 +356,14 @@ async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock
     swept = await asyncio.to_thread(scope.sweep, handle.pgid)
     await asyncio.wait_for(readers, 10.0)
     text = bytes(tail[-TAIL_BYTES:]).decode("utf-8", errors="replace")
-    if status != "timeout":
-        status = "passed" if passes(argv, code) else "failed"
+    empty = note = ""
+    if status != "timeout":  # a run of no tests is no pass unless the step says it may be
+        whole = bytes(tail).decode("utf-8", errors="replace")
+        empty = recognise(argv, code, whole, complete=seen[0] == len(tail)) or ""
+        status = "passed" if passes(code, empty, allow_no_tests=step.allow_no_tests) else "failed"
+        if empty:
+            note = (NOTE_ALLOWED if status == "passed" else NOTE_FAILED).format(reason=empty)
+            text += "\n" + note
     else:
         text += f"\n[lanes-tui: gate timed out after {timeout_s:g}s and was stopped]"
     log.info("gate %r in %s: %s (exit %s)", command, worktree, status, code)
@@ -358,11 +371,13 @@ async def run_step(worktree: Path, step: PlannedGate, *, run: _Run, clock: Clock
     took = duration_text(time.monotonic() - started)
     ending = f"timed out after {took}" if status == "timeout" else f"done in {took} (exit {exit_code})"
     ending += f"; {swept.describe()}"
+    if empty and status == "failed":
+        ending += "; no tests ran"
     if kept is not None:
         with contextlib.suppress(OSError):
-            kept.close(f"[lanes-tui: {step.name} {ending}]")
+            kept.close(f"[lanes-tui: {step.name} {ending}]" + (f"\n{note}" if note else ""))
     _say(run, step.name, ending, status=status, exit=exit_code, duration_s=round(time.monotonic() - started, 3))
-    return result(status, exit_code, text, str(kept.path) if kept is not None else "")
+    return result(status, exit_code, text, str(kept.path) if kept is not None else "", empty)
 
 
 def _say(run: _Run, name: str, what: str, **fields: object) -> None:

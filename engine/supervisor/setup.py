@@ -39,7 +39,8 @@ STOP = StopDeadlines(steps=("sigterm", "sigkill"), sigterm=5.0, sigkill=5.0)
 
 
 def setup_argv(command: str) -> list[str]:
-    """The argv of a setup step; `{python}` is the interpreter lanes-tui runs on, as in gates."""
+    """The argv of a setup step; `{python}` is the interpreter lanes-tui runs on (a setup step may make the
+    project's venv with it; gates then run on that venv: `decisions.gate_python`)."""
     return [sys.executable if part == "{python}" else part for part in shlex.split(command)]
 
 
