@@ -24,6 +24,7 @@ from lanes_tui.engine.lanes.preamble import PREAMBLE, agent_prompt, limits_line
 from lanes_tui.engine.sim.script import parse_script
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
+from tests.conftest import git
 from tests.helpers import cli, output, run_lane, status, wait_state, write_config
 
 #: A provider that prints its whole stdin (what the agent was handed) and changes nothing: NO-CHANGES.
@@ -157,6 +158,25 @@ def test_note_and_note_file_reach_the_next_attempts_prompt(repo: Path) -> None:
     events = [json.loads(line) for line in (lane_dir(repo, second) / "events.jsonl").read_text().splitlines()]
     cut = next(e for e in events if e.get("type") == "relaunched")
     assert cut["next"] == third and cut["note_cut"] is True and len(cut["note"]) == 2000
+
+
+def test_an_accepted_lane_is_relaunched_as_a_follow_up_with_the_ci_findings(repo: Path) -> None:
+    """What `lanes-tui ci` prints after a failed check: `recover ACCEPTED --relaunch --note-file F`."""
+    git(repo, "checkout", "-q", "-b", "programme")
+    write_config(repo)
+    first = run_lane(repo, "write fix.txt fixed\n", lane_id="shipped")
+    wait_state(repo, first)
+    cli(repo, "accept", first, check=True)
+    target = status(repo, first)["target_branch"]
+    findings = repo.parent / "PR-7.md"
+    findings.write_text("CI / test failed:\nAssertionError: fix.txt is not checked by a test\n", encoding="utf-8")
+    assert "nothing to recover" in refused(repo, "recover", first, "--recheck")  # only a relaunch follows up
+    second = relaunched(repo, first, "--note-file", str(findings))
+    record = lane_json(repo, second)
+    assert second == "shipped-a2" and record["lead_note"].startswith("CI / test failed:")
+    assert "> The lead's notes:\n> CI / test failed:\n> AssertionError" in record["prompt"]
+    assert record["base_sha"] == git(repo, "rev-parse", target)  # from the target, which holds the merged work
+    assert status(repo, first)["state"] == "accepted"  # the accepted lane stays what it was
 
 
 def test_a_note_is_prose_to_the_sim(repo: Path) -> None:

@@ -16,6 +16,11 @@ nothing local is stopped or located; `recheck` runs its gates on the node (`Runn
 `relaunch` asks its runner for the next attempt on another node, from the last checkpoint the lost
 node pushed (`RemoteRunner.relaunch`). An `unreachable` lane is not recovered: its node may answer
 again, and a relaunch then would run two agents on one task.
+
+An accepted lane is not recovered, but it may be relaunched as a follow-up: a CI check of the pull
+request carrying its work failed (`lanes-tui ci` writes the failed logs as findings and prints
+`recover ID --relaunch --note-file F`). The next attempt starts from the target, which holds the
+merged work, in a fresh session (the accepted lane's worktree is gone).
 """
 
 from __future__ import annotations
@@ -123,17 +128,18 @@ class Findings:
 
 
 async def inspect_lane(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None,
-                       stop_leftovers: bool = True) -> Findings:
+                       stop_leftovers: bool = True, follow_up: bool = False) -> Findings:
     """Reconcile and collect the findings; refuses lanes that need no recovery or still run.
 
     With `stop_leftovers` (the command line, and every choice) processes still carrying the lane's
     environment are stopped first; the dashboard looks without stopping, then stops on the choice.
     """
     with lane_operation(StatePaths(repo), lane_id, "recover"):
-        return await _inspect(repo, config, lane_id, clock, stop_leftovers)
+        return await _inspect(repo, config, lane_id, clock, stop_leftovers, follow_up)
 
 
-async def _inspect(repo: Path, config: Config, lane_id: str, clock: Clock | None, stop_leftovers: bool) -> Findings:
+async def _inspect(repo: Path, config: Config, lane_id: str, clock: Clock | None, stop_leftovers: bool,
+                   follow_up: bool = False) -> Findings:
     store = LaneStore(StatePaths(repo), clock)
     record = store.read(lane_id)
     if supervisor_alive(repo, lane_id):
@@ -149,7 +155,10 @@ async def _inspect(repo: Path, config: Config, lane_id: str, clock: Clock | None
     packet = read_packet(store.lane_paths(lane_id)) or {}
     hook = packet.get("hook_failure")  # a ready lane whose accept a commit hook refused (`commit_hooks`)
     hook = hook if record.state == "ready" and isinstance(hook, dict) and isinstance(hook.get("command"), str) else None
-    if record.state not in RECOVERABLE and hook is None:
+    # An accepted lane is relaunched only as a follow-up (`relaunch`): its work is merged, and a failed CI
+    # check of the pull request carrying it (`lanes-tui ci`) is findings for a next attempt from the target.
+    follow = follow_up and record.state == "accepted"
+    if record.state not in RECOVERABLE and hook is None and not follow:
         raise LanesError(f"lane {lane_id} is {record.state}; there is nothing to recover")
     if stop_leftovers and local:  # a remote lane has no process on this machine
         stopped = await stop_lane(repo, lane_id)
@@ -262,7 +271,7 @@ async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | N
         raise LanesError(f"lane {lane_id} ran on a cluster node: its relaunch cannot carry a note yet",
                          f"relaunch it without one (`lanes-tui recover {lane_id} --relaunch`), or start a new "
                          "lane with your notes in its prompt")
-    findings = await inspect_lane(repo, config, lane_id, clock=clock)
+    findings = await inspect_lane(repo, config, lane_id, clock=clock, follow_up=True)
     if findings.relaunch_refused:
         raise LanesError(*findings.relaunch_refused)
     old = store.read(lane_id)
@@ -275,7 +284,8 @@ async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | N
                             caps=dict(old.caps), scope=tuple(old.scope), plan=old.plan, ticket=old.ticket,
                             target=old.target_branch, model=old.model, tier=old.tier,
                             group=old.group,  # a best-of member's next attempt stays in its group
-                            lead_note=note, **resume_fields(old, fresh=fresh))
+                            lead_note=note,  # an accepted lane's worktree is gone: its session is not resumed
+                            **resume_fields(old, fresh=fresh or old.state == "accepted"))
     new = launch_lane(repo, config, request, clock=clock)
     old = store.read(lane_id)
     old.superseded_by = new.id
