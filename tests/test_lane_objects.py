@@ -47,6 +47,11 @@ def _admin(repo: Path, lane: str) -> Path:
     return repo / ".git" / "worktrees" / lane
 
 
+def _loose(repo: Path) -> set[str]:
+    """The ids of the shared store's loose objects."""
+    return {p.parent.name + p.name for p in (repo / ".git" / "objects").glob("??/*") if p.is_file()}
+
+
 def _fsck(repo: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     return subprocess.run(["git", "fsck", "--connectivity-only", "--no-progress"], cwd=repo, env=env,
@@ -78,7 +83,7 @@ def _staged_lane(repo: Path, tmp_path: Path, slug: str) -> tuple[str, dict[str, 
 
 
 def test_the_agent_stages_into_its_own_store_and_accept_commits_the_files(repo: Path, tmp_path: Path) -> None:
-    objects_before = sorted(p.name for p in (repo / ".git" / "objects").rglob("*") if p.is_file())
+    objects_before = _loose(repo)
     lane, results = _staged_lane(repo, tmp_path, "stager")
     for name in ("add new file", "add kept file", "change after staging", "add tracked change", "diff cached",
                  "stash create"):
@@ -88,11 +93,17 @@ def test_the_agent_stages_into_its_own_store_and_accept_commits_the_files(repo: 
     assert results["commit"]["ok"] is False
     for name in ("add without the variables", "hash-object -w without the variables"):
         assert results[name]["ok"] is False and "insufficient permission" in results[name]["detail"], results[name]
-    assert sorted(p.name for p in (repo / ".git" / "objects").rglob("*") if p.is_file()) == objects_before
+    # The shared store gained only what lanes-tui's own check wrote: the frozen work (issue 30), rehashed
+    # from the files. Nothing the agent staged is there unless the freeze wrote the same content.
+    frozen = git(repo, "rev-parse", f"refs/lanes-tui/frozen/{lane}")
+    by_freeze = {line.split()[0] for line in git(repo, "rev-list", "--objects", frozen).splitlines()}
+    added = _loose(repo) - objects_before
+    assert added <= by_freeze, sorted(added - by_freeze)
     private = _admin(repo, lane) / "lane-objects"
     staged, kept = _blob(repo, "hello\n"), _blob(repo, "staged\n")
     assert (private / staged[:2] / staged[2:]).is_file() and (private / kept[:2] / kept[2:]).is_file()
-    assert not _in_shared_store(repo, staged) and not _in_shared_store(repo, kept)
+    assert not _in_shared_store(repo, staged)  # staged, then changed: only the agent's store has it
+    assert kept in by_freeze  # the same content as the file: the freeze hashed it from the worktree
     record = status_record(repo, lane)
     assert record["confinement"]["objects"] == str(private)
 
@@ -141,10 +152,10 @@ def status_record(repo: Path, lane: str) -> dict[str, Any]:
 def _radar_snapshot(repo: Path, lane: str, worktree: Path) -> str:
     """The radar's snapshot of the lane's uncommitted work, made by lanes-tui's own code."""
     from lanes_tui.engine.git.harden import register_lane
-    from lanes_tui.engine.git.radar import _worktree_state, snapshot_commit
+    from lanes_tui.engine.git.radar_snapshot import snapshot_commit, worktree_state
 
     register_lane(repo, lane, worktree)
-    head, dirty = _worktree_state(worktree)
+    head, dirty = worktree_state(worktree)
     assert head is not None and {"new.txt", "kept.txt", "calc.py"} <= set(dirty)
     return snapshot_commit(worktree, head, dirty, lane)
 

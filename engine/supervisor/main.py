@@ -30,12 +30,11 @@ from lanes_tui.engine.core.schema import stamped
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings
 from lanes_tui.engine.lanes.cadence import OutputCadence
-from lanes_tui.engine.lanes.caps import lane_caps, lane_timeouts
+from lanes_tui.engine.lanes.caps import lane_timeouts
 from lanes_tui.engine.lanes.classify import Classification, PatternScanner
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
 from lanes_tui.engine.lanes.guard import RunGuard
 from lanes_tui.engine.lanes.notify import announce
-from lanes_tui.engine.lanes.preamble import agent_prompt, read_rules
 from lanes_tui.engine.lanes.spend import SpendGuard, meter_spend
 from lanes_tui.engine.lanes.watch_skip import lane_tree_watcher
 from lanes_tui.engine.procs.process import ProcessRequest, process_create_time
@@ -46,6 +45,7 @@ from lanes_tui.engine.state.seals import write_sealed
 from lanes_tui.engine.state.store import LaneStore
 from lanes_tui.engine.supervisor import after_run, budget, containment, retry, setup
 from lanes_tui.engine.supervisor.containment import Hold
+from lanes_tui.engine.supervisor.prompt import lane_prompt
 from lanes_tui.engine.supervisor.resume import Resumer
 
 log = logging.getLogger("lanes_tui.supervisor")
@@ -108,7 +108,7 @@ class Supervisor:
             self.worktree = working_tree(locate_lane(self.repo, record.id, record,
                                                      default_root=self.config.lanes.worktree_root))
             # The record keeps the lead's prompt (status, recover read it); the agent gets it wrapped.
-            self.prompt = self._wrapped(record.prompt)
+            self.prompt = lane_prompt(self.repo, self.config.lanes, record, record.prompt)
         except LanesError as exc:
             parallel.release()
             return self._finish(None, "LANE-FAILED", f"not started: {exc}")
@@ -138,13 +138,6 @@ class Supervisor:
         announce(self.store, self.config.notify, self.record)  # ready or rejected, after gates and review
         return 0
 
-    def _wrapped(self, prompt: str) -> str:
-        """`prompt` in the preamble with the rules and the lane's caps in numbers (LanesError: a bad cap)."""
-        record = self.record
-        return agent_prompt(prompt, None if record.raw else read_rules(self.repo), record.raw,
-                            lane_caps(self.config.lanes, record.caps),
-                            lane_timeouts(self.config.lanes, record.caps).timeout_s)
-
     async def _run_chain(self, holder: dict[str, Any]) -> RunOutcome | None:
         """The chain, and again after each parking while the provider's quota resets (`budget`)."""
         outcome = await self._run_providers(holder, first=0)
@@ -158,7 +151,8 @@ class Supervisor:
             if not await budget.park(self.store, self.record, until, stop=self.stop_requested,
                                      lane_dir=self.lane.dir, clock=self.clock, reason=reason):
                 break
-            self.prompt = self._wrapped(self.record.prompt + budget.parked_block(reason, until))
+            self.prompt = lane_prompt(self.repo, self.config.lanes, self.record,
+                                     self.record.prompt + budget.parked_block(reason, until))
             outcome = await self._run_providers(holder, first=len(self.record.providers_tried))
         return outcome
 
@@ -265,6 +259,7 @@ class Supervisor:
                                     functools.partial(self.store.event, record.id))  # ENOSPC said once
         with open(self.lane.output, "ab", opener=private_opener) as output:  # 0600: what the agent printed
             output.write(f"\n=== lanes-tui: {provider.name} ({provider.model}) starting{turn.header} ===\n".encode())
+            output.flush()  # seen now (peek, the Output pane), not with the agent's first chunk of output
             run = AgentRun(
                 request, stdin_data=channel.stdin_payload(turn.prompt),
                 keep_stdin_open=channel.keep_stdin_open, output=output, samples_path=self.lane.samples,
