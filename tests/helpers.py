@@ -119,3 +119,25 @@ def as_user(repo: Path, *args: str, timeout: float = 120) -> subprocess.Complete
         prefix = ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}"]
     return subprocess.run([*prefix, sys.executable, "-m", "lanes_tui.app", *args], cwd=repo, capture_output=True,
                           text=True, timeout=timeout, check=False)
+
+
+def programme_with_origin(repo: Path, tmp_path: Path) -> Path:
+    """`programme` checked out (main is protected from accepts), pushed to a bare `origin` in `tmp_path`
+    with its upstream set, and the config written: what `finish` and `ci` push to and open PRs from."""
+    from tests.conftest import git
+
+    git(repo, "checkout", "-q", "-b", "programme")
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(repo, "remote", "add", "origin", str(remote))
+    git(repo, "push", "-q", "-u", "origin", "programme")
+    write_config(repo)
+    return repo
+
+
+def ready_lane(repo: Path, script: str, lane_id: str) -> str:
+    """A sim lane run to its end, which must be `ready` (its gates passed); its id."""
+    lane = run_lane(repo, script, lane_id=lane_id)
+    wait_state(repo, lane)
+    assert status(repo, lane)["state"] == "ready", status(repo, lane)
+    return lane

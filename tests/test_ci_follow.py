@@ -21,7 +21,7 @@ from lanes_tui.app.cli import main
 from lanes_tui.engine.core.clock import FakeClock
 from lanes_tui.engine.decisions.pr_checks import PullRequest, follow_checks
 from tests.conftest import git
-from tests.helpers import cli, run_lane, wait_state, write_config
+from tests.helpers import cli, programme_with_origin, run_lane, wait_state
 
 FAKE_GH = Path(__file__).parent / "fakes" / "fake_gh.py"
 PR_URL = "https://github.com/o/r/pull/7"
@@ -69,13 +69,7 @@ def run_main(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 @pytest.fixture()
 def programme(repo: Path, tmp_path: Path) -> Path:
     """`programme` checked out and pushed to a bare `origin` with its upstream; `main` is the PR's base."""
-    git(repo, "checkout", "-q", "-b", "programme")
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(repo, "remote", "add", "origin", str(remote))
-    git(repo, "push", "-q", "-u", "origin", "programme")
-    write_config(repo)
-    return repo
+    return programme_with_origin(repo, tmp_path)
 
 
 def test_all_checks_passing_exits_0_with_a_line_per_change(programme: Path, tmp_path: Path,

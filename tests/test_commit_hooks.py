@@ -14,7 +14,7 @@ import pytest
 from lanes_tui.engine.decisions.commit_hooks import hooks_folder, repository_hooks
 from lanes_tui.engine.procs import landlock
 from tests.conftest import git
-from tests.helpers import cli, run_lane, status, wait_state, write_config
+from tests.helpers import cli, ready_lane, status, write_config
 
 
 @pytest.fixture()
@@ -32,13 +32,6 @@ def hook(folder: Path, name: str, body: str) -> Path:
     path.write_text("#!/bin/sh\n" + body)
     path.chmod(0o755)
     return path
-
-
-def lane_ready(repo: Path, script: str, lane_id: str) -> str:
-    lane = run_lane(repo, script, lane_id=lane_id)
-    wait_state(repo, lane)
-    assert status(repo, lane)["state"] == "ready", status(repo, lane)
-    return lane
 
 
 def lane_dir(repo: Path, lane: str) -> Path:
@@ -82,7 +75,7 @@ def test_the_hooks_folder_is_the_leads(repo: Path, tmp_path: Path) -> None:
 def test_a_failing_pre_commit_hook_refuses_then_no_verify_with_a_reason_accepts(programme: Path) -> None:
     repo = programme
     hook(repo / ".git/hooks", "pre-commit", "echo 'secret scanner: AWS key in notes.txt' >&2\nexit 1\n")
-    lane = lane_ready(repo, "write notes.txt key=AKIA0000\n", "scan")
+    lane = ready_lane(repo, "write notes.txt key=AKIA0000\n", "scan")
     target = git(repo, "rev-parse", "programme")
     lane_head = git(Path(status(repo, lane)["worktree"]), "rev-parse", "HEAD")
 
@@ -125,7 +118,7 @@ def test_hooks_see_exactly_the_lanes_staged_files_and_commit_msg_sets_the_messag
          'echo "cwd=$(pwd)"\necho "staged:"\ngit diff --cached --name-only\n'
          'echo "git-dir=$(git rev-parse --git-dir)"\n')
     hook(repo / ".git/hooks", "commit-msg", 'printf "\\nReviewed-by: the commit-msg hook\\n" >> "$1"\n')
-    lane = lane_ready(repo, "write new.txt new\nwrite calc.py 'def add(a, b): return b + a'\n", "staged")
+    lane = ready_lane(repo, "write new.txt new\nwrite calc.py 'def add(a, b): return b + a'\n", "staged")
     worktree = Path(status(repo, lane)["worktree"])
 
     ok = cli(repo, "accept", lane, "-m", "add new.txt")
@@ -148,7 +141,7 @@ def test_a_relative_hooks_path_runs_the_lead_checkouts_copy_not_the_lanes(progra
     git(repo, "config", "core.hooksPath", ".githooks")
     script = ("write .githooks/pre-commit '#!/bin/sh'\n"
               "append .githooks/pre-commit 'echo the lane wrote this hook; exit 1'\nwrite feature.txt done\n")
-    lane = lane_ready(repo, script, "relhooks")
+    lane = ready_lane(repo, script, "relhooks")
     worktree = Path(status(repo, lane)["worktree"])
     assert os.access(worktree / ".githooks/pre-commit", os.X_OK)  # the lane's copy would run, and fail
 
@@ -164,7 +157,7 @@ def test_a_hook_that_reformats_is_refused_and_nothing_is_merged(programme: Path)
     hook(repo / ".git/hooks", "pre-commit",
          "for f in $(git diff --cached --name-only); do\n"
          "  tr a-z A-Z < \"$f\" > \"$f.tmp\" && mv \"$f.tmp\" \"$f\" && git add \"$f\"\ndone\n")
-    lane = lane_ready(repo, "write style.txt lower case\n", "fmt")
+    lane = ready_lane(repo, "write style.txt lower case\n", "fmt")
     worktree = Path(status(repo, lane)["worktree"])
     target = git(repo, "rev-parse", "programme")
 
@@ -192,7 +185,7 @@ def test_a_hook_runs_inside_the_lanes_fence(programme: Path) -> None:
     hook(repo / ".git/hooks", "pre-commit",
          f"if echo pwned > '{outside}' 2>/dev/null; then echo WROTE-OUTSIDE; else echo BLOCKED; fi\n"
          'echo "tmp=$TMPDIR"\necho inside > "$TMPDIR/scratch" && echo TMP-OK\nexit 0\n')
-    lane = lane_ready(repo, "write fenced.txt ok\n", "fence")
+    lane = ready_lane(repo, "write fenced.txt ok\n", "fence")
 
     ok = cli(repo, "accept", lane)
     assert ok.returncode == 0, ok.stderr

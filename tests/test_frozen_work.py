@@ -21,7 +21,7 @@ from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
 from tests.conftest import git
-from tests.helpers import cli, run_lane, status, wait_state, write_config
+from tests.helpers import cli, ready_lane, run_lane, status, wait_state, write_config
 
 PY = sys.executable
 
@@ -36,13 +36,6 @@ def _gates(*codes: str) -> str:
 def packet(repo: Path, lane_id: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((repo / ".lanes/state/lanes" / lane_id / "packet.json").read_text())
     return data
-
-
-def ready(repo: Path, script: str, slug: str) -> str:
-    lane = run_lane(repo, script, lane_id=slug)
-    wait_state(repo, lane)
-    assert status(repo, lane)["state"] == "ready", status(repo, lane)
-    return lane
 
 
 def frozen_refs(repo: Path) -> str:
@@ -66,9 +59,9 @@ def python_project(repo: Path) -> Path:
 
 def test_pytest_byproducts_are_listed_never_merged_and_two_lanes_do_not_conflict(python_project: Path) -> None:
     repo = python_project
-    first = ready(repo, "write pkg/one.py 'ONE = 1'\nwrite tests/test_one.py 'def test_one(): import pkg.one'\n",
+    first = ready_lane(repo, "write pkg/one.py 'ONE = 1'\nwrite tests/test_one.py 'def test_one(): import pkg.one'\n",
                   "one")
-    second = ready(repo, "write pkg/two.py 'TWO = 2'\nwrite tests/test_two.py 'def test_two(): import pkg.two'\n",
+    second = ready_lane(repo, "write pkg/two.py 'TWO = 2'\nwrite tests/test_two.py 'def test_two(): import pkg.two'\n",
                    "two")
     data = packet(repo, first)
     assert data["changed_files"] == ["pkg/one.py", "tests/test_one.py"], data["changed_files"]
@@ -123,7 +116,7 @@ def test_a_gate_that_changes_a_tracked_file_does_not_reach_the_target(repo: Path
     git(repo, "checkout", "-q", "-b", "programme")
     (repo / "other.txt").write_text("the target moves on\n")
     write_config(repo, gates=_gates("open('README.md', 'a').write('stamped by the gate\\n')"))
-    lane = ready(repo, "write README.md '# project, by the agent'\nwrite feature.txt new\n", "stamp")
+    lane = ready_lane(repo, "write README.md '# project, by the agent'\nwrite feature.txt new\n", "stamp")
     data = packet(repo, lane)
     assert data["changed_files"] == ["README.md", "feature.txt"] and data["gate_files"] == ["README.md"], data
     git(repo, "add", "other.txt")
@@ -171,7 +164,7 @@ def test_freeze_touches_neither_the_lanes_index_and_head_nor_the_leads_index(rep
 def test_accept_refuses_a_stale_or_missing_frozen_work_until_checked_again(repo: Path) -> None:
     git(repo, "checkout", "-q", "-b", "programme")
     write_config(repo)
-    lane = ready(repo, "write feature.txt v1\n", "stale")
+    lane = ready_lane(repo, "write feature.txt v1\n", "stale")
     first = packet(repo, lane)["frozen_sha"]
     worktree = Path(status(repo, lane)["worktree"])
     (worktree / "feature.txt").write_text("v2, more work after the check\n")
@@ -195,7 +188,7 @@ def test_accept_refuses_a_stale_or_missing_frozen_work_until_checked_again(repo:
 
 def test_abandon_drops_the_frozen_ref(repo: Path) -> None:
     write_config(repo)
-    lane = ready(repo, "write gone.txt x\n", "dropped")
+    lane = ready_lane(repo, "write gone.txt x\n", "dropped")
     assert read_frozen_ref(repo, lane) is not None
     assert cli(repo, "abandon", lane).returncode == 0
     assert frozen_refs(repo) == ""
@@ -205,8 +198,8 @@ def test_the_review_diff_and_the_radar_see_the_frozen_work_only(repo: Path) -> N
     git(repo, "checkout", "-q", "-b", "programme")
     # Both lanes' gates write the same file with different content: as their work it would conflict.
     write_config(repo, gates=_gates("import os; open('gate-report.txt', 'w').write(os.environ['LANES_LANE'])"))
-    first = ready(repo, "write a.txt from a\n", "ra")
-    second = ready(repo, "write b.txt from b\n", "rb")
+    first = ready_lane(repo, "write a.txt from a\n", "ra")
+    second = ready_lane(repo, "write b.txt from b\n", "rb")
     config = load_config(repo)
     frozen = packet(repo, first)["frozen_sha"]
     diff = lane_diff(repo, config, first, frozen=frozen)
@@ -220,6 +213,6 @@ def test_the_review_diff_and_the_radar_see_the_frozen_work_only(repo: Path) -> N
 
 def test_git_fsck_is_clean_after_a_freeze(repo: Path) -> None:
     write_config(repo)
-    ready(repo, "write fsck.txt x\n", "fsck")
+    ready_lane(repo, "write fsck.txt x\n", "fsck")
     proc = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr

@@ -194,7 +194,7 @@ def test_rules_file_over_64_kb_is_refused(repo: Path) -> None:
     rules = repo / ".lanes" / "rules.md"
     rules.write_bytes(b"x" * (MAX_RULES_BYTES + 1))
     line = refused(repo, "--prompt", "say hi", "--id", "big")
-    assert "rules.md is larger than 64 KB (65,536 bytes)" in line and "shorten it" in line
+    assert "rules.md is larger than 64 KiB (65,536 bytes)" in line and "shorten it" in line
     assert status(repo) == []
     lane = run_lane(repo, "say hi", lane_id="big", extra=("--raw",))  # raw sends no rules: not read at all
     wait_state(repo, lane)

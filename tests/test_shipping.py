@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import git
-from tests.helpers import cli, run_lane, wait_state, write_config
+from tests.helpers import cli, programme_with_origin, run_lane, wait_state, write_config
 
 WORK = 'write calc.py "def add(a, b): return a + b  # {tag}"'
 
@@ -24,13 +24,7 @@ WORK = 'write calc.py "def add(a, b): return a + b  # {tag}"'
 @pytest.fixture()
 def programme(repo: Path, tmp_path: Path) -> Path:
     """`programme` checked out (main is protected) and pushed to a bare `origin` with its upstream."""
-    git(repo, "checkout", "-q", "-b", "programme")
-    remote = tmp_path / "remote.git"
-    git(tmp_path, "init", "-q", "--bare", str(remote))
-    git(repo, "remote", "add", "origin", str(remote))
-    git(repo, "push", "-q", "-u", "origin", "programme")
-    write_config(repo)
-    return repo
+    return programme_with_origin(repo, tmp_path)
 
 
 def lane_json(repo: Path, lane_id: str) -> dict[str, str]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.text_file import read_text_file
 
 __all__ = ["EVENT_NOTE_CHARS", "MAX_NOTE_BYTES", "check_note", "read_note_file"]
 
@@ -41,21 +42,9 @@ def check_note(text: str, *, source: str = "--note") -> str:
 
 def read_note_file(path: Path) -> str:
     """`--note-file F`: the file read as UTF-8 (at most MAX_NOTE_BYTES + 1 bytes are read), then checked."""
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_NOTE_BYTES + 1)
-    except FileNotFoundError:
-        raise LanesError(f"the note file {path} does not exist", NOTE_FILE_FIX) from None
-    except IsADirectoryError:
-        raise LanesError(f"the note file {path} is a folder", NOTE_FILE_FIX) from None
-    except OSError as exc:
-        raise LanesError(f"cannot read the note file {path}: {exc.strerror or exc}",
-                         "make it a readable text file") from None
-    if len(data) > MAX_NOTE_BYTES:
-        raise LanesError(f"the note file {path} is larger than {MAX_NOTE_BYTES // 1024} KiB ({MAX_NOTE_BYTES:,} bytes)",
-                         "keep it to what the next attempt must know: the gates' output is in the findings already")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise LanesError(f"the note file {path} is not UTF-8 text", "save it as UTF-8") from None
+    text = read_text_file(path, MAX_NOTE_BYTES, "the note file", unreadable=NOTE_FILE_FIX,
+                          too_large="keep it to what the next attempt must know: the gates' output is in the "
+                                    "findings already")
+    if text is None:
+        raise LanesError(f"the note file {path} does not exist", NOTE_FILE_FIX)
     return check_note(text, source=f"--note-file {path}")

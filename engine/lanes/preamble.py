@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.core.text_file import read_text_file
 
 if TYPE_CHECKING:  # read only for its fields: the preamble stays a leaf module
     from lanes_tui.engine.lanes.caps import LaneCaps
@@ -86,22 +86,6 @@ def read_rules(repo: Path) -> str | None:
     Read from the lead's checkout, not the lane's worktree, so an agent cannot rewrite the rules the
     next attempt gets. Over MAX_RULES_BYTES, not UTF-8 or with NUL bytes is one line with its fix.
     """
-    path = repo / RULES_FILE
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_RULES_BYTES + 1)  # enough to know it is too big, never more
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise LanesError(f"cannot read the rules file {path}: {exc.strerror or exc}",
-                         "make it a readable text file, or remove it") from None
-    if len(data) > MAX_RULES_BYTES:
-        raise LanesError(f"the rules file {path} is larger than 64 KB ({MAX_RULES_BYTES:,} bytes)",
-                         "shorten it: every lane's prompt carries it whole")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise LanesError(f"the rules file {path} is not UTF-8 text", "save it as UTF-8") from None
-    if "\x00" in text:
-        raise LanesError(f"the rules file {path} contains NUL bytes", "give a text file")
-    return text
+    return read_text_file(repo / RULES_FILE, MAX_RULES_BYTES, "the rules file",
+                          too_large="shorten it: every lane's prompt carries it whole",
+                          unreadable="make it a readable text file, or remove it")
