@@ -119,7 +119,7 @@ def _blocking(factory: Callable[[], Awaitable[T]]) -> T:
 
 @dataclass
 class CommitHooks:
-    """The hooks of one accept; called by `accept.commit_worktree` with its index and message."""
+    """The hooks of one accept; called by `git.accept_steps.commit_worktree` with its index and message."""
 
     repo: Path
     config: Config

@@ -231,8 +231,8 @@ class NodeLane:
 
     def publish(self) -> dict[str, str]:
         """Commit what the agent left uncommitted onto `lane/<id>` and push that branch to the remote."""
-        from lanes_tui.engine.decisions.accept import commit_worktree
         from lanes_tui.engine.decisions.packet import read_packet
+        from lanes_tui.engine.git.accept_steps import commit_worktree
         from lanes_tui.engine.git.frozen_work import frozen_problem
 
         record, worktree = self._worktree()
