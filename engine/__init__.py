@@ -17,11 +17,13 @@ what they own (each `__init__` docstring is its contract):
 | `lanes`       | launching and running a lane: launcher, agent run, watchdog, runner     |
 | `decisions`   | gates, packets, check, accept, abandon, recover, finish, reconcile      |
 | `supervisor`  | the detached per-lane process (`python -m lanes_tui.engine.supervisor`) |
+| `remote`      | lanes on a Ray cluster (the optional `[ray]` extra)                     |
 | `sim`         | the simulated agent and the demo                                        |
 | `plans`       | tasks from plan files                                                   |
 | `live`        | the `Engine`: the watch loop and the event stream the dashboard reads   |
 
-Packages import only downwards in that table (a test checks there is no circle). Every name here is
+What may import what, here and in the app, is stated once: the import-linter contracts in
+pyproject's `[tool.importlinter]` (`.ci/lint-imports` checks them; docs/layout.md explains). Every name here is
 loaded lazily on first use, as Textual's `widgets/__init__.py` does: `lanes-tui ask` touches only
 the inbox, and a supervisor that imports `lanes_tui.engine.supervisor` pays nothing for this door.
 """

@@ -1,14 +1,21 @@
 """The shape of the house: engine subpackages with contracts, one door for the app, no import circles.
 
-Read from the source with `ast` (nothing is imported), so a new deep import from `app/` or
-`widgets/`, a module dropped straight into `engine/` or a circle between subpackages fails here
-with the file and line to fix.
+What may import what is stated once, in pyproject's `[tool.importlinter]` contracts: the engine's
+layers, the engine without Textual or Rich, the app and the widgets above the engine and through its
+door. `test_import_contracts_hold` runs them (`.ci/lint-imports`, as `.ci/run` does). The rest is read
+from the source with `ast` (nothing is imported) and from those contracts: a module dropped straight
+into `engine/`, a subpackage without its layer or its docstring, a circle between modules, a door
+whose lists disagree.
 """
 
 from __future__ import annotations
 
 import ast
-import itertools
+import os
+import re
+import shutil
+import subprocess
+import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +24,12 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "engine"
-#: Folder -> installed package name (pyproject's package-dir).
-FOLDERS = {"app": "lanes_tui.app", "widgets": "lanes_tui.widgets", "engine": "lanes_tui.engine"}
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
+#: Folder -> installed package name (pyproject's package-dir; `lanes_tui` itself is only the root).
+FOLDERS = {folder: name for name, folder in PYPROJECT["tool"]["setuptools"]["package-dir"].items()
+           if name != "lanes_tui"}
+#: The import contracts by id (`[[tool.importlinter.contracts]]`).
+CONTRACTS = {contract["id"]: contract for contract in PYPROJECT["tool"]["importlinter"]["contracts"]}
 DOOR = "lanes_tui.engine"
 SUBPACKAGES = sorted(p.parent.name for p in ENGINE.glob("*/__init__.py"))
 
@@ -55,16 +66,6 @@ def imports(path: Path) -> Iterator[tuple[int, str]]:
                 yield node.lineno, f"{base}.{alias.name}"
 
 
-def deep_engine_imports(folder: str) -> list[str]:
-    """`file:line module` for every import from the engine other than through the door."""
-    found = []
-    for path in source_files(folder):
-        for line, name in imports(path):
-            if name.startswith(DOOR + ".") and name.rpartition(".")[0] != DOOR:
-                found.append(f"{path.relative_to(ROOT)}:{line} {name}")
-    return found
-
-
 def test_engine_has_no_loose_modules() -> None:
     loose = sorted(p.name for p in ENGINE.glob("*.py") if p.name != "__init__.py")
     assert loose == [], f"move {loose} into a subpackage of engine/ that says what it holds"
@@ -81,23 +82,6 @@ def test_each_subpackage_states_its_contract(subpackage: str) -> None:
 def test_the_house_has_its_rooms() -> None:
     assert {"core", "state", "config", "git", "procs", "inbox", "channels", "lanes", "decisions", "supervisor",
             "sim", "live"} <= set(SUBPACKAGES)
-
-
-@pytest.mark.parametrize("folder", ["app", "widgets"])
-def test_app_and_widgets_use_only_the_door(folder: str) -> None:
-    deep = deep_engine_imports(folder)
-    assert deep == [], "import these from `lanes_tui.engine` (add them to its door if needed): " + "; ".join(deep)
-
-
-def test_the_door_check_catches_a_deep_import(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The check above is not vacuous: a planted deep import is reported with file and line."""
-    fake_root = tmp_path / "repo"
-    (fake_root / "app").mkdir(parents=True)
-    (fake_root / "app" / "x.py").write_text("from lanes_tui.engine import Engine\n"
-                                            "def f():\n    from lanes_tui.engine.state.store import LaneStore\n")
-    monkeypatch.setitem(globals(), "ROOT", fake_root)
-    assert deep_engine_imports("app") == ["app/x.py:3 lanes_tui.engine.state.store",
-                                          "app/x.py:3 lanes_tui.engine.state.store.LaneStore"]
 
 
 def _door() -> tuple[list[str], dict[str, str], set[str]]:
@@ -139,13 +123,6 @@ def test_every_door_name_resolves() -> None:
         door.LaneStore  # noqa: B018 — not part of the door  # type: ignore[attr-defined]
 
 
-def _package_of(module: str) -> str | None:
-    parts = module.split(".")
-    if parts[:2] != ["lanes_tui", "engine"] or len(parts) < 3:
-        return None
-    return parts[2] if parts[2] in SUBPACKAGES else None
-
-
 def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     """One cycle of the graph as a path, or None."""
     state: dict[str, int] = {}
@@ -169,47 +146,78 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def _package_edges() -> Iterator[tuple[str, str, str]]:
-    """(`file:line`, importing subpackage, imported subpackage) for every cross-subpackage import."""
-    for path in source_files("engine"):
-        here = _package_of(module_name(path))
-        if here is None:
-            continue
-        for line, name in imports(path):
-            there = _package_of(name)
-            if there is not None and there != here:
-                yield f"{path.relative_to(ROOT)}:{line}", here, there
+def engine_layers() -> list[set[str]]:
+    """The engine's layers, bottom first, from the `engine-layers` contract (`a | b`: side by side)."""
+    contract = CONTRACTS["engine-layers"]
+    return [{name.strip() for name in re.split(r"[|:]", layer)} for layer in reversed(contract["layers"])]
 
 
-def test_no_circle_between_engine_subpackages() -> None:
-    graph: dict[str, set[str]] = {p: set() for p in SUBPACKAGES}
-    where: dict[tuple[str, str], str] = {}
-    for place, here, there in _package_edges():
-        graph[here].add(there)
-        where.setdefault((here, there), place)
-    cycle = _cycle(graph)
-    assert cycle is None, "subpackage circle " + " → ".join(cycle) + ": " + ", ".join(
-        where[(a, b)] for a, b in itertools.pairwise(cycle))
+def allowed_exceptions() -> set[tuple[str, str]]:
+    """(importer, imported) of every import a contract lets through on purpose (`ignore_imports`)."""
+    found = set()
+    for contract in CONTRACTS.values():
+        for line in contract.get("ignore_imports", []):
+            importer, _, imported = line.partition("->")
+            found.add((importer.strip(), imported.strip()))
+    return found
 
 
-#: The order of docs/layout.md and the README: a subpackage imports only those before it.
-LAYERS = ["core", "state", "config", "git", "procs", "inbox", "channels", "lanes", "decisions", "supervisor", "remote",
-          "sim", "plans", "live"]
+def test_every_subpackage_has_its_layer() -> None:
+    placed = sorted(name for layer in engine_layers() for name in layer)
+    assert placed == SUBPACKAGES, ("a new subpackage needs its line in pyproject's `engine-layers` contract "
+                                   "and in docs/layout.md")
 
 
-def test_subpackages_import_only_downwards() -> None:
-    assert sorted(LAYERS) == SUBPACKAGES, "a new subpackage needs its place in LAYERS and in docs/layout.md"
-    upward = [f"{place} {here} → {there}" for place, here, there in _package_edges()
-              if LAYERS.index(there) > LAYERS.index(here)]
-    assert upward == [], "imports against the layering of docs/layout.md: " + "; ".join(sorted(set(upward)))
+def lint_imports(root: Path) -> subprocess.CompletedProcess[str]:
+    """`.ci/lint-imports` of the checkout at `root`, on this interpreter (which has import-linter)."""
+    return subprocess.run([str(root / ".ci" / "lint-imports")], cwd=root, capture_output=True, text=True,
+                          timeout=300, check=False, env={**os.environ, "PYTHON": sys.executable})
+
+
+def test_import_contracts_hold() -> None:
+    done = lint_imports(ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in done.stdout, done.stdout
+
+
+#: One import against each contract, planted in a copy of the checkout: folder-relative path -> source.
+PLANTED = {
+    "engine/core/planted_up.py": "from lanes_tui.engine.state import paths\n",  # engine-layers
+    "engine/git/planted_inbox.py": "from lanes_tui.engine.inbox import files\n",  # engine-config-git-alone
+    "engine/channels/planted_git.py": "from lanes_tui.engine.git import commands\n",  # engine-channels-no-git
+    "engine/state/planted_ui.py": "import rich\n",  # engine-no-ui
+    "widgets/planted_app.py": "from lanes_tui.app import keys\n",  # ui-above-engine
+    "app/planted_deep.py": "def f():\n    from lanes_tui.engine.state.store import LaneStore\n",  # engine-door
+}
+
+
+def test_the_contracts_catch_what_they_forbid(tmp_path: Path) -> None:
+    """Not vacuous: each contract breaks on the one import planted against it, named with its line."""
+    root = tmp_path / "checkout"
+    for folder in PYPROJECT["tool"]["setuptools"]["package-dir"].values():
+        shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
+    shutil.copy(ROOT / "pyproject.toml", root)
+    (root / ".ci").mkdir()
+    shutil.copy(ROOT / ".ci" / "lint-imports", root / ".ci")
+    for where, text in PLANTED.items():
+        (root / where).write_text(text)
+    done = lint_imports(root)
+    assert done.returncode != 0
+    assert f"Contracts: 0 kept, {len(CONTRACTS)} broken." in done.stdout, done.stdout
+    for where in PLANTED:
+        module = FOLDERS[where.split("/")[0]] + "." + where.split("/", 1)[1].removesuffix(".py").replace("/", ".")
+        assert module in done.stdout, f"{module} not reported:\n{done.stdout}"
 
 
 def test_no_module_import_circles() -> None:
     """Not even under TYPE_CHECKING: a circle there still means two modules that cannot be read apart."""
     modules = {module_name(p): p for folder in FOLDERS for p in source_files(folder)}
     graph: dict[str, set[str]] = {m: set() for m in modules}
+    allowed = allowed_exceptions()
     for name, path in modules.items():
         for _, imported in imports(path):
+            if (name, imported) in allowed:
+                continue  # the contracts' deliberate exception (decisions.runners -> remote.ray_runner)
             if imported in modules and imported != name and not name.startswith(imported + "."):
                 if modules[imported].name == "__init__.py" and imported == name.rpartition(".")[0]:
                     continue  # a module importing its own package's door

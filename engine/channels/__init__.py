@@ -16,8 +16,8 @@ and `pty_process` (the terminal a `pty` channel reads, its repaint and its viewe
 `transcript` (a structured lane's conversation as turns, for attach and the conversation view),
 `readable` with `readable_dialects` and `readable_parts` (claude, codex and gemini output lines as
 readable lines, for the Output pane and `peek`; no channel loads them).
-May import: `core`, `state`, `config`, `procs`, `inbox`. Never imports `lanes`, `decisions`, `live`,
-textual or rich; `pyte` only in the terminal modules, which only a `pty` lane loads.
+Never textual or rich; `pyte` only in the terminal modules, which only a `pty` lane loads.
+Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).
 """
 
 from __future__ import annotations

@@ -11,6 +11,6 @@ light mapped to providers and models), `review` (`[review]`: cross-family review
 of a lane's diff), `gates` (`[gates]`: commands, named steps, the venv, shared venvs),
 `notify` (`[notify]`: the command that announces events to the lead), `write`
 (`lanes-tui init` and edits that keep the lead's comments, through tomlkit).
-May import: `core`, `state`. Only `write` imports tomlkit, and nothing a lane runs imports `write`:
-a supervisor reads its config but never pays for the writer.
+Only `write` imports tomlkit, and nothing a lane runs imports `write`: a supervisor reads its config
+but never pays for the writer. Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).
 """

@@ -8,6 +8,6 @@ writes them: `150%`, `4G`; the machine's cores and memory), `repo` (the one repo
 function, stdlib only so `ask` may use it), `utf8` (one incremental decoder per output stream), `peer`
 (who is at the other end of a Unix socket), `ansi` (the ANSI-stripping expression and `terminal_text`,
 what the command line prints agent text through), `schema` (the version every state file carries).
-May import: the standard library only. Never imports another lanes-tui package, psutil, tomlkit,
-textual or rich: everything imports it, so it must cost nothing.
+The bottom layer (pyproject's `[tool.importlinter]` contracts): it never imports another lanes-tui
+package, nor psutil, tomlkit, textual or rich: everything imports it, so it must cost nothing.
 """

@@ -11,6 +11,8 @@ lane into the processes an agent starts.
 `crash_point(name)` SIGKILLs the process when `LANES_TUI_CRASH_AT=name`: tests kill `run`, `check`
 and `accept` at each of their steps and show that nothing is wedged, lost or leaked. That name keeps
 the `LANES_` prefix on purpose: a supervisor gets `LANES_TUI_*`, an agent never does.
+`fail_point(name)` is its gentler twin for in-process failures: it raises instead of killing, so a
+test can show how the dashboard ends when Textual catches an error (exit code, one stderr line).
 """
 
 from __future__ import annotations
@@ -48,3 +50,9 @@ def crash_point(name: str) -> None:
 
         logging.getLogger(__name__).warning("test hook: crashing at %s", name)
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+def fail_point(name: str) -> None:
+    """Raise here when `LANES_TUI_CRASH_AT` names this point: an ordinary bug, for the caller to handle."""
+    if os.environ.get(CRASH_ENV) == name:
+        raise RuntimeError(f"test hook: {CRASH_ENV}={name}")

@@ -19,6 +19,6 @@ conflicts allow), `ranking` (the ranks of a `run --best-of N` group once all its
 `stop` (`lanes-tui stop`: the agent stopped, the work kept, the tree confirmed gone), `shipping`
 (`finish --pr` through gh, and the pre-push hook `init --hooks` installs and runs), and `commands`
 (the async wrappers the Engine offers the dashboard).
-May import: everything below it (`core` … `lanes`). Never imports `live`, `supervisor`, `sim`,
-textual or rich.
+Never textual or rich. Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).
+`runners` imports `remote.ray_runner` (only for `[runner] kind = "ray"`): the layers' one exception.
 """

@@ -12,6 +12,6 @@ fetch before lanes are cut and accepts rebase, behind-upstream warnings, `finish
 (every git lanes-tui runs: no fsmonitor, hook or lane-written driver; a lane's git dir derived from its
 id), `git_snapshot` (the shared config, hooks and attributes as a lane found them, compared at each
 decision), `watch` (the targets and remotes as the first lane found them: status, doctor, finish).
-May import: `core`, `state`. Only `views` imports GitPython (lazily, per call, closed after use),
-so a supervisor or `lanes-tui ask` never loads it.
+Only `views` imports GitPython (lazily, per call, closed after use), so a supervisor or
+`lanes-tui ask` never loads it. Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).
 """

@@ -4,6 +4,6 @@ Owns: `files` (the question, answer and mark files, parsed strictly: an agent ma
 them), `options` (a question's options built, an answer normalised against them), `store`
 (InboxStore: ask, answer, deliver, cancel, orphan; `wait_for_answer`), `view` (the state of a
 question derived from its files).
-May import: `core`. This is all `lanes-tui ask` loads, so it never imports config, git, psutil,
-processes, textual or rich.
+This is all `lanes-tui ask` loads, so it never imports a third-party package (psutil, textual,
+rich). Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).
 """

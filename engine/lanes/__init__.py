@@ -16,6 +16,6 @@ caps at work, a cap that fired named), `spend` (spend caps that pause and ask), 
 reset times, a parked lane's wait), `notify` (`[notify] command` run once per event, claimed by a
 marker file so no two processes announce the same event), `worktree_ready` (`[lanes] copy`: the
 lead's uncommitted files copied into a new worktree, excluded in that worktree only).
-May import: `core`, `state`, `config`, `git`, `procs`, `inbox`, `channels`. Never imports
-`decisions`, `live`, `supervisor` (it starts the supervisor by module name), textual or rich.
+It starts the supervisor by module name, never by import; never textual or rich.
+Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).
 """

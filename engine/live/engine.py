@@ -23,6 +23,7 @@ from typing import Any
 
 from lanes_tui.engine.config.settings import Config, load_config
 from lanes_tui.engine.core.clock import Clock, RealClock
+from lanes_tui.engine.core.debug import fail_point
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.limits import read_tail
 from lanes_tui.engine.core.utf8 import decode_span
@@ -118,6 +119,7 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
     # lifecycle -------------------------------------------------------------------------------
     async def start(self) -> None:
         """Reconcile from disk and begin watching; lanes already running are re-attached."""
+        fail_point("engine:start")  # tests: how the dashboard ends when it fails (test_dashboard_exit)
         self.paths.ensure()
         await asyncio.to_thread(reconcile, self.repo, self.clock)
         self._last_reconcile = self._last_full_scan = self.clock.monotonic()

@@ -9,6 +9,5 @@ gather the lanes, decide, start lanes), `commands` (launch, amend, cancel, resum
 (the detached plan supervisor, run as `python -m lanes_tui.engine.plans`), `ticker` (the dashboard
 engine's plan ticks); `scorecard`, `scorecard_score` and `scorecard_compare` (fixed tasks
 launched and scored, issue 15).
-These may import every package below `plans` in docs/layout.md (`core` … `sim`), never `live`,
-Textual or Rich.
+Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).
 """

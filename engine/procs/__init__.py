@@ -10,6 +10,6 @@ process set), `caps_cgroup` (the cpu / memory / pids controllers a lane's caps a
 v2 or v1), `pause` (freezing or SIGSTOPping a lane's tree while the lead decides), `reaper_shim`
 (`python -m lanes_tui.engine.procs.reaper_shim -- ARGV`: a subreaper with PDEATHSIG above a Ray
 lane's supervisor, so the actor's death takes the lane's whole tree with it; standard library only).
-May import: `core`, psutil (imported lazily: a supervisor never loads it). Never imports state,
-config or anything about lanes.
+psutil is imported lazily: a supervisor never loads it. Never textual or rich.
+Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).
 """

@@ -10,7 +10,9 @@ actor per lane, placed by the `lane_slot` resource, with the faults of a cluster
 states; the only modules that import ray), `mirror` (the lead's local copy of a
 remote lane's record, output and samples, so the dashboard and the command line read a Ray lane
 exactly as they read a local one).
-May import: `core`, `config`, `state`, `git`, `lanes`, `procs`, `decisions`, `supervisor`.
-Nothing outside this package imports `ray_runner` except `decisions.runners.make_runner`, and only when
-the config asks for it: without the extra, lanes-tui never imports a Ray module.
+Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).
+`inbox_relay` uses the inbox's own file-name pattern (one pattern, checked on both sides).
+Nothing outside this package imports `ray_runner` except `decisions.runners.make_runner` (the
+layers' one allowed exception), and only when the config asks for it: without the extra, lanes-tui
+never imports a Ray module.
 """

@@ -3,6 +3,7 @@
 Owns: `agent` (the sim process: `python -m lanes_tui.engine.sim`), `script` (its step language),
 `review` (its review mode: a simulated reviewer of a lane's diff), `demo` (the `--demo` repository
 and lanes).
-May import: `agent`, `script` and `review` the standard library only (a hundred sims start in a benchmark);
-`demo` may import `config` and `lanes`. Never textual or rich.
+`agent`, `script` and `review` import the standard library only (a hundred sims start in a
+benchmark); `demo` uses `config` and `lanes`. Never textual or rich.
+Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).
 """

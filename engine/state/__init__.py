@@ -9,5 +9,6 @@ the per-lane operation lock), `record_cache` (every record, re-read only when it
 counts read back from them), `allow` (the lead's "allow always" rules for a lane's permission
 prompts, in `allow.json`), `seals` (the sha256 of `lane.json`, `packet.json` and `receipt.json` as
 lanes-tui last wrote them, outside the lane's folder: a record changed behind its back is refused).
-May import: `core`. Never imports config, git, processes or anything above; never textual or rich.
+Never imports a third-party package, textual or rich.
+Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).
 """

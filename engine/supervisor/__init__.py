@@ -13,6 +13,5 @@ message, show the screen, let viewers in); the lead's side of the socket is `lan
 It lives as long as its
 agent, so it loads only what a lane runs: never tomlkit (the config writer), GitPython, textual or
 rich, and only the channel its provider uses (a test checks `sys.modules` of a real supervisor).
-May import: `core`, `state`, `config` (not `config.write`), `git` (not `git.views`), `procs`,
-`inbox`, `channels`, `lanes`, `decisions`.
+Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).
 """
