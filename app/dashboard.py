@@ -33,16 +33,13 @@ class LanesApp(App[None]):
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver for this terminal, but on Linux and macOS one whose input thread sleeps
-        until a key comes (`app.lean_driver`); a driver named in TEXTUAL_DRIVER is left as it is."""
+        until a key comes (`lanes_tui.fast.driver`, when its fast path is on); a driver named in TEXTUAL_DRIVER is left as it is."""
         driver = super().get_driver_class()
-        from textual import constants
-        from textual.drivers.linux_driver import LinuxDriver  # (after: it exists only off Windows)
+        if driver.__name__ != "LinuxDriver":
+            return driver
+        from lanes_tui.fast.driver import driver_class  # (only here: it exists only off Windows)
 
-        if driver is LinuxDriver and constants.DRIVER is None:
-            from lanes_tui.app.lean_driver import LeanLinuxDriver
-
-            return LeanLinuxDriver
-        return driver
+        return driver_class(driver)
 
     async def on_mount(self) -> None:
         await self.engine.start()

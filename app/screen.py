@@ -16,17 +16,14 @@ from textual.app import ComposeResult
 from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
-from textual.screen import UPDATE_PERIOD, Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
 from lanes_tui.app.flows import DecisionFlows
-from lanes_tui.app.frame_timer import FrameTimer
 from lanes_tui.app.hands import HandsFlows
 from lanes_tui.app.host import DashboardHost
 from lanes_tui.app.inbox_flows import InboxFlows
 from lanes_tui.app.keys import bindings
-from lanes_tui.app.lean_compositor import LeanCompositor
 from lanes_tui.app.messages import (
     EngineNoticed,
     GitWatchWarned,
@@ -41,6 +38,7 @@ from lanes_tui.app.overview import OverviewFlows
 from lanes_tui.app.plan_feed import advance_plans, describe_advance, plan_statuses
 from lanes_tui.app.tail_prefetch import Tail, TailPrefetch
 from lanes_tui.engine import LaneStatus
+from lanes_tui.fast.screen import FastScreen
 from lanes_tui.widgets import (
     AttentionBar,
     DiffPane,
@@ -57,14 +55,13 @@ from lanes_tui.widgets import (
 OPEN_STATES = ("open", "answered")
 
 
-class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Screen[None]):
+class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, FastScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = bindings()  # type: ignore[assignment]
     read_ahead: ClassVar[bool] = True
     """Read the tails of the lanes beside the selected one ahead of the cursor (`app.tail_prefetch`)."""
 
     def __init__(self, *, machine_every_s: float = 2.0, worktrees_every_s: float = 5.0) -> None:
         super().__init__()
-        self._compositor = LeanCompositor()  # an Output frame renders the pane, not the whole screen
         self.machine_every_s = machine_every_s
         self.worktrees_every_s = worktrees_every_s
         self.lanes: dict[str, LaneStatus] = {}
@@ -77,16 +74,7 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Scre
         """How often the Plan pane (and the takeover count) is refreshed."""
         self.takeover = 0
         """Plan tickets in `takeover`, for the attention bar."""
-        self._frames: FrameTimer | None = None
         self._tails = TailPrefetch(lambda lane_id: self.lanes_app.engine.output_tail_at(lane_id))
-
-    @property
-    def _update_timer(self) -> Timer:
-        """The timer `Screen` draws its frames from: a `FrameTimer`, so a key's second frame (the lane's
-        output after the cursor) comes one interval after the first, not on Textual's grid (`app.frame_timer`)."""
-        if self._frames is None:
-            self._frames = FrameTimer.install(self, UPDATE_PERIOD, self._on_timer_update, name="screen_update")
-        return self._frames
 
     @property
     def lanes_app(self) -> DashboardHost:

@@ -6,7 +6,7 @@ import gc
 from pathlib import Path
 
 from lanes_tui.app.dashboard import LanesApp
-from lanes_tui.app.frame_timer import FrameTimer
+from lanes_tui.fast.frame_timer import FrameTimer
 from lanes_tui.engine.live.engine import Engine
 from lanes_tui.widgets import LanesTable
 from tests.helpers import run_lane, wait_state, write_config

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from textual.app import App
 
-from lanes_tui.app.frame_timer import FrameTimer
+from lanes_tui.fast.frame_timer import FrameTimer
 
 
 class FakeTime:

@@ -1,7 +1,7 @@
 """The Output pane's and the list panes' own row path draws exactly what Textual's draws, and frames a
 row once (issue 15, B1 and B2).
 
-`widgets._framed_rows.FramedRowsCache` frames a content row by joining the border and padding pieces
+`fast.framed_rows.FramedRowsCache` frames a content row by joining the border and padding pieces
 round it, and `OutputPane._render_line` makes a plain line in one step (`_fitted_line`) and keeps it
 for the next frame. Each test renders the pane both ways, on the same pane in the same state: ours,
 then Textual's (`StylesCache` and `Log._render_line`), and compares every segment of every row.
@@ -22,8 +22,8 @@ from textual.strip import Strip
 from textual.widgets import Log
 
 from lanes_tui.widgets import LanesTable, OutputPane
-from lanes_tui.widgets._framed_rows import FramedRowsCache
-from lanes_tui.widgets.output_pane import _fitted_line
+from lanes_tui.fast.framed_rows import FramedRowsCache
+from lanes_tui.fast.log import _fitted_line
 from tests.snapshot_apps.widget_apps import WidgetHost, lane, showing_lanes
 
 #: What agents print, and what must leave the fast path: wide and zero-width characters, a tab,

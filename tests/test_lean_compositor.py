@@ -12,7 +12,7 @@ from textual.geometry import Region
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Static, TabbedContent, TabPane
 
-from lanes_tui.app.lean_compositor import LeanCompositor
+from lanes_tui.fast.compositor import LeanCompositor
 from lanes_tui.widgets import OutputPane
 
 

@@ -1,4 +1,4 @@
-"""A list pane's body row is made in one pass (`widgets._lean_rows`) and is DataTable's line, segment for
+"""A list pane's body row is made in one pass (`fast.lean_rows`) and is DataTable's line, segment for
 segment (issue 15, B2 and B1).
 
 Each check renders every line of the Lanes table both ways on the same table in the same state, with
@@ -17,7 +17,7 @@ from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
 
 from lanes_tui.widgets import LanesTable
-from lanes_tui.widgets._lean_rows import lean_row_line
+from lanes_tui.fast.lean_rows import lean_row_line
 from tests.snapshot_apps.widget_apps import NOW, WidgetHost, lane, showing_lanes
 
 

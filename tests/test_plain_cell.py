@@ -11,7 +11,7 @@ from rich.style import Style
 from rich.text import Text
 from textual.renderables.styled import Styled
 
-from lanes_tui.widgets._plain_cell import plain_cell_line
+from lanes_tui.fast.plain_cell import plain_cell_line
 
 CONSOLE = Console(width=200, color_system="truecolor")
 STYLES = [Style(), Style(color="red"), Style(bgcolor="#102030"), Style(bold=True, color="#e0e0e0"),

@@ -17,7 +17,7 @@ from textual.scroll_view import ScrollView
 from textual.widgets import Log
 
 from lanes_tui.widgets import LanesTable, OutputPane
-from lanes_tui.widgets._keyed_table import RowScopedCache
+from lanes_tui.fast.table import RowScopedCache
 from tests.snapshot_apps.widget_apps import LANES, NOW, WidgetHost
 
 SAMPLE = {"idle_s": 75, "cpu_percent": 99.4, "rss_bytes": 2 * 1024**3}
@@ -94,7 +94,7 @@ async def test_an_unchanged_sync_repaints_nothing_and_a_meter_repaints_its_row_o
 class _LineByLine(OutputPane):
     """The pane as it was: `Log.write` for the whole text (a refresh and a width per line)."""
 
-    def _write_batch(self, text: str, *, scroll_end: bool) -> None:
+    def write_batch(self, text: str, *, scroll_end: bool) -> None:
         Log.write(self, text, scroll_end=scroll_end)
 
 
@@ -281,7 +281,7 @@ async def test_a_cursor_move_that_scrolls_renders_only_the_two_rows_it_changes()
     row, so at most two rows are drawn: the one the cursor reached and the one scrolled into view (B1)."""
     from textual.widgets import DataTable
 
-    from lanes_tui.widgets import _keyed_table as keyed_table
+    from lanes_tui.fast import lean_rows as keyed_table
     from tests.snapshot_apps.widget_apps import lane
 
     many = [lane(f"lane-{i:03d}-a1", "running", idle_s=3.0) for i in range(60)]
@@ -378,7 +378,8 @@ def test_the_fast_paths_of_a_batch_measure_and_break_lines_as_the_slow_ones(chun
     """Showing a lane's 64 KiB tail cost 27 ms (B1's output latency): lines were broken and measured one
     by one in Python. The C-speed paths (nothing to break; ASCII without control characters) must give
     what the line-by-line code gives, for any text, across chunks (a line may span them)."""
-    from lanes_tui.widgets.output_pane import MAX_LINE_CHARS, _widest
+    from lanes_tui.fast.log import _widest
+    from lanes_tui.widgets.output_pane import MAX_LINE_CHARS
 
     pane = OutputPane()
     partial = 0

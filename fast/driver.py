@@ -11,6 +11,8 @@ printing lane's supervisor.
 with no timeout unless the parser holds an unfinished sequence, and then only until that sequence's
 own deadline, so a lone Escape arrives no later than with Textual's poll. Everything else (reading,
 decoding, parsing, delivering) is the parent's: the same parser, the same messages.
+
+Imported only on Linux and macOS (`LinuxDriver` exists only off Windows); `driver_class` is the door.
 """
 
 from __future__ import annotations
@@ -26,7 +28,10 @@ from typing import Any
 from textual import _time
 from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
+from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
+
+from lanes_tui.fast.checks import enabled
 
 #: The parent's poll, kept for a parser that does not say when its sequence times out.
 FALLBACK_TIMEOUT_S = 0.1
@@ -144,3 +149,13 @@ class LeanLinuxDriver(LinuxDriver):
         with contextlib.suppress(OSError):  # empty (EAGAIN) or closed
             while os.read(self._wake_read, 64):
                 pass
+
+
+def driver_class(default: type[Driver]) -> type[Driver]:
+    """The driver the app runs with: `LeanLinuxDriver` where Textual would pick its `LinuxDriver` (and no
+    TEXTUAL_DRIVER names another) and the fast path is on; `default` (Textual's choice) otherwise."""
+    from textual import constants
+
+    if default is LinuxDriver and constants.DRIVER is None and enabled("driver"):
+        return LeanLinuxDriver
+    return default

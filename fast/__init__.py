@@ -1,0 +1,40 @@
+"""The fence: every use of a Textual or Rich private name lives here, and nowhere else.
+
+Owns the dashboard's fast paths: measured wins that need Textual's private API (its compositor, styles
+cache, DataTable and Log internals, timer, driver). Nothing outside this folder touches a private name
+of Textual or Rich (`tests/test_fence.py` reads the source). It may import Textual, Rich and the standard
+library, and must never import the app, the widgets or the engine: the app and the widgets build on it
+(`FastScreen`, `FastDataTable`, `FastLog`, `driver_class`), it builds on nothing of ours.
+
+Degrade, never crash: `checks` tests at start-up, once a process, that what each fast path relies on is
+still there in the shape it was checked in (methods' parameters, attributes); a path that fails is off,
+its users take Textual's stock path, and one log line (logger `lanes_tui.fast`, the dashboard's engine
+log) says which paths are off and why. `LANES_TUI_STOCK=1` turns every path off. How to move to a new
+Textual: docs/textual.md.
+
+Checked against Textual 8.2.7 and 8.2.8 (the pin, `textual>=8.2.7,<8.3`; 8.2.8 is what the tests and
+the benchmarks ran on) and Rich 14.2 / 15.0. Per module, with its switch in `checks.PATHS`, what it
+replaces, the figure that justified it (docs/benchmarks.md) and the test that holds it equal to stock:
+
+| module | switch | replaces | figure | held equal by |
+|---|---|---|---|---|
+| `compositor` | compositor | `Compositor._get_renders` for a partial update (renders only widgets whose visible part it overlaps) | B2: an Output frame 7.4 → 2.7 ms | `tests/test_lean_compositor.py` |
+| `frame_timer` | frame_timer | `Timer._run` for the screen's `_update_timer` (a frame as soon as resumed, at most one an interval) | B1: output p50 54.8 → 35.5 ms (a frame waited 17–33 ms on the grid) | `tests/test_frame_timer.py` |
+| `screen` | (both above) | `Screen._compositor`, `Screen._update_timer` | — | `tests/test_app_snapshot.py` in both modes |
+| `driver` | driver | `LinuxDriver.run_input_thread` (sleeps until a key, the stop or a parser deadline) | B2: 0.14 % → 0.00 % of a core, ten wake-ups a second | `tests/test_lean_driver.py` |
+| `framed_rows` | framed_rows | `StylesCache.render` / `render_line` for plain content rows (border and padding joined once) | B2: the Output pane's part of a frame 4.0 → 1.6 ms | `tests/test_framed_rows.py` |
+| `table` | table | DataTable's `update_cell`, render caches, `_render_line`, `_render_cell` | B1: `_render_cell` calls 16,926 → 5,096 a run; a row repaint, not the table's | `tests/test_widgets_repaint.py`, `tests/test_lean_rows.py` |
+| `lean_rows` | table | `DataTable._render_line_in_row` + `_render_line` for a body row | B2: 24.5 → 19.0 ms a tick, 20 rows | `tests/test_lean_rows.py` |
+| `plain_cell` | table, log | Rich's rendering of a plain one-line cell or line (`Styled(Padding(Text))`) | B1: ~0.3 ms a cell; cursor p50 23 → 17.5 ms | `tests/test_plain_cell.py` |
+| `log` | log | `Log.write`, `clear`, `_render_line`, `_render_line_strip`, `_scroll_update` | B1: a 1,900-line tail 49 → 8 ms; B2: virtual size without a layout | `tests/test_widgets_repaint.py`, `tests/test_framed_rows.py` |
+| `checks` | — | — | — | `tests/test_fence.py` |
+
+`tests/test_app_*.py` and `tests/test_widgets*.py` pass with `LANES_TUI_STOCK=1` too, on the same
+snapshots (`.ci/run` runs them both ways): the fast paths draw what stock Textual draws.
+"""
+
+from __future__ import annotations
+
+from lanes_tui.fast.checks import PATHS, STOCK_ENV, enabled, off_reasons, recheck
+
+__all__ = ["PATHS", "STOCK_ENV", "enabled", "off_reasons", "recheck"]
