@@ -33,7 +33,8 @@ class LanesApp(App[None]):
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver for this terminal, but on Linux and macOS one whose input thread sleeps
-        until a key comes (`lanes_tui.fast.driver`, when its fast path is on); a driver named in TEXTUAL_DRIVER is left as it is."""
+        until a key comes (`lanes_tui.fast.driver`, when its fast path is on); a driver named in
+        TEXTUAL_DRIVER is left as it is."""
         driver = super().get_driver_class()
         if driver.__name__ != "LinuxDriver":
             return driver

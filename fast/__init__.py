@@ -16,18 +16,30 @@ Checked against Textual 8.2.7 and 8.2.8 (the pin, `textual>=8.2.7,<8.3`; 8.2.8 i
 the benchmarks ran on) and Rich 14.2 / 15.0. Per module, with its switch in `checks.PATHS`, what it
 replaces, the figure that justified it (docs/benchmarks.md) and the test that holds it equal to stock:
 
-| module | switch | replaces | figure | held equal by |
-|---|---|---|---|---|
-| `compositor` | compositor | `Compositor._get_renders` for a partial update (renders only widgets whose visible part it overlaps) | B2: an Output frame 7.4 → 2.7 ms | `tests/test_lean_compositor.py` |
-| `frame_timer` | frame_timer | `Timer._run` for the screen's `_update_timer` (a frame as soon as resumed, at most one an interval) | B1: output p50 54.8 → 35.5 ms (a frame waited 17–33 ms on the grid) | `tests/test_frame_timer.py` |
-| `screen` | (both above) | `Screen._compositor`, `Screen._update_timer` | — | `tests/test_app_snapshot.py` in both modes |
-| `driver` | driver | `LinuxDriver.run_input_thread` (sleeps until a key, the stop or a parser deadline) | B2: 0.14 % → 0.00 % of a core, ten wake-ups a second | `tests/test_lean_driver.py` |
-| `framed_rows` | framed_rows | `StylesCache.render` / `render_line` for plain content rows (border and padding joined once) | B2: the Output pane's part of a frame 4.0 → 1.6 ms | `tests/test_framed_rows.py` |
-| `table` | table | DataTable's `update_cell`, render caches, `_render_line`, `_render_cell` | B1: `_render_cell` calls 16,926 → 5,096 a run; a row repaint, not the table's | `tests/test_widgets_repaint.py`, `tests/test_lean_rows.py` |
-| `lean_rows` | table | `DataTable._render_line_in_row` + `_render_line` for a body row | B2: 24.5 → 19.0 ms a tick, 20 rows | `tests/test_lean_rows.py` |
-| `plain_cell` | table, log | Rich's rendering of a plain one-line cell or line (`Styled(Padding(Text))`) | B1: ~0.3 ms a cell; cursor p50 23 → 17.5 ms | `tests/test_plain_cell.py` |
-| `log` | log | `Log.write`, `clear`, `_render_line`, `_render_line_strip`, `_scroll_update` | B1: a 1,900-line tail 49 → 8 ms; B2: virtual size without a layout | `tests/test_widgets_repaint.py`, `tests/test_framed_rows.py` |
-| `checks` | — | — | — | `tests/test_fence.py` |
+- `compositor` (switch `compositor`): replaces `Compositor._get_renders` for a partial update, rendering
+  only the widgets whose visible part it overlaps. B2: an Output frame 7.4 → 2.7 ms.
+  Held equal by `tests/test_lean_compositor.py`.
+- `frame_timer` (`frame_timer`): replaces `Timer._run` for the screen's frames, a frame as soon as resumed
+  and at most one an interval. B1: output p50 54.8 → 35.5 ms (a frame waited 17–33 ms on Textual's grid).
+  Held equal by `tests/test_frame_timer.py` (fake clock).
+- `screen` (both above): `FastScreen` assigns `Screen._compositor` and overrides `Screen._update_timer`.
+  Held equal by the dashboard snapshots, run in both modes.
+- `driver` (`driver`): replaces `LinuxDriver.run_input_thread`: it sleeps until a key, the stop or the
+  parser's deadline. B2: 0.14 % → 0.00 % of a core, no wake-ups. Held by `tests/test_lean_driver.py`.
+- `framed_rows` (`framed_rows`): replaces `StylesCache.render` / `render_line` for plain content rows
+  (border and padding joined once). B2: the Output pane's part of a frame 4.0 → 1.6 ms.
+  Held equal by `tests/test_framed_rows.py`.
+- `table` (`table`): DataTable's `update_cell`, render caches, `_render_line` and `_render_cell`. B1:
+  `_render_cell` calls 16,926 → 5,096 a run; a meter tick repaints its row, not the table.
+  Held by `tests/test_widgets_repaint.py` and the snapshots.
+- `lean_rows` (`table`): DataTable's `_render_line_in_row` + `_render_line` for a body row, in one pass.
+  B2: 24.5 → 19.0 ms a tick at 20 rows. Held equal by `tests/test_lean_rows.py`.
+- `plain_cell` (`table`, `log`): Rich's rendering of a plain one-line cell or line. B1: ~0.3 ms a cell
+  before; cursor p50 23 → 17.5 ms. Held equal by `tests/test_plain_cell.py`.
+- `log` (`log`): `Log.write`, `clear`, `_render_line`, `_render_line_strip`, `_scroll_update`. B1: a
+  1,900-line tail 49 → 8 ms; B2: the scroll range set without a layout of the screen.
+  Held by `tests/test_widgets_repaint.py`, `tests/test_framed_rows.py`.
+- `checks`: the start-up checks (`NEEDS`: what each switch relies on); `tests/test_fence.py`.
 
 `tests/test_app_*.py` and `tests/test_widgets*.py` pass with `LANES_TUI_STOCK=1` too, on the same
 snapshots (`.ci/run` runs them both ways): the fast paths draw what stock Textual draws.

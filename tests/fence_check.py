@@ -82,7 +82,7 @@ def _defined_names(tree: ast.AST) -> _Defs:
                     defs.names.add(name)
                     if owner:
                         defs.by_class[owner].add(name)
-            visit(child, owner if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else owner)
+            visit(child, owner)
 
     visit(tree, None)
     return defs

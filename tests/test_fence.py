@@ -143,8 +143,8 @@ def _next_textual(monkeypatch: pytest.MonkeyPatch) -> None:
 
 async def test_a_changed_signature_turns_its_fast_path_off_with_one_log_line(
         fresh_checks: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    """A `StylesCache.render_line` of another shape: the framed rows are off (the panes keep Textual's own `StylesCache`), every
-    other path stays on, one warning names the path and the parameters, and the panes draw."""
+    """A `StylesCache.render_line` of another shape: the framed rows are off (the panes keep Textual's own
+    `StylesCache`), every other path stays on, one warning names the path and the parameters, the panes draw."""
     from textual.containers import Vertical
 
     from lanes_tui.fast.framed_rows import FramedRowsCache

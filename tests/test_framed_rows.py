@@ -21,9 +21,9 @@ from textual.selection import Selection
 from textual.strip import Strip
 from textual.widgets import Log
 
-from lanes_tui.widgets import LanesTable, OutputPane
 from lanes_tui.fast.framed_rows import FramedRowsCache
 from lanes_tui.fast.log import _fitted_line
+from lanes_tui.widgets import LanesTable, OutputPane
 from tests.snapshot_apps.widget_apps import WidgetHost, lane, showing_lanes
 
 #: What agents print, and what must leave the fast path: wide and zero-width characters, a tab,

@@ -16,8 +16,8 @@ from textual.coordinate import Coordinate
 from textual.widgets import DataTable
 from textual.widgets.data_table import RowKey
 
-from lanes_tui.widgets import LanesTable
 from lanes_tui.fast.lean_rows import lean_row_line
+from lanes_tui.widgets import LanesTable
 from tests.snapshot_apps.widget_apps import NOW, WidgetHost, lane, showing_lanes
 
 

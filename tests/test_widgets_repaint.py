@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from rich.cells import cell_len
@@ -16,9 +17,16 @@ from textual.geometry import Region
 from textual.scroll_view import ScrollView
 from textual.widgets import Log
 
-from lanes_tui.widgets import LanesTable, OutputPane
+from lanes_tui.fast import enabled
 from lanes_tui.fast.table import RowScopedCache
+from lanes_tui.widgets import LanesTable, OutputPane
 from tests.snapshot_apps.widget_apps import LANES, NOW, WidgetHost
+
+
+def fast_only(path: str) -> pytest.MarkDecorator:
+    """These tests count what a fast path saves (repaints, layouts, renders): with it off (`LANES_TUI_STOCK=1`,
+    or a Textual its start-up check refuses) there is nothing to count; the snapshots hold both modes equal."""
+    return pytest.mark.skipif(not enabled(path), reason=f"counts the {path} fast path's savings; it is off")
 
 SAMPLE = {"idle_s": 75, "cpu_percent": 99.4, "rss_bytes": 2 * 1024**3}
 NEXT = {"idle_s": 74, "cpu_percent": 12.0, "rss_bytes": 1024**3}  # no wider than SAMPLE: no column grows
@@ -62,6 +70,7 @@ def _spy_layouts(pane: OutputPane) -> list[int]:
     return layouts
 
 
+@fast_only("table")
 async def test_an_unchanged_sync_repaints_nothing_and_a_meter_repaints_its_row_only() -> None:
     table = LanesTable()
     app = WidgetHost(table)
@@ -98,6 +107,7 @@ class _LineByLine(OutputPane):
         Log.write(self, text, scroll_end=scroll_end)
 
 
+@fast_only("log")
 async def test_the_output_pane_writes_a_batch_in_one_refresh_and_shows_the_same_lines() -> None:
     pane = OutputPane(max_lines=100)
     app = WidgetHost(pane)
@@ -135,6 +145,7 @@ async def test_the_output_pane_writes_a_batch_in_one_refresh_and_shows_the_same_
         assert list(old.lines) == pruned
 
 
+@fast_only("log")
 async def test_printing_into_a_scrolled_pane_asks_for_no_layout_of_the_screen() -> None:
     """A layout pass re-arranges every widget and repaints the whole pane: not per batch of output."""
     pane = OutputPane(max_lines=500)
@@ -213,6 +224,7 @@ async def test_the_thumb_left_alone_at_the_tail_is_right_when_the_lead_scrolls_u
     assert screens[0] == screens[1]
 
 
+@fast_only("table")
 async def test_a_meter_sample_re_renders_its_own_row_only_when_the_table_is_drawn_again() -> None:
     """DataTable keys its render caches by one update counter for the whole table: bumping it for a
     sample made every visible row render again, cell by cell, at the next scroll (B1 at 100 lanes).
@@ -246,6 +258,7 @@ async def test_a_meter_sample_re_renders_its_own_row_only_when_the_table_is_draw
     assert await _built_at_once_with_samples() == incremental  # what is drawn is the new sample
 
 
+@fast_only("log")
 async def test_switching_lanes_in_the_output_pane_asks_for_no_layout_of_the_screen() -> None:
     """`Log.clear` sets `virtual_size`, a layout reactive: every lane switch laid out the whole screen
     (B1). The pane swaps its lines without one, and the scroll range is the new lane's, empty included."""
@@ -275,6 +288,7 @@ async def test_switching_lanes_in_the_output_pane_asks_for_no_layout_of_the_scre
         assert fresh.export_screenshot() == incremental
 
 
+@fast_only("table")
 async def test_a_cursor_move_that_scrolls_renders_only_the_two_rows_it_changes() -> None:
     """DataTable keys its line cache by the cursor's coordinate: a move that scrolled the table drew
     every visible row again from its cells. Lines are now cached by whether the cursor is on their
