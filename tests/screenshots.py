@@ -79,8 +79,8 @@ def start_chat_lane(demo: Demo) -> str:
 async def shoot(demo: Demo, out: Path, *, timeout_s: float = 120.0) -> list[Path]:
     from textual.widgets import TabbedContent
 
-    from lanes_tui.app.dashboard import LanesApp
-    from lanes_tui.app.screen import DashboardScreen
+    from lanes_tui.app.dashboard.app import LanesApp
+    from lanes_tui.app.dashboard.screen import DashboardScreen
     from lanes_tui.widgets import ConfirmModal, HelpScreen, LanesTable, MetersPane
 
     app = LanesApp(demo.repo, demo=True)

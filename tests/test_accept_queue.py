@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from lanes_tui.app.dashboard import LanesApp
+from lanes_tui.app.dashboard.app import LanesApp
 from lanes_tui.engine.decisions.queue import QueuePlan, QueueReport, QueueStep, frozen_blockers, order_lanes
 from lanes_tui.engine.git.radar import Conflict, RadarReport
 from lanes_tui.engine.state.model import LaneRecord

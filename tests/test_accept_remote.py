@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from lanes_tui.app.cli import main
+from lanes_tui.app.cli.main import main
 from lanes_tui.engine.config.settings import load_config
 from lanes_tui.engine.core.atomic import write_json_atomic
 from lanes_tui.engine.core.errors import LanesError

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from lanes_tui.app.dashboard import LanesApp
-from lanes_tui.app.inbox_flows import same_questions
+from lanes_tui.app.dashboard.app import LanesApp
+from lanes_tui.app.dashboard.inbox_flows import same_questions
 from lanes_tui.widgets import AllowRuleModal, ConfirmModal, InboxPane, LaneFilter, LanesTable
 from lanes_tui.widgets._lane_order import attention, ordered
 from tests.fake_engine import NOW, FakeEngine, lane

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
-from lanes_tui.app.dashboard import LanesApp
-from lanes_tui.app.screen import DashboardScreen
+from lanes_tui.app.dashboard.app import LanesApp
+from lanes_tui.app.dashboard.screen import DashboardScreen
 from lanes_tui.widgets import LanesTable, OutputPane
 from tests.fake_engine import FakeEngine, lane
 

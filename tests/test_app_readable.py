@@ -10,7 +10,7 @@ from pathlib import Path
 
 from textual.pilot import Pilot
 
-from lanes_tui.app.dashboard import LanesApp
+from lanes_tui.app.dashboard.app import LanesApp
 from lanes_tui.engine.state.events import OutputAppended
 from lanes_tui.widgets import LanesTable, OutputPane
 from tests.fake_engine import FakeEngine, lane
@@ -94,6 +94,6 @@ async def test_a_plain_lane_shows_its_lines_as_they_are(tmp_path: Path) -> None:
 
 
 async def test_w_is_in_the_help(tmp_path: Path) -> None:
-    from lanes_tui.app.keys import help_rows
+    from lanes_tui.app.dashboard.keys import help_rows
 
     assert any(key == "w" and "raw JSON lines" in text for key, text in help_rows())

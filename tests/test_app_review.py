@@ -8,7 +8,7 @@ from typing import Any
 
 from textual.widgets import Input, Static
 
-from lanes_tui.app.dashboard import LanesApp
+from lanes_tui.app.dashboard.app import LanesApp
 from lanes_tui.engine.decisions.accept import AcceptOutcome
 from lanes_tui.engine.decisions.accept_plan import AcceptPlan
 from lanes_tui.widgets import AcceptModal, ConfirmModal, LanesTable, ReasonModal

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from textual.timer import Timer
 
-from lanes_tui.app.dashboard import LanesApp
+from lanes_tui.app.dashboard.app import LanesApp
 from lanes_tui.engine.live.engine import Engine
 from lanes_tui.fast import enabled
 from lanes_tui.fast.frame_timer import FrameTimer

@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from lanes_tui.app.dashboard import LanesApp
+from lanes_tui.app.dashboard.app import LanesApp
 from tests.fake_engine import FakeEngine, lane
 
 
 def test_dashboard_snapshot(snap_compare: Any, tmp_path: Path, monkeypatch: Any) -> None:
     import time as real_time
 
-    from lanes_tui.app import screen as screen_module
+    from lanes_tui.app.dashboard import screen as screen_module
     from tests import fake_engine
 
     class FrozenTime:
@@ -26,7 +26,7 @@ def test_dashboard_snapshot(snap_compare: Any, tmp_path: Path, monkeypatch: Any)
             return getattr(real_time, name)
 
     monkeypatch.setattr(screen_module, "time", FrozenTime())
-    from lanes_tui.app import meters_feed
+    from lanes_tui.app.dashboard import meters_feed
 
     caps = [{"cap": "cpu", "value": "100%", "mechanism": "cgroup-v2 cpu.max"},
             {"cap": "memory", "value": "2.0 GiB", "mechanism": "cgroup-v2 memory.max"}]

@@ -11,8 +11,8 @@ from textual.message import Message
 from textual.pilot import Pilot
 from textual.widgets import Static
 
-from lanes_tui.app.dashboard import LanesApp
-from lanes_tui.app.messages import LanesChanged, QuestionsUpdated
+from lanes_tui.app.dashboard.app import LanesApp
+from lanes_tui.app.dashboard.messages import LanesChanged, QuestionsUpdated
 from lanes_tui.engine import Findings
 from lanes_tui.widgets import (
     AcceptModal,

@@ -7,8 +7,8 @@ from typing import Any
 
 from textual.message import Message
 
-from lanes_tui.app.bridge import EngineBridge
-from lanes_tui.app.messages import LanesChanged, MetersChanged, OutputChanged
+from lanes_tui.app.dashboard.bridge import EngineBridge
+from lanes_tui.app.dashboard.messages import LanesChanged, MetersChanged, OutputChanged
 from lanes_tui.engine.state.events import LaneChanged, MetersSampled, OutputAppended
 from tests.fake_engine import lane
 

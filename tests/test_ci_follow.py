@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from lanes_tui.app import cli_ci
-from lanes_tui.app.cli import main
+from lanes_tui.app.cli import ci as cli_ci
+from lanes_tui.app.cli.main import main
 from lanes_tui.engine.core.clock import FakeClock
 from lanes_tui.engine.decisions.pr_checks import PullRequest, follow_checks
 from tests.conftest import git
@@ -252,7 +252,7 @@ async def test_ctrl_c_stops_the_gh_call_in_flight(programme: Path, tmp_path: Pat
 
 def test_ci_is_the_leads_command() -> None:
     """It writes the lead's state folder and runs gh with the lead's token: never from a lane's shell."""
-    from lanes_tui.app.cli import lane_refusal
+    from lanes_tui.app.cli.main import lane_refusal
 
     refusal = lane_refusal("ci", ["ci", "7"], {"LANES_LANE": "a-a1"})
     assert refusal is not None and refusal.startswith("lanes-tui ci is the lead's command")

@@ -55,7 +55,7 @@ def test_version_and_python_m_lanes_tui(repo: Path, tmp_path: Path) -> None:
     assert (shown.returncode, shown.stdout) == (0, f"lanes-tui {metadata.version('lanes-tui')}\n"), shown.stderr
     # Answered before the parser: no command module is loaded for it, nor any third-party package.
     loaded = modules_of(report)
-    assert [m for m in loaded if m.startswith("lanes_tui.app.cli_") and m != "lanes_tui.app.cli_args"] == []
+    assert [m for m in loaded if m.startswith("lanes_tui.app.cli_") and m != "lanes_tui.app.cli.args"] == []
     assert [m for m in loaded if m.split(".")[0] in ("textual", "rich", "psutil", "git", "tomlkit")] == []
     assert cli(repo, "--version").stdout == shown.stdout  # `python -m lanes_tui.app`, the lane shim's form
     listed = lanes(repo, "status", "--json")
@@ -246,8 +246,8 @@ def test_usage_errors_are_one_line_and_exit_2(repo: Path) -> None:
 def test_every_subcommand_has_a_description_and_examples() -> None:
     import argparse
 
-    from lanes_tui.app.cli import COMMAND_MODULES, build_parser
-    from lanes_tui.app.cli_help import describe
+    from lanes_tui.app.cli.help import describe
+    from lanes_tui.app.cli.main import COMMAND_MODULES, build_parser
 
     parser = build_parser(None)
     describe(parser)
@@ -271,7 +271,7 @@ def test_every_subcommand_has_a_description_and_examples() -> None:
 
 
 def test_help_keys_lists_the_dashboard_keys_without_textual(repo: Path, tmp_path: Path) -> None:
-    from lanes_tui.app.keys import KEYS
+    from lanes_tui.app.dashboard.keys import KEYS
 
     report = tmp_path / "modules.jsonl"
     write_config(repo, extra='[keys]\naccept = "A"\n')
@@ -286,7 +286,7 @@ def test_help_keys_lists_the_dashboard_keys_without_textual(repo: Path, tmp_path
 
 
 def test_docs_cli_names_every_command_exit_code_and_json_shape() -> None:
-    from lanes_tui.app.cli import COMMAND_MODULES
+    from lanes_tui.app.cli.main import COMMAND_MODULES
 
     text = (ROOT / "docs" / "cli.md").read_text()
     for command in COMMAND_MODULES:

@@ -58,7 +58,7 @@ def test_local_runner_says_lanes_run_here_and_loads_no_ray(repo: Path, tmp_path:
 def _doctor_without_ray(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`lanes-tui doctor ARGS` in a process where `import ray` fails, as on a machine without the extra."""
     program = ("import sys; sys.modules['ray'] = None\n"
-               "from lanes_tui.app.cli import main\n"
+               "from lanes_tui.app.cli.main import main\n"
                "raise SystemExit(main(sys.argv[1:]))")
     return subprocess.run([sys.executable, "-c", program, "doctor", *args], cwd=repo, capture_output=True,
                           text=True, timeout=120, check=False)
@@ -123,7 +123,7 @@ def fake_ray(monkeypatch: pytest.MonkeyPatch, repo: Path) -> type[FakeRayRunner]
 
 def test_ray_checks_print_one_line_each_and_fail_the_doctor(fake_ray: type[FakeRayRunner], repo: Path,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    from lanes_tui.app.cli import main
+    from lanes_tui.app.cli.main import main
 
     assert main(["doctor"]) == 1
     out = capsys.readouterr().out.splitlines()
@@ -142,7 +142,7 @@ def test_ray_checks_print_one_line_each_and_fail_the_doctor(fake_ray: type[FakeR
 
 
 def test_ray_checks_in_json(fake_ray: type[FakeRayRunner], repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from lanes_tui.app.cli import main
+    from lanes_tui.app.cli.main import main
 
     code = main(["doctor", "--json"])
     report = json.loads(capsys.readouterr().out)
@@ -160,7 +160,7 @@ def test_ray_checks_in_json(fake_ray: type[FakeRayRunner], repo: Path, capsys: p
 
 def test_all_checks_ok_add_no_problem(fake_ray: type[FakeRayRunner], monkeypatch: pytest.MonkeyPatch,
                                       repo: Path) -> None:
-    from lanes_tui.app.cli_config import doctor_report
+    from lanes_tui.app.cli.config import doctor_report
 
     monkeypatch.setattr(fake_ray, "checks", [(name, True, detail) for name, _, detail in fake_ray.checks])
     report = doctor_report(repo)
@@ -171,7 +171,7 @@ def test_all_checks_ok_add_no_problem(fake_ray: type[FakeRayRunner], monkeypatch
 def test_a_cluster_that_raises_is_one_problem_not_a_traceback(fake_ray: type[FakeRayRunner], repo: Path,
                                                               monkeypatch: pytest.MonkeyPatch,
                                                               capsys: pytest.CaptureFixture[str]) -> None:
-    from lanes_tui.app.cli import main
+    from lanes_tui.app.cli.main import main
     from lanes_tui.engine.decisions.runners import RUNNER_FACTORIES
 
     monkeypatch.setitem(RUNNER_FACTORIES, "ray", BrokenRayRunner)
@@ -191,7 +191,7 @@ def _record(repo: Path, lane_id: str, worktree: str, runner: str) -> None:
 
 
 def test_a_ray_lanes_worktree_is_on_its_node_not_missing_here(fake_ray: type[FakeRayRunner], repo: Path) -> None:
-    from lanes_tui.app.cli_config import doctor_report
+    from lanes_tui.app.cli.config import doctor_report
 
     _record(repo, "cloud-a1", "/home/node/.cache/lanes-tui/ray/x/worktrees/cloud-a1", "ray")
     _record(repo, "here-a1", str(repo.parent / "worktrees" / "here-a1"), "local")

@@ -185,7 +185,7 @@ async def test_a_missing_private_attribute_turns_its_fast_path_off(
 
 async def test_lanes_tui_stock_runs_everything_stock(fresh_checks: None, monkeypatch: pytest.MonkeyPatch,
                                                      caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
-    from lanes_tui.app.screen import DashboardScreen
+    from lanes_tui.app.dashboard.screen import DashboardScreen
     from lanes_tui.fast.driver import LeanLinuxDriver, driver_class
     from lanes_tui.fast.framed_rows import FramedRowsCache
     from lanes_tui.widgets import LanesTable, OutputPane
@@ -211,7 +211,7 @@ async def test_lanes_tui_stock_runs_everything_stock(fresh_checks: None, monkeyp
 
 async def test_with_the_fast_paths_on_the_dashboard_screen_uses_them(fresh_checks: None) -> None:
     """The other side of the test above: on the pinned Textual the screen and panes do take the fast paths."""
-    from lanes_tui.app.screen import DashboardScreen
+    from lanes_tui.app.dashboard.screen import DashboardScreen
     from lanes_tui.fast.compositor import LeanCompositor
     from lanes_tui.fast.driver import LeanLinuxDriver, driver_class
     from lanes_tui.fast.framed_rows import FramedRowsCache

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from lanes_tui.app.meters_feed import gate_waits, meters_mapping
+from lanes_tui.app.dashboard.meters_feed import gate_waits, meters_mapping
 from lanes_tui.engine import LanesError, load_config
 from lanes_tui.engine.core import slots
 from lanes_tui.engine.core.clock import FakeClock

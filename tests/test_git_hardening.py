@@ -222,7 +222,7 @@ def test_the_fixed_hardening_reaches_every_git_lanes_tui_runs() -> None:
 async def test_the_dashboard_hears_the_git_watch_and_the_bar_names_it(repo: Path, tmp_path: Path) -> None:
     """The watch reaches the dashboard, not only `status` and `doctor`: the engine's look emits the
     warnings when they change, and the attention bar leads with them in `$error` until they clear."""
-    from lanes_tui.app.dashboard import LanesApp
+    from lanes_tui.app.dashboard.app import LanesApp
     from lanes_tui.engine import Engine, GitWatchChanged
     from lanes_tui.engine.git.watch import record
     from lanes_tui.widgets import AttentionBar

@@ -19,9 +19,9 @@ import pytest
 from rich.text import Text
 from textual.widgets import Static
 
-from lanes_tui.app import meters_feed
-from lanes_tui.app.dashboard import LanesApp
-from lanes_tui.app.meters_feed import GovernorCaps, lock_counts, meters_mapping
+from lanes_tui.app.dashboard import meters_feed
+from lanes_tui.app.dashboard.app import LanesApp
+from lanes_tui.app.dashboard.meters_feed import GovernorCaps, lock_counts, meters_mapping
 from lanes_tui.engine import Config, LanesError, LaneStatus
 from lanes_tui.engine.state.lock_events import LockJournal, describe_wait, read_lock_view
 from lanes_tui.engine.state.model import LaneRecord

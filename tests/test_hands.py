@@ -369,7 +369,7 @@ def _read_events(stream: Stream, count_turns: int) -> list[dict[str, Any]]:
 
 
 async def test_claude_lane_send_attach_and_the_dashboard(repo: Path) -> None:
-    from lanes_tui.app.dashboard import LanesApp
+    from lanes_tui.app.dashboard.app import LanesApp
     from tests.fake_engine import FakeEngine
     from tests.fake_engine import lane as fake_lane
 

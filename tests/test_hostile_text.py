@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from lanes_tui.app.cli import TerminalSafe
+from lanes_tui.app.cli.main import TerminalSafe
 from lanes_tui.engine.core.ansi import terminal_text
 from tests.helpers import cli, run_lane, wait_state, write_config
 

@@ -86,7 +86,7 @@ def test_the_views_load_gitpython_only_when_used() -> None:
 
 def test_headless_cli_imports_no_ui() -> None:
     """`lanes-tui ask` runs inside agents' shells: it must not pay for Textual."""
-    assert _top(_loaded("import lanes_tui.app.cli"), *UI) == []
+    assert _top(_loaded("import lanes_tui.app.cli.main"), *UI) == []
 
 
 def _reports(path: Path) -> list[dict[str, object]]:
@@ -127,7 +127,7 @@ def _inbox_only(modules: list[str]) -> None:
     state = sorted(m for m in modules if m.startswith("lanes_tui.engine.state."))
     assert state == ["lanes_tui.engine.state.paths"], state
     app = sorted(m for m in modules if m.startswith("lanes_tui.app."))
-    assert app == ["lanes_tui.app.cli", "lanes_tui.app.cli_args", "lanes_tui.app.cli_inbox"], app
+    assert app == ["lanes_tui.app.cli.main", "lanes_tui.app.cli.args", "lanes_tui.app.cli.inbox"], app
     third_party = _top(set(modules), "tomlkit", "git", "textual", "rich", "psutil", "pyte")
     assert third_party == [], third_party
 
@@ -181,7 +181,7 @@ def test_lock_stays_as_lean_as_ask(repo: Path, tmp_path: Path) -> None:
     assert isinstance(modules, list)
     assert _top(set(modules), "tomlkit", "git", "textual", "rich", "psutil", "pyte") == []
     app = sorted(m for m in modules if m.startswith("lanes_tui.app."))
-    assert app == ["lanes_tui.app.cli", "lanes_tui.app.cli_args", "lanes_tui.app.cli_lock"], app
+    assert app == ["lanes_tui.app.cli.main", "lanes_tui.app.cli.args", "lanes_tui.app.cli.lock"], app
     parts = _engine_parts(modules)
     assert parts <= {"lanes_tui.engine.core", "lanes_tui.engine.state", "lanes_tui.engine.config",
                      "lanes_tui.engine.lanes"}, parts
@@ -196,8 +196,8 @@ def test_the_default_runner_never_imports_ray(repo: Path) -> None:
     program = (
         "import asyncio, sys\n"
         "from pathlib import Path\n"
-        "import lanes_tui.app, lanes_tui.engine, lanes_tui.app.dashboard\n"
-        "from lanes_tui.app.cli import main\n"
+        "import lanes_tui.app, lanes_tui.engine, lanes_tui.app.dashboard.app\n"
+        "from lanes_tui.app.cli.main import main\n"
         "assert main(['status']) == 0\n"
         "from lanes_tui.engine import Engine\n"
         "async def engine_round() -> None:\n"

@@ -394,7 +394,7 @@ def test_a_malformed_mark_still_counts(store: InboxStore, caplog: pytest.LogCapt
 
 # --- the command line, as real processes ---------------------------------------------------------
 
-CLI = [sys.executable, "-c", "from lanes_tui.app.cli_inbox import _main; raise SystemExit(_main())"]
+CLI = [sys.executable, "-c", "from lanes_tui.app.cli.inbox import _main; raise SystemExit(_main())"]
 
 
 @pytest.fixture()

@@ -163,7 +163,7 @@ def test_auth_is_a_config_error_that_names_the_fix_and_doctor_says_it(repo: Path
     assert record.state_reason == ("authentication refused (flaky): Invalid API key; fix: set ANTHROPIC_API_KEY, "
                                    "the key of its model 'claude-sonnet-4-5'")
     assert not [e for e in events if e["type"] in ("fallback", "retry")]
-    from lanes_tui.app.cli_config import doctor_report
+    from lanes_tui.app.cli.config import doctor_report
 
     problems = doctor_report(repo)["problems"]
     assert any("provider flaky: its last run" in p and "set ANTHROPIC_API_KEY" in p for p in problems), problems

@@ -186,8 +186,9 @@ PLANTED = {
     "engine/git/planted_inbox.py": "from lanes_tui.engine.inbox import files\n",  # engine-config-git-alone
     "engine/channels/planted_git.py": "from lanes_tui.engine.git import commands\n",  # engine-channels-no-git
     "engine/state/planted_ui.py": "import rich\n",  # engine-no-ui
-    "widgets/planted_app.py": "from lanes_tui.app import keys\n",  # ui-above-engine
+    "widgets/planted_app.py": "from lanes_tui.app.dashboard import keys\n",  # ui-above-engine
     "app/planted_deep.py": "def f():\n    from lanes_tui.engine.state.store import LaneStore\n",  # engine-door
+    "app/dashboard/planted_cli.py": "from lanes_tui.app.cli import args\n",  # app-parts
 }
 
 

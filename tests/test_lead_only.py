@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from lanes_tui.app.cli import LEAD_ONLY, lane_refusal
+from lanes_tui.app.cli.main import LEAD_ONLY, lane_refusal
 from tests.conftest import git
 from tests.helpers import cli, output, run_lane, status, wait_for, wait_state, write_config
 

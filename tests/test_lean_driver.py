@@ -22,7 +22,7 @@ import pytest
 from textual import constants, events
 from textual._xterm_parser import XTermParser
 
-from lanes_tui.app.dashboard import LanesApp
+from lanes_tui.app.dashboard.app import LanesApp
 from lanes_tui.fast.driver import FALLBACK_TIMEOUT_S, LeanLinuxDriver, input_timeout
 
 STEP_S = 10.0  # the most any step may take on a loaded machine (a hang fails the test, it does not pass)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lanes_tui.app.cli import main
+from lanes_tui.app.cli.main import main
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore

@@ -9,7 +9,7 @@ from typing import Any
 
 from textual.widgets import TabbedContent
 
-from lanes_tui.app.dashboard import LanesApp
+from lanes_tui.app.dashboard.app import LanesApp
 from lanes_tui.engine.plans.model import TicketStatus
 from lanes_tui.widgets import AttentionBar, PlanPane
 from lanes_tui.widgets.plan_pane import PlanTable

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from lanes_tui.app.dashboard import LanesApp
+from lanes_tui.app.dashboard.app import LanesApp
 from lanes_tui.engine.git import radar as radar_module
 from lanes_tui.engine.git.radar import Radar, RadarReport, trial_merge
 from lanes_tui.engine.git.worktrees import changed_files

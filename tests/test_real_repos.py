@@ -156,7 +156,7 @@ def test_the_watch_limit_is_said_once_in_the_lanes_events(repo: Path, monkeypatc
 
 @linux_only
 def test_doctor_names_the_watch_limit_and_the_sysctl(repo: Path) -> None:
-    from lanes_tui.app.cli_config import doctor_report
+    from lanes_tui.app.cli.config import doctor_report
 
     line = doctor_report(repo)["inotify"]
     assert "fs.inotify.max_user_watches = " in line and RAISE_LIMIT in line
@@ -238,7 +238,7 @@ def test_the_output_follower_keeps_a_split_character_for_the_next_read(repo: Pat
 
 
 async def test_the_output_pane_receives_the_character_whole(repo: Path) -> None:
-    from lanes_tui.app.bridge import EngineBridge
+    from lanes_tui.app.dashboard.bridge import EngineBridge
 
     engine, output = _two_chunk_output(repo)
     posted: list[Any] = []

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from lanes_tui.app.cli import main
+from lanes_tui.app.cli.main import main
 from lanes_tui.engine.config.settings import load_config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.runners import LocalRunner, make_runner, shared_runner
@@ -92,7 +92,7 @@ except LanesError as exc:
     assert "Traceback" not in done.stderr, done.stderr
     assert done.stdout.startswith("REFUSED: ") and FIX in done.stdout and "not installed" in done.stdout
 
-    run = subprocess.run([sys.executable, "-c", _WITHOUT_RAY + "from lanes_tui.app.cli import main\n"
+    run = subprocess.run([sys.executable, "-c", _WITHOUT_RAY + "from lanes_tui.app.cli.main import main\n"
                           "raise SystemExit(main(sys.argv[1:]))", "run", "--prompt", "x", "--id", "noray"],
                          cwd=repo, capture_output=True, text=True, timeout=60, check=False)
     assert run.returncode == 2 and "Traceback" not in run.stderr, run.stderr

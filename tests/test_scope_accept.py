@@ -189,7 +189,7 @@ class ScopedEngine(FakeEngine):
 
 @pytest.mark.parametrize("outside", [["notes.txt"], []])
 async def test_the_accept_key_opens_the_modal_with_the_scope(tmp_path: Path, outside: list[str]) -> None:
-    from lanes_tui.app.dashboard import LanesApp
+    from lanes_tui.app.dashboard.app import LanesApp
 
     engine = ScopedEngine(tmp_path / "x", [lane("ready-a1", "ready")])
     engine.outside = outside

@@ -142,7 +142,7 @@ def _row_visible(table: Any, row: int) -> bool:
 async def run_once(repo: Path, lanes: int, presses: int, *, warmup_presses: int = 10, settle_s: float = 3.0,
                    gap_s: tuple[float, float] = (0.1, 0.2), timeout_s: float = 10.0, seed: int = 1) -> B1Run:
     """One fresh dashboard on `repo`: warm up, then time `presses` cursor moves."""
-    from lanes_tui.app.dashboard import LanesApp
+    from lanes_tui.app.dashboard.app import LanesApp
     from lanes_tui.widgets import LanesTable, OutputPane
 
     app = LanesApp(repo)
@@ -193,7 +193,7 @@ async def run_once(repo: Path, lanes: int, presses: int, *, warmup_presses: int 
 
 async def _wait_ready(app: Any, lanes: int, *, timeout_s: float) -> Any:
     """Until the dashboard lists every lane and shows the first lane's output."""
-    from lanes_tui.app.screen import DashboardScreen
+    from lanes_tui.app.dashboard.screen import DashboardScreen
     from lanes_tui.widgets import LanesTable, OutputPane
 
     end = time.monotonic() + timeout_s

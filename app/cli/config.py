@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lanes_tui.app.cli_lanes import repo_of, statuses
+from lanes_tui.app.cli.lanes import repo_of, statuses
 from lanes_tui.engine import (
     PRESETS,
     Config,

@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from lanes_tui.app import cli_args
+from lanes_tui.app.cli import args as cli_args
 from lanes_tui.engine import run_locked
 
 

@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from lanes_tui.app import cli_args
+from lanes_tui.app.cli import args as cli_args
 from lanes_tui.engine import (
     MAX_PLAN_BYTES,
     MAX_PROMPT_BYTES,
@@ -163,7 +163,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if config.runner.kind == "local":
         record = launch_lane(repo, config, request)
     else:  # on a cluster node, through the runner (Ray is imported only here, only for kind = "ray")
-        from lanes_tui.app.cli_remote import start_remote
+        from lanes_tui.app.cli.remote import start_remote
 
         record = start_remote(repo, config, request)
     if args.json:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from textual.message import Message
 
-from lanes_tui.app.messages import (
+from lanes_tui.app.dashboard.messages import (
     EngineNoticed,
     GitWatchWarned,
     LanesChanged,

@@ -7,7 +7,7 @@ import argparse
 import asyncio
 import sys
 
-from lanes_tui.app.cli_lanes import repo_of
+from lanes_tui.app.cli.lanes import repo_of
 from lanes_tui.engine import describe_review, load_config, review_by_lead, verify_lane
 
 

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lanes_tui.app.cli_ci import add_watch_options, check_watch_options, watch
-from lanes_tui.app.cli_lanes import repo_of
+from lanes_tui.app.cli.ci import add_watch_options, check_watch_options, watch
+from lanes_tui.app.cli.lanes import repo_of
 from lanes_tui.engine import (
     Accept,
     FinishReport,
@@ -124,7 +124,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         for change in accept_git_config(repo, args.lane_id):
             print(f"accepted as yours: {change}")
     if config.runner.kind != "local":  # a lane on a cluster node: its gates run there, through the runner
-        from lanes_tui.app.cli_remote import check_remote, is_remote
+        from lanes_tui.app.cli.remote import check_remote, is_remote
 
         packet = check_remote(repo, config, args.lane_id) if is_remote(repo, args.lane_id) else \
             asyncio.run(check_lane(repo, config, args.lane_id))

@@ -1,6 +1,6 @@
 """The dashboard screen: every pane on one screen, fed by the engine bridge.
 
-The screen owns the panes and the keys; decisions (accept, abandon, …) live in `app/flows.py`.
+The screen owns the panes and the keys; decisions (accept, abandon, …) live in `app/dashboard/flows.py`.
 Polls (machine meters, worktrees) reschedule themselves after finishing, so they never overlap, and
 skip their work while a modal is open.
 """
@@ -19,12 +19,12 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
-from lanes_tui.app.flows import DecisionFlows
-from lanes_tui.app.hands import HandsFlows
-from lanes_tui.app.host import DashboardHost
-from lanes_tui.app.inbox_flows import InboxFlows
-from lanes_tui.app.keys import bindings
-from lanes_tui.app.messages import (
+from lanes_tui.app.dashboard.flows import DecisionFlows
+from lanes_tui.app.dashboard.hands import HandsFlows
+from lanes_tui.app.dashboard.host import DashboardHost
+from lanes_tui.app.dashboard.inbox_flows import InboxFlows
+from lanes_tui.app.dashboard.keys import bindings
+from lanes_tui.app.dashboard.messages import (
     EngineNoticed,
     GitWatchWarned,
     LanesChanged,
@@ -33,10 +33,10 @@ from lanes_tui.app.messages import (
     QuestionsUpdated,
     StallRaised,
 )
-from lanes_tui.app.meters_feed import GovernorCaps, meters_mapping
-from lanes_tui.app.overview import OverviewFlows
-from lanes_tui.app.plan_feed import advance_plans, describe_advance, plan_statuses
-from lanes_tui.app.tail_prefetch import Tail, TailPrefetch
+from lanes_tui.app.dashboard.meters_feed import GovernorCaps, meters_mapping
+from lanes_tui.app.dashboard.overview import OverviewFlows
+from lanes_tui.app.dashboard.plan_feed import advance_plans, describe_advance, plan_statuses
+from lanes_tui.app.dashboard.tail_prefetch import Tail, TailPrefetch
 from lanes_tui.engine import LaneStatus
 from lanes_tui.fast.screen import FastScreen
 from lanes_tui.widgets import (

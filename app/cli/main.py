@@ -17,28 +17,28 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
-from lanes_tui.app.cli_args import HelpText
+from lanes_tui.app.cli.args import HelpText
 from lanes_tui.engine import LanesError, report_modules_at_exit, terminal_text
 
 if TYPE_CHECKING:
-    import logging  # loaded only with --debug or LANES_TUI_LOG (app/cli_log.py)
+    import logging  # loaded only with --debug or LANES_TUI_LOG (app/cli/log.py)
 
-#: subcommand -> the module under lanes_tui.app that defines it (and its `add_parsers`).
+#: subcommand -> the module under lanes_tui.app.cli that defines it (and its `add_parsers`).
 COMMAND_MODULES: dict[str, str] = {
-    "init": "cli_lanes", "run": "cli_lanes", "status": "cli_lanes", "wait": "cli_lanes",
-    "check": "cli_decisions", "accept": "cli_decisions", "abandon": "cli_decisions", "recover": "cli_decisions",
-    "finish": "cli_decisions", "diff": "cli_decisions", "ci": "cli_ci",
-    "ask": "cli_inbox", "answer": "cli_inbox", "inbox": "cli_inbox",
-    "lock": "cli_lock",
-    "plan": "cli_plan",
-    "review": "cli_review", "verify": "cli_review",
-    "attach": "cli_hands", "send": "cli_hands", "peek": "cli_hands",
-    "stop": "cli_stop",
-    "scorecard": "cli_scorecard",
-    "providers": "cli_config", "show-chain": "cli_config", "doctor": "cli_config",
-    "completion": "cli_shell", "help": "cli_shell", "__complete": "cli_shell",
+    "init": "lanes", "run": "lanes", "status": "lanes", "wait": "lanes",
+    "check": "decisions", "accept": "decisions", "abandon": "decisions", "recover": "decisions",
+    "finish": "decisions", "diff": "decisions", "ci": "ci",
+    "ask": "inbox", "answer": "inbox", "inbox": "inbox",
+    "lock": "lock",
+    "plan": "plan",
+    "review": "review", "verify": "review",
+    "attach": "hands", "send": "hands", "peek": "hands",
+    "stop": "stop",
+    "scorecard": "scorecard",
+    "providers": "config", "show-chain": "config", "doctor": "config",
+    "completion": "shell", "help": "shell", "__complete": "shell",
 }
-#: The commands an agent runs in its shell: their `--help` is their own module's text (no `cli_help`).
+#: The commands an agent runs in its shell: their `--help` is their own module's text (no `cli/help.py`).
 LEAN_COMMANDS = frozenset({"ask", "answer", "inbox", "lock"})
 #: Global options that take a value: their value is not the command word.
 _VALUE_OPTIONS = ("--repo", "--demo-dir")
@@ -124,7 +124,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     wanted = COMMAND_MODULES.get(command or "")
     for module in dict.fromkeys(COMMAND_MODULES.values()):  # in order, each once
         if wanted is None or module == wanted:
-            importlib.import_module(f"lanes_tui.app.{module}").add_parsers(sub)
+            importlib.import_module(f"lanes_tui.app.cli.{module}").add_parsers(sub)
     return parser
 
 
@@ -196,13 +196,13 @@ def _main(arguments: list[str], command: str | None) -> int:
         return 2
     parser = build_parser(command)
     if command not in LEAN_COMMANDS and any(a in ("-h", "--help") for a in arguments):
-        from lanes_tui.app.cli_help import describe
+        from lanes_tui.app.cli.help import describe
 
         describe(parser)
     args = parser.parse_args(arguments)
     log = None
     if args.debug or os.environ.get("LANES_TUI_LOG"):
-        from lanes_tui.app import cli_log
+        from lanes_tui.app.cli import log as cli_log
 
         level = cli_log.wanted_level(args.debug, os.environ)
         log = None if level is None else cli_log.start(level, args.repo, os.environ, arguments)
@@ -219,7 +219,7 @@ def _dispatch(args: argparse.Namespace, log: logging.Logger | None) -> int:
             print(f"lanes-tui {package_version()}")
             return 0
         if args.command is None:
-            from lanes_tui.app.run_dashboard import run_dashboard
+            from lanes_tui.app.dashboard.run import run_dashboard
 
             return run_dashboard(repo=args.repo, demo=args.demo, keep=args.keep, demo_dir=args.demo_dir)
         code: int = args.func(args)

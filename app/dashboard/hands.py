@@ -18,7 +18,7 @@ from typing import Any
 from textual import work
 from textual.app import SuspendNotSupported
 
-from lanes_tui.app.flows import DecisionFlows
+from lanes_tui.app.dashboard.flows import DecisionFlows
 from lanes_tui.engine import LanesError, conversation, lane_hands
 from lanes_tui.widgets import ReasonModal
 from lanes_tui.widgets.conversation import ConversationScreen

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from textual import work
 from textual.screen import Screen
 
-from lanes_tui.app.keys import help_rows
+from lanes_tui.app.dashboard.keys import help_rows
 from lanes_tui.engine import TASK_TYPES, LanesError, LaneStatus, LaunchRequest
 from lanes_tui.widgets import (
     AcceptModal,
@@ -28,7 +28,7 @@ from lanes_tui.widgets import (
 from lanes_tui.widgets.conflicts_modal import ConflictsModal
 
 if TYPE_CHECKING:
-    from lanes_tui.app.host import DashboardHost
+    from lanes_tui.app.dashboard.host import DashboardHost
 
 T = TypeVar("T")
 YES_NO_KINDS = ("yesno", "permission")

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
-from lanes_tui.app import cli_args
+from lanes_tui.app.cli import args as cli_args
 from lanes_tui.engine import (
     QUESTION_STATES,
     InboxStore,

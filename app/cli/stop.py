@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import json
 
-from lanes_tui.app.cli_lanes import repo_of
+from lanes_tui.app.cli.lanes import repo_of
 from lanes_tui.engine import Config, LanesError, lane_statuses, live_lane_ids, load_config, stop_lanes
 
 
@@ -31,7 +31,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
         config = None
     remote: list[str] = []
     if config is not None and config.runner.kind != "local":  # lanes on cluster nodes are stopped through their runner
-        from lanes_tui.app.cli_remote import is_remote, live_remote_ids
+        from lanes_tui.app.cli.remote import is_remote, live_remote_ids
 
         if args.all:
             remote = live_remote_ids(repo, [s.id for s in lane_statuses(repo) if not s.problem])
@@ -42,7 +42,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
         print("no lane is running; nothing to stop")
     reports = asyncio.run(stop_lanes(repo, ids)) if ids else []
     if remote and config is not None:
-        from lanes_tui.app.cli_remote import stop_remote
+        from lanes_tui.app.cli.remote import stop_remote
 
         reports += stop_remote(repo, config, remote)
     if args.json:

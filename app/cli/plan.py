@@ -15,7 +15,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from lanes_tui.app.cli_lanes import repo_of
+from lanes_tui.app.cli.lanes import repo_of
 from lanes_tui.engine import (
     PlanSummary,
     TicketStatus,

@@ -16,7 +16,7 @@ from typing import Any
 
 from textual import work
 
-from lanes_tui.app.flows import DecisionFlows
+from lanes_tui.app.dashboard.flows import DecisionFlows
 from lanes_tui.engine import LanesError
 from lanes_tui.widgets import AllowRuleModal, ConfirmModal
 

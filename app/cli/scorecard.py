@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lanes_tui.app.cli_lanes import repo_of
+from lanes_tui.app.cli.lanes import repo_of
 from lanes_tui.engine import (
     scorecard_baseline,
     scorecard_compare,

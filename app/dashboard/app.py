@@ -9,10 +9,10 @@ from textual import work
 from textual.app import App
 from textual.driver import Driver
 
-from lanes_tui.app.bridge import EngineBridge
-from lanes_tui.app.keys import KNOWN_KEY_IDS
-from lanes_tui.app.palette import DashboardCommands
-from lanes_tui.app.screen import DashboardScreen
+from lanes_tui.app.dashboard.bridge import EngineBridge
+from lanes_tui.app.dashboard.keys import KNOWN_KEY_IDS
+from lanes_tui.app.dashboard.palette import DashboardCommands
+from lanes_tui.app.dashboard.screen import DashboardScreen
 from lanes_tui.engine import Engine
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from lanes_tui.app.bridge import EngineBridge
+from lanes_tui.app.dashboard.bridge import EngineBridge
 from lanes_tui.engine import Engine
 
 

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from lanes_tui.app import cli_args
-from lanes_tui.app.cli_lanes import repo_of
+from lanes_tui.app.cli import args as cli_args
+from lanes_tui.app.cli.lanes import repo_of
 from lanes_tui.engine import (
     Config,
     LanesError,
@@ -112,7 +112,7 @@ def _send(repo: Path, lane_id: str, text: str) -> dict[str, Any]:
     """To the lane's supervisor here, or through the runner to a lane on a cluster node."""
     remote = _remote_config(repo, lane_id)
     if remote is not None:
-        from lanes_tui.app.cli_remote import send_remote
+        from lanes_tui.app.cli.remote import send_remote
 
         return send_remote(repo, remote, lane_id, text)
     return send_to_lane(repo, lane_id, text)
@@ -127,7 +127,7 @@ def _remote_config(repo: Path, lane_id: str) -> Config | None:
         return None
     if config.runner.kind == "local":
         return None
-    from lanes_tui.app.cli_remote import is_remote
+    from lanes_tui.app.cli.remote import is_remote
 
     return config if is_remote(repo, lane_id) else None
 
@@ -162,7 +162,7 @@ def cmd_peek(args: argparse.Namespace) -> int:
         if args.screen:
             raise LanesError(f"the screen of {args.lane_id} is on its cluster node, not mirrored here",
                              f"peek its output instead: `lanes-tui peek {args.lane_id}`")
-        from lanes_tui.app.cli_remote import peek_remote
+        from lanes_tui.app.cli.remote import peek_remote
 
         result = {"lane": args.lane_id, "source": "output", "form": form,
                   "lines": peek_remote(repo, remote, args.lane_id, args.lines, readable=not args.raw, width=width)}

@@ -87,7 +87,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
     """One candidate a line; nothing (and exit 0) when there is nothing to offer."""
     state = _state_dir(args.repo)
     if args.kind == "commands":
-        from lanes_tui.app.cli import COMMAND_MODULES
+        from lanes_tui.app.cli.main import COMMAND_MODULES
 
         found: list[str] = [c for c in COMMAND_MODULES if not c.startswith("_")]
     elif args.kind in ("types", "providers", "states"):
@@ -117,8 +117,8 @@ def _from_config(args: argparse.Namespace) -> list[str]:
 # --- help -----------------------------------------------------------------------------------------
 
 def cmd_help(args: argparse.Namespace) -> int:
-    from lanes_tui.app import cli
-    from lanes_tui.app.cli_help import describe
+    from lanes_tui.app.cli import main as cli
+    from lanes_tui.app.cli.help import describe
 
     topic = args.topic
     if topic is not None and topic.upper() == "KEYS":
@@ -141,8 +141,8 @@ def cmd_help(args: argparse.Namespace) -> int:
 
 
 def _print_keys(args: argparse.Namespace) -> int:
-    """The dashboard's keys from the table the dashboard binds (`app.keys`), with this repository's remaps."""
-    from lanes_tui.app.keys import help_rows
+    """The dashboard's keys from the table the dashboard binds (`dashboard.keys`), with this repository's remaps."""
+    from lanes_tui.app.dashboard.keys import help_rows
     from lanes_tui.engine import LanesError, find_repo_root, load_config
 
     keymap: dict[str, str] = {}
@@ -167,7 +167,7 @@ def _print_keys(args: argparse.Namespace) -> int:
 
 def _tree() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParser]]:
     """The full parser and its visible subcommands (`plan check` for plan's own), by name."""
-    from lanes_tui.app import cli
+    from lanes_tui.app.cli import main as cli
 
     parser = cli.build_parser(None)
     found: dict[str, argparse.ArgumentParser] = {}
@@ -207,7 +207,7 @@ def _summary(parser: argparse.ArgumentParser, name: str) -> str:
 
 
 def cmd_completion(args: argparse.Namespace) -> int:
-    from lanes_tui.app.completion_scripts import bash_script, fish_script, zsh_script
+    from lanes_tui.app.cli.completion import bash_script, fish_script, zsh_script
 
     parser, commands = _tree()
     present = set(commands)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from lanes_tui.app.cli_args import HelpText
+from lanes_tui.app.cli.args import HelpText
 
 #: command (`plan check` for a plan subcommand) -> (description, example lines).
 HELP: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -31,7 +31,7 @@ def run_dashboard(*, repo: Path | None, demo: bool, keep: bool, demo_dir: Path |
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from rich.console import Console
 
-    from lanes_tui.app.dashboard import LanesApp
+    from lanes_tui.app.dashboard.app import LanesApp
 
     errors = io.StringIO()
     try:

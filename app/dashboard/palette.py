@@ -6,7 +6,7 @@ from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 
-from lanes_tui.app.keys import KEYS
+from lanes_tui.app.dashboard.keys import KEYS
 
 
 class DashboardCommands(Provider):

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from lanes_tui.app.cli_lanes import repo_of
+from lanes_tui.app.cli.lanes import repo_of
 from lanes_tui.engine import (
     Clock,
     LanesError,
