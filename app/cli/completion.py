@@ -1,6 +1,6 @@
 """The text of the bash, zsh and fish completion scripts `lanes-tui completion SHELL` prints.
 
-Each script is written from a spec that `cli_shell` reads off the real parser (the commands, their
+Each script is written from a spec that `shell` reads off the real parser (the commands, their
 one-line help and options, which ones take a lane or question id), so a new option completes as soon
 as it exists. The three follow one plan: find the command word (skipping global options and `--repo`'s
 value), complete options from the static lists, and ids by running `lanes-tui __complete KIND` (with

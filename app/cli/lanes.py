@@ -1,4 +1,4 @@
-"""Headless lane subcommands: init, run, status, wait (PRODUCT.md, "Command line"); `doctor` is in cli_config."""
+"""Headless lane subcommands: init, run, status, wait (PRODUCT.md, "Command line"); `doctor` is in `config`."""
 
 from __future__ import annotations
 
