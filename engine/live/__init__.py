@@ -6,6 +6,6 @@ Owns: `engine` (watches the state folder, streams typed events, offers decision 
 (which lanes changed, told by inotify), `liveness` (pidfds on the supervisors: when reconcile is
 needed), `machine` (machine meters in one sweep), `queries` (lane statuses and records for the
 command line).
-Never textual or rich: the app turns these events into Textual messages in `app/bridge.py`.
+Never textual or rich: the app turns these events into Textual messages in `app/dashboard/bridge.py`.
 Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).
 """
