@@ -82,13 +82,13 @@ _EXPORTS: dict[str, str] = {
     "AcceptPlan": "decisions.accept_plan", "plan_accept": "decisions.accept_plan",
     "AbandonPlan": "decisions.abandon", "abandon_lane": "decisions.abandon", "plan_abandon": "decisions.abandon",
     "check_lane": "decisions.check", "lane_diff": "decisions.lane_diff",
-    "lane_gate_report": "decisions.check", "GateReport": "decisions.gate_log", "GateStepView": "decisions.gate_log",
-    "duration_text": "decisions.gate_log", "gate_files_line": "decisions.gate_log",
-    "describe_gates": "decisions.gate_plan",
-    "gate_runner_problems": "decisions.gate_plan:runner_problems",
-    "review_by_lead": "decisions.review_run", "verify_lane": "decisions.verify",
-    "describe_review": "decisions.review_prompt", "describe_verification": "decisions.review_prompt",
-    "review_detail": "decisions.review_prompt", "verification": "decisions.review_prompt",
+    "lane_gate_report": "decisions.check", "GateReport": "decisions.gates.log", "GateStepView": "decisions.gates.log",
+    "duration_text": "decisions.gates.log", "gate_files_line": "decisions.gates.log",
+    "describe_gates": "decisions.gates.plan",
+    "gate_runner_problems": "decisions.gates.plan:runner_problems",
+    "review_by_lead": "decisions.review.run", "verify_lane": "decisions.review.verify",
+    "describe_review": "decisions.review.prompt", "describe_verification": "decisions.review.prompt",
+    "review_detail": "decisions.review.prompt", "verification": "decisions.review.prompt",
     "FinishReport": "decisions.finish", "finish": "decisions.finish",
     "check_gh": "decisions.shipping", "open_pr": "decisions.shipping", "install_pre_push": "decisions.shipping",
     "programme_branch": "decisions.shipping", "push_branch": "git.upstream",
@@ -159,25 +159,25 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.decisions.ci_findings import CiFindings
     from lanes_tui.engine.decisions.ci_findings import write_findings as write_ci_findings
     from lanes_tui.engine.decisions.finish import FinishReport, finish
-    from lanes_tui.engine.decisions.gate_log import GateReport, GateStepView, duration_text, gate_files_line
-    from lanes_tui.engine.decisions.gate_plan import describe_gates
-    from lanes_tui.engine.decisions.gate_plan import runner_problems as gate_runner_problems
+    from lanes_tui.engine.decisions.gates.log import GateReport, GateStepView, duration_text, gate_files_line
+    from lanes_tui.engine.decisions.gates.plan import describe_gates
+    from lanes_tui.engine.decisions.gates.plan import runner_problems as gate_runner_problems
     from lanes_tui.engine.decisions.lane_diff import lane_diff
     from lanes_tui.engine.decisions.pr_checks import ChecksOutcome, PullRequest, find_pr, follow_checks
     from lanes_tui.engine.decisions.queue import QueuePlan, QueueReport, plan_queue, run_queue
     from lanes_tui.engine.decisions.ranking import rank_group
     from lanes_tui.engine.decisions.reconcile import reconcile
     from lanes_tui.engine.decisions.recover import RECOVERABLE, Findings, inspect_lane, recheck, relaunch, wake_parked
-    from lanes_tui.engine.decisions.review_prompt import (
+    from lanes_tui.engine.decisions.review.prompt import (
         describe_review,
         describe_verification,
         review_detail,
         verification,
     )
-    from lanes_tui.engine.decisions.review_run import review_by_lead
+    from lanes_tui.engine.decisions.review.run import review_by_lead
+    from lanes_tui.engine.decisions.review.verify import verify_lane
     from lanes_tui.engine.decisions.shipping import check_gh, install_pre_push, open_pr, programme_branch
     from lanes_tui.engine.decisions.stop import StopReport, live_lane_ids, stop_lanes
-    from lanes_tui.engine.decisions.verify import verify_lane
     from lanes_tui.engine.git.upstream import push_branch
     from lanes_tui.engine.git.watch import (
         accept_git_config,

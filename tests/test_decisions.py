@@ -206,7 +206,7 @@ def test_heavy_slot_serialises_gates(programme: Path, tmp_path: Path) -> None:
 
 def test_gate_waiting_past_its_budget_is_not_run(programme: Path) -> None:
     from lanes_tui.engine.core import slots
-    from lanes_tui.engine.decisions.gates import heavy_slot_dir
+    from lanes_tui.engine.decisions.gates.run import heavy_slot_dir
 
     repo = programme
     write_config(repo, gates='commands = ["true"]\nslot_wait_s = 0.5')

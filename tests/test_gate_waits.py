@@ -25,7 +25,7 @@ from lanes_tui.engine.core.clock import FakeClock
 from lanes_tui.engine.core.errors import ConfigError
 from lanes_tui.engine.core.waits import default_load_limit
 from lanes_tui.engine.decisions.check import check_lane
-from lanes_tui.engine.decisions.gates import _load_limit
+from lanes_tui.engine.decisions.gates.run import _load_limit
 from lanes_tui.engine.lanes import heavy
 from lanes_tui.engine.sim.demo import DEMO_CONFIG
 from lanes_tui.engine.state.lock_events import LockJournal, read_lock_view
@@ -241,7 +241,7 @@ async def test_the_meters_pane_shows_a_gate_wait() -> None:
 
 
 def test_the_gates_tab_shows_the_waits_before_the_steps() -> None:
-    from lanes_tui.engine.decisions.gate_log import gate_report
+    from lanes_tui.engine.decisions.gates.log import gate_report
     from lanes_tui.widgets.gates_pane import render_report
 
     packet = {"gates": [{"name": "pytest", "status": "not-run", "command": "pytest", "waits": [

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from lanes_tui.engine.config.gates import GatesConfig, GateStep
-from lanes_tui.engine.decisions.gate_log import gate_report
-from lanes_tui.engine.decisions.gate_plan import detect_commands, plan_gates, step_name, timeout_variable
-from lanes_tui.engine.decisions.gates import run_gates
+from lanes_tui.engine.decisions.gates.log import gate_report
+from lanes_tui.engine.decisions.gates.plan import detect_commands, plan_gates, step_name, timeout_variable
+from lanes_tui.engine.decisions.gates.run import run_gates
 from tests.conftest import git
 from tests.helpers import SUITE_VENV, cli, run_lane, status, wait_state, write_config
 

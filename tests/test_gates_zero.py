@@ -16,11 +16,11 @@ import pytest
 
 from lanes_tui.engine.config.gates import GatesConfig, GateStep
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.decisions.gate_detect import pytest_mark
-from lanes_tui.engine.decisions.gate_plan import detect_commands, plan_gates, runner_problems
-from lanes_tui.engine.decisions.gate_python import path_python, project_python
-from lanes_tui.engine.decisions.gates import GateResult, run_gates
-from lanes_tui.engine.decisions.no_tests import cargo_test, go_test, jest, mocha, recognise, runner_of, unittest
+from lanes_tui.engine.decisions.gates.detect import pytest_mark
+from lanes_tui.engine.decisions.gates.no_tests import cargo_test, go_test, jest, mocha, recognise, runner_of, unittest
+from lanes_tui.engine.decisions.gates.plan import detect_commands, plan_gates, runner_problems
+from lanes_tui.engine.decisions.gates.python import path_python, project_python
+from lanes_tui.engine.decisions.gates.run import GateResult, run_gates
 from tests.conftest import git
 from tests.helpers import cli, status, wait_state, write_config
 

@@ -228,5 +228,9 @@ def test_no_module_import_circles() -> None:
 
 
 def test_pyproject_packages_every_subpackage() -> None:
+    """Nested ones too (`decisions.gates`): setuptools installs only the packages listed, so a missing
+    one works from the checkout and is absent from a wheel."""
     packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     assert {f"lanes_tui.engine.{p}" for p in SUBPACKAGES} <= set(packages)
+    nested = {module_name(p) for p in ENGINE.rglob("__init__.py") if "__pycache__" not in p.parts}
+    assert nested - set(packages) == set()

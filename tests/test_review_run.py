@@ -18,8 +18,8 @@ import pytest
 
 from lanes_tui.engine.config.settings import load_config
 from lanes_tui.engine.decisions.lane_diff import lane_diff
-from lanes_tui.engine.decisions.review_prompt import REVIEW_MARKER, read_only_argv, review_prompt, reviewer_text
-from lanes_tui.engine.decisions.review_run import REVIEW_OUTPUT
+from lanes_tui.engine.decisions.review.prompt import REVIEW_MARKER, read_only_argv, review_prompt, reviewer_text
+from lanes_tui.engine.decisions.review.run import REVIEW_OUTPUT
 from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane
 from tests.conftest import git
 from tests.helpers import cli, status, wait_state, write_config
@@ -215,7 +215,7 @@ def test_the_reviewer_never_writes_to_the_lane(programme: Path) -> None:
 def test_the_review_slot_is_shared_across_repositories(programme: Path, tmp_path: Path) -> None:
     """With `[review] slots = 1`, a review waits while another holds the machine's only slot."""
     from lanes_tui.engine.core import slots
-    from lanes_tui.engine.decisions.review_run import review_slot_dir
+    from lanes_tui.engine.decisions.review.run import review_slot_dir
 
     repo = programme
     configure(repo, "clean")

@@ -8,7 +8,7 @@ import pytest
 
 from lanes_tui.engine.config.providers import PRESETS
 from lanes_tui.engine.config.review import ReviewConfig
-from lanes_tui.engine.decisions.review_verdict import TAIL_LINES, Finding, Verdict, choose_reviewer, parse_verdict
+from lanes_tui.engine.decisions.review.verdict import TAIL_LINES, Finding, Verdict, choose_reviewer, parse_verdict
 
 ALL = ReviewConfig(mode="cross-all", chain=("codex", "claude", "gemini"))
 HEAVY = dataclasses.replace(ALL, mode="cross-heavy")

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lanes_tui.engine.decisions.review_verdict import parse_verdict
+from lanes_tui.engine.decisions.review.verdict import parse_verdict
 from lanes_tui.engine.sim.agent import REVIEW_MARKER
 from lanes_tui.engine.sim.review import diff_lines, is_review_request, review_findings
 
@@ -51,15 +51,15 @@ def run_sim(cwd: Path, prompt: str) -> subprocess.CompletedProcess[str]:
 
 
 def prompt_for(diff: str, task: str = "Add a subtract function.") -> str:
-    """The engine's own review prompt (decisions.review_prompt), so the sim reads what a reviewer is sent."""
-    from lanes_tui.engine.decisions.review_prompt import review_prompt
+    """The engine's own review prompt (decisions.review.prompt), so the sim reads what a reviewer is sent."""
+    from lanes_tui.engine.decisions.review.prompt import review_prompt
 
     return review_prompt("calc-a1", task, [{"command": "python -m unittest", "status": "passed",
                                             "exit_code": 0}], diff)
 
 
 def test_the_sim_and_the_engine_share_the_marker() -> None:
-    from lanes_tui.engine.decisions.review_prompt import REVIEW_MARKER as ENGINE_MARKER
+    from lanes_tui.engine.decisions.review.prompt import REVIEW_MARKER as ENGINE_MARKER
 
     assert REVIEW_MARKER == ENGINE_MARKER
     assert is_review_request(prompt_for(DIFF))

@@ -122,7 +122,7 @@ class AcceptModal(ConfirmModal):
 
     #: Files outside the scope listed one a line before "and N more" (the body scrolls, but not forever).
     SHOWN_OUTSIDE = 40
-    #: A gate step's mark by its status (`decisions.gates.GateResult.status`).
+    #: A gate step's mark by its status (`decisions.gates.run.GateResult.status`).
     GATE_MARKS: ClassVar[Mapping[str, str]] = {"passed": "✓", "failed": "✗", "timeout": "✗", "not-run": "·",
                                                   "planned": "·"}
 

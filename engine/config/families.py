@@ -1,5 +1,5 @@
 """Which model family a provider's work comes from (`anthropic`, `openai`, `google`, …): review picks a
-reviewer of another family than the lane's writers (`decisions.review_run`), and a fix hint names the key
+reviewer of another family than the lane's writers (`decisions.review.run`), and a fix hint names the key
 of the family's API (`config.provider_errors`).
 
 Apart from `config.providers` because aider's family is the one of the model aider itself would run

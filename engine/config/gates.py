@@ -5,7 +5,7 @@ checks (the `GatesChecks` protocol below) rather than importing `settings`, whic
 
 `commands` is a shorthand for steps named after their command (`pytest`, `unittest`, the first word);
 `[gates.steps.NAME]` tables add steps with their own `timeout_s` and `env`. With neither key the
-commands are detected from the worktree (`decisions.gate_plan`), so a new repository gets its own
+commands are detected from the worktree (`decisions.gates.plan`), so a new repository gets its own
 test runner rather than a guess at pytest; `commands = []` still means no gates at all.
 """
 
@@ -35,7 +35,7 @@ class GateStep:
     timeout_s: float | None = None
     #: Variables this step gets from the lead's environment besides `[gates] env`: names or `PREFIX_*`.
     env: tuple[str, ...] = ()
-    #: A run of no tests passes this step; None: `[gates] allow_no_tests` (`decisions.no_tests`).
+    #: A run of no tests passes this step; None: `[gates] allow_no_tests` (`decisions.gates.no_tests`).
     allow_no_tests: bool | None = None
 
 
@@ -55,7 +55,7 @@ class GatesConfig:
     steps: tuple[GateStep, ...] = ()
     #: The virtualenv gates run in (relative to the repository); None: the worktree's or repository's `.venv`.
     venv: str | None = None
-    #: Virtualenvs (relative to the repository or absolute) that no lane may change (`decisions.shared_envs`).
+    #: Virtualenvs (relative to the repository or absolute) that no lane may change (`decisions.gates.shared_envs`).
     shared_venvs: tuple[str, ...] = ()
     #: What gates may write besides the worktree, its admin folder and their TMPDIR (`lanes.confine`).
     writable: tuple[str, ...] = ()

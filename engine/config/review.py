@@ -3,7 +3,7 @@
 Off by default: a review costs a second agent run per lane. `cross-heavy` reviews only the lanes that
 matter most (tier `heavy` or type `hard`), `cross-all` every lane. The `chain` lists the reviewer
 providers in order; the first whose family differs from every provider that wrote in the lane is
-chosen (`decisions.review_verdict.choose_reviewer`).
+chosen (`decisions.review.verdict.choose_reviewer`).
 
 Split from `settings` to keep that module small, like `tiers`: it reads through the parser's own
 checks (the `ReviewChecks` protocol below) rather than importing `settings`, which imports this module.

@@ -16,10 +16,10 @@ from typing import Any
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept_journal import read_journal
-from lanes_tui.engine.decisions.gate_plan import describe_gates
+from lanes_tui.engine.decisions.gates.plan import describe_gates
 from lanes_tui.engine.decisions.lane_diff import work_digest
 from lanes_tui.engine.decisions.packet import read_packet
-from lanes_tui.engine.decisions.review_prompt import describe_review, describe_verification, review_detail, verification
+from lanes_tui.engine.decisions.review.prompt import describe_review, describe_verification, review_detail, verification
 from lanes_tui.engine.decisions.scope import describe_outside, outside_scope
 from lanes_tui.engine.git import git_snapshot, lead_checkout, upstream, worktrees
 from lanes_tui.engine.git.checkouts import checkout_of, diff_names, dirty_files, is_ancestor, target_commit
@@ -67,7 +67,7 @@ class AcceptPlan:
     scope: list[str] = field(default_factory=list)
     #: The changed files outside `scope`: a refusal unless the lead gives `--override REASON`.
     outside_scope: list[str] = field(default_factory=list)
-    #: The packet's review as `review_prompt.review_detail` reads it ({} when there is none), and whether
+    #: The packet's review as `review.prompt.review_detail` reads it ({} when there is none), and whether
     #: the lane changed since (its diff digest differs from the one the reviewer read).
     review_detail: dict[str, Any] = field(default_factory=dict)
     review_stale: bool = False

@@ -13,11 +13,11 @@ from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.debug import crash_point
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.decisions.gate_fence import gates_fence
-from lanes_tui.engine.decisions.gate_log import GateReport, append_output, gate_report
-from lanes_tui.engine.decisions.gate_plan import plan_gates, project_venv
-from lanes_tui.engine.decisions.gate_waits import lane_wait_listener, not_run_why
-from lanes_tui.engine.decisions.gates import RUNNING_FILE, run_gates, stop_leftover_gates, summarise
+from lanes_tui.engine.decisions.gates.fence import gates_fence
+from lanes_tui.engine.decisions.gates.log import GateReport, append_output, gate_report
+from lanes_tui.engine.decisions.gates.plan import plan_gates, project_venv
+from lanes_tui.engine.decisions.gates.run import RUNNING_FILE, run_gates, stop_leftover_gates, summarise
+from lanes_tui.engine.decisions.gates.waits import lane_wait_listener, not_run_why
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, state_after_gates, write_packet
 from lanes_tui.engine.decisions.scope import describe_outside
 from lanes_tui.engine.git import git_snapshot, lead_checkout
@@ -69,7 +69,7 @@ async def gate_lane(repo: Path, config: Config, store: LaneStore, record: LaneRe
         crash_point("check:checking")  # tests kill -9 `check` at each step (LANES_TUI_CRASH_AT)
         steps, planned = plan_gates(repo, worktree, config.gates)  # the project's venv, detected commands
         warnings += planned
-        try:  # the gates' environment, under the lane's kernel fence with a TMPDIR of their own (`gate_fence`)
+        try:  # the gates' environment, under the lane's kernel fence with a TMPDIR of their own (`gates.fence`)
             env, fence = gates_fence(repo, config, record, worktree, kind="gates")
         except LanesError as exc:
             if by_lead:

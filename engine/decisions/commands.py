@@ -20,10 +20,10 @@ from lanes_tui.engine.decisions.accept import Accept, AcceptOutcome
 from lanes_tui.engine.decisions.accept_plan import AcceptPlan, plan_accept
 from lanes_tui.engine.decisions.check import check_lane, lane_gate_report
 from lanes_tui.engine.decisions.finish import FinishReport, finish
-from lanes_tui.engine.decisions.gate_log import GateReport
+from lanes_tui.engine.decisions.gates.log import GateReport
 from lanes_tui.engine.decisions.recover import Findings, inspect_lane, recheck, relaunch, wake_parked
-from lanes_tui.engine.decisions.review_run import review_by_lead
-from lanes_tui.engine.decisions.verify import verify_lane
+from lanes_tui.engine.decisions.review.run import review_by_lead
+from lanes_tui.engine.decisions.review.verify import verify_lane
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.state.allow import AllowRule, add_rule
 from lanes_tui.engine.state.model import LaneRecord

@@ -11,9 +11,9 @@ temporary index and its own `git commit --no-verify` (issue 30, item 3):
   contained lane cannot write — never the lane's own copy), else `<common>/hooks`. The config and
   `<common>/hooks` are as the lane found them, or every decision is refused
   (`git_snapshot.refuse_if_changed`). A hook is what git would run: a file that is executable.
-* **How: as a gate step** (`gates.run_step`: its own process group, a limit, whatever it started swept,
+* **How: as a gate step** (`gates.run.run_step`: its own process group, a limit, whatever it started swept,
   its output kept in `<lane dir>/gates/hook-NAME.log`), with the gates' environment, the lane's kernel
-  fence and TMPDIR (`gate_fence`) and a gate scope. cwd is the worktree; `GIT_DIR`, `GIT_COMMON_DIR`
+  fence and TMPDIR (`gates.fence`) and a gate scope. cwd is the worktree; `GIT_DIR`, `GIT_COMMON_DIR`
   and `GIT_WORK_TREE` are the lane's derived ones (`git.harden`); `GIT_INDEX_FILE` is a copy of the
   temporary index (exactly what will be committed) in the hooks' own TMPDIR, where the fence lets a
   hook's git write it. commit-msg gets a file there holding the message; what it leaves is committed.
@@ -40,10 +40,10 @@ from typing import Any, TypeVar
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.decisions.gate_fence import gates_fence
-from lanes_tui.engine.decisions.gate_log import append_output
-from lanes_tui.engine.decisions.gate_plan import PlannedGate, project_venv
-from lanes_tui.engine.decisions.gates import GateResult, _Run, run_step
+from lanes_tui.engine.decisions.gates.fence import gates_fence
+from lanes_tui.engine.decisions.gates.log import append_output
+from lanes_tui.engine.decisions.gates.plan import PlannedGate, project_venv
+from lanes_tui.engine.decisions.gates.run import GateResult, _Run, run_step
 from lanes_tui.engine.decisions.packet import read_packet, write_packet
 from lanes_tui.engine.git.commands import run_git
 from lanes_tui.engine.git.harden import common_dir, config_entries, register_lane

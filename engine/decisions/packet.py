@@ -13,7 +13,7 @@ from lanes_tui.engine.core.atomic import read_json
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.schema import SCHEMA_KEY, NewerSchema, check_schema, stamped
-from lanes_tui.engine.decisions.gates import GateResult, summarise
+from lanes_tui.engine.decisions.gates.run import GateResult, summarise
 from lanes_tui.engine.decisions.scope import outside_scope
 from lanes_tui.engine.git import worktrees
 from lanes_tui.engine.git.frozen_work import FrozenWork, gate_files

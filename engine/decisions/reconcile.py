@@ -31,7 +31,7 @@ from lanes_tui.engine.decisions.deadlines import (
     restore,
     state_before,
 )
-from lanes_tui.engine.decisions.gates import GateResult, stop_leftover_gates
+from lanes_tui.engine.decisions.gates.run import GateResult, stop_leftover_gates
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
 from lanes_tui.engine.git.lane_paths import locate_lane
 from lanes_tui.engine.git.review_tree import remove_review_tree

@@ -39,7 +39,7 @@ from lanes_tui.engine.decisions.check import check_lane
 from lanes_tui.engine.decisions.lead_note import EVENT_NOTE_CHARS, check_note, read_note_file
 from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.decisions.reconcile import reconcile_lane
-from lanes_tui.engine.decisions.review_prompt import describe_review, review_detail, review_prompt_block
+from lanes_tui.engine.decisions.review.prompt import describe_review, review_detail, review_prompt_block
 from lanes_tui.engine.decisions.runners import remote_runner
 from lanes_tui.engine.git.lane_paths import git_witness, locate_lane
 from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, leftover_processes, stop_lane, supervisor_alive
@@ -70,7 +70,7 @@ class Findings:
     problems: list[str] = field(default_factory=list)
     #: The cap that stopped the lane (`lanes.governor`: cap, value, peak, mechanism, killed), if one did.
     fired: dict[str, str] | None = None
-    #: The packet's review (`review_prompt.review_detail`): a BLOCKING one's findings go into the relaunch.
+    #: The packet's review (`review.prompt.review_detail`): a BLOCKING one's findings go into the relaunch.
     review: dict[str, Any] | None = None
     #: (what, fix) when `relaunch` would refuse: the task used its `[lanes] attempts`. None otherwise.
     relaunch_refused: tuple[str, str] | None = None

@@ -23,7 +23,7 @@ from pathlib import Path
 from lanes_tui.engine.config.settings import Config, load_config
 from lanes_tui.engine.core.ansi import terminal_text
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.decisions.gates import run_gates
+from lanes_tui.engine.decisions.gates.run import run_gates
 from lanes_tui.engine.git import worktrees
 from lanes_tui.engine.git.commands import git_out, run_git
 from lanes_tui.engine.git.harden import common_dir

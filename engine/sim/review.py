@@ -1,14 +1,14 @@
 """The sim's review mode: a simulated reviewer of another lane's diff, for the demo and the review tests.
 
 When a prompt's first non-empty line starts with `REVIEW_MARKER` (the first line of the engine's
-review prompt, `decisions.review_prompt`), the sim runs no steps: the `## Task` section of such a
+review prompt, `decisions.review.prompt`), the sim runs no steps: the `## Task` section of such a
 prompt quotes the reviewed lane's own prompt, and those steps must not run a second time. Instead it
 reads the fenced diff of the `## Diff` section and blocks every added line that carries `BUG` or
 `FIXME` as a word, so a test or the demo decides a verdict by what a lane writes, and the verdict
 runs through the same parser a real reviewer's answer does.
 
 Same import budget as the sim (standard library only, and here nothing at all): the engine's copy of
-the marker lives in `decisions.review_prompt`, which the sim may not import; a test keeps them equal.
+the marker lives in `decisions.review.prompt`, which the sim may not import; a test keeps them equal.
 """
 
 from __future__ import annotations

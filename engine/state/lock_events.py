@@ -14,7 +14,7 @@ one `write` each, which never interleave with the supervisor's — and `state.st
 Each line carries the `lock` process's `pid`: a wait is open until a later line of the same pid
 closes it, and only while that process lives (a `lock` killed with SIGKILL writes nothing more).
 
-The same pass reads the lane's gates' own waits (`gate-wait`, written by the check: `decisions.gate_waits`),
+The same pass reads the lane's gates' own waits (`gate-wait`, written by the check: `decisions.gates.waits`),
 so the Meters pane can show a check held back by the load or a slot at no extra read.
 
 Only the tail of the events file is read (`EVENTS_WINDOW`): a lane that ran its suite thousands of
@@ -48,7 +48,7 @@ LOCK_ACQUIRED = "lock-acquired"
 LOCK_RELEASED = "lock-released"
 LOCK_GAVE_UP = "lock-gave-up"
 LOCK_EVENTS = (LOCK_WAIT, LOCK_ACQUIRED, LOCK_RELEASED, LOCK_GAVE_UP)
-#: A lane's gates waiting for a slot or the load (`decisions.gate_waits` writes it; named here, below it).
+#: A lane's gates waiting for a slot or the load (`decisions.gates.waits` writes it; named here, below it).
 GATE_WAIT = "gate-wait"
 #: The events that end a wait of the same pid.
 _CLOSING = frozenset({LOCK_ACQUIRED, LOCK_RELEASED, LOCK_GAVE_UP})
@@ -136,7 +136,7 @@ class LockView:
     wait: str | None = None
     locks: int = 0
     #: The lane's gates' open wait: the last `gate-wait` start event (for, load, limit, held_by,
-    #: budget_s, t) when no end followed it (`decisions.gate_waits`); the status keeps it only while
+    #: budget_s, t) when no end followed it (`decisions.gates.waits`); the status keeps it only while
     #: the lane is `checking` and the event is not older than the record.
     gate_wait: Mapping[str, Any] | None = None
 

@@ -78,7 +78,7 @@ class LaneStatus:
     #: How many heavy runs the lane's agent took through `lanes-tui lock` (within the events' tail).
     locks: int = 0
     #: While the lane is `checking` and its gates wait for a heavy slot or the machine's load: the
-    #: `gate-wait` start event (for, load, limit, held_by, budget_s, t: `decisions.gate_waits`); else None.
+    #: `gate-wait` start event (for, load, limit, held_by, budget_s, t: `decisions.gates.waits`); else None.
     gate_wait: Mapping[str, Any] | None = None
     #: The cap that stopped the lane (`FAILED-RESOURCE`): cap, value, peak, mechanism, killed, reason —
     #: strings only, from `lane.json`'s `governor.fired`; None when no cap fired.

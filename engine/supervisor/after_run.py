@@ -2,7 +2,7 @@
 
 Split from `supervisor.main` (the chain of providers) because this half is the lane's judgement, not
 its run: the gates (`decisions.check`), and when `[review]` applies the reviewer of another family
-(`decisions.review_run`). The lead's stop reaches both: the gate processes and the reviewer stop, and
+(`decisions.review.run`). The lead's stop reaches both: the gate processes and the reviewer stop, and
 the lane says what was left undone and the command that does it.
 """
 
@@ -44,14 +44,14 @@ async def decide(repo: Path, config: Config, store: LaneStore, record: LaneRecor
                  stop: asyncio.Event) -> None:
     """Gates and packet for a lane that finished OK (then its review); the packet alone otherwise.
 
-    A lane whose agent changed a shared virtualenv (`decisions.shared_envs`) is rejected before any
+    A lane whose agent changed a shared virtualenv (`decisions.gates.shared_envs`) is rejected before any
     gate runs: its gates would pass on packages nobody else has.
     """
     # Imported here, not at the top: a supervisor loads the decisions only once its agent is done.
     from lanes_tui.engine.decisions.check import gate_lane
+    from lanes_tui.engine.decisions.gates.shared_envs import changes as shared_env_changes
     from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
-    from lanes_tui.engine.decisions.review_run import review_follows, review_lane
-    from lanes_tui.engine.decisions.shared_envs import changes as shared_env_changes
+    from lanes_tui.engine.decisions.review.run import review_follows, review_lane
     from lanes_tui.engine.git.head_repair import head_note
 
     lane = store.lane_paths(record.id)

@@ -24,7 +24,7 @@ from typing import BinaryIO
 from lanes_tui.engine.config import aider_model
 from lanes_tui.engine.config.settings import Config, ProviderConfig
 from lanes_tui.engine.core.atomic import private_opener
-from lanes_tui.engine.decisions.shared_envs import record_before
+from lanes_tui.engine.decisions.gates.shared_envs import record_before
 from lanes_tui.engine.lanes.env import ensure_cli_shim, lane_environment
 from lanes_tui.engine.procs.process import ProcessHandle, ProcessRequest, StopDeadlines
 from lanes_tui.engine.state.model import LaneRecord
@@ -40,14 +40,14 @@ STOP = StopDeadlines(steps=("sigterm", "sigkill"), sigterm=5.0, sigkill=5.0)
 
 def setup_argv(command: str) -> list[str]:
     """The argv of a setup step; `{python}` is the interpreter lanes-tui runs on (a setup step may make the
-    project's venv with it; gates then run on that venv: `decisions.gate_python`)."""
+    project's venv with it; gates then run on that venv: `decisions.gates.python`)."""
     return [sys.executable if part == "{python}" else part for part in shlex.split(command)]
 
 
 async def run_setup(config: Config, store: LaneStore, record: LaneRecord, paths: StatePaths, worktree: Path,
                     hold: Hold | None, stop: asyncio.Event) -> tuple[str, str] | None:
     """Run every setup step in order, then record the shared environments as the agent finds them
-    (`decisions.shared_envs`: what setup installs is the lead's, not the agent's); None when all
+    (`decisions.gates.shared_envs`: what setup installs is the lead's, not the agent's); None when all
     passed, else the lane's (result, reason)."""
     failed = await _run_steps(config, store, record, paths, worktree, hold, stop)
     if failed is None:

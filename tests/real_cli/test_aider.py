@@ -24,7 +24,7 @@ import pytest
 
 from lanes_tui.engine.channels.plain import TOKENS_RE, parse_count
 from lanes_tui.engine.config.settings import load_config
-from lanes_tui.engine.decisions.review_run import writer_families
+from lanes_tui.engine.decisions.review.run import writer_families
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
 from tests.helpers import cli, output, status, write_config

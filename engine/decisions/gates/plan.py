@@ -1,10 +1,10 @@
 """The gates a lane actually runs: its steps with placeholders filled, in the project's environment.
 
 A gate must test the lane's code the way the project tests itself, so `{python}` is the project's
-interpreter (`gate_python.project_python`: `[gates] venv`, the worktree's or the repository's `.venv`,
+interpreter (`gates.python.project_python`: `[gates] venv`, the worktree's or the repository's `.venv`,
 else the first `python3` on PATH that is not lanes-tui's own), with a venv's `bin/` first on PATH and
 `VIRTUAL_ENV` set; never lanes-tui's own virtualenv. Without a `commands` key the command is detected
-from the worktree's files (`gate_detect`: no subprocess, no network), so `doctor`, the accept modal and
+from the worktree's files (`gates.detect`: no subprocess, no network), so `doctor`, the accept modal and
 the gates agree on what runs.
 
 Named variables come from the lead's environment; one that is unset is a warning, never an error,
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lanes_tui.engine.config.gates import GatesConfig
-from lanes_tui.engine.decisions.gate_detect import pytest_mark, python_test_files
-from lanes_tui.engine.decisions.gate_python import ProjectPython, project_python, project_venv, pytest_problem
+from lanes_tui.engine.decisions.gates.detect import pytest_mark, python_test_files
+from lanes_tui.engine.decisions.gates.python import ProjectPython, project_python, project_venv, pytest_problem
 
 __all__ = ["PlannedGate", "describe_gates", "detect_commands", "gate_environment", "plan_gates", "project_venv",
            "runner_problems", "step_name", "timeout_variable"]
@@ -46,7 +46,7 @@ class PlannedGate:
     env: Mapping[str, str] = field(default_factory=dict)
     #: Why argv could not be built (an unbalanced quote, no project interpreter): the step then fails so.
     problem: str = ""
-    #: A run of no tests passes (`allow_no_tests`): otherwise it fails (`decisions.no_tests`).
+    #: A run of no tests passes (`allow_no_tests`): otherwise it fails (`decisions.gates.no_tests`).
     allow_no_tests: bool = False
 
     @property
@@ -89,7 +89,7 @@ def faulthandler_timeout(timeout_s: float) -> float:
 
 
 def _python_commands(folder: Path) -> list[str]:
-    """pytest when anything in the project says so (`gate_detect.pytest_mark`), installed or not; else
+    """pytest when anything in the project says so (`gates.detect.pytest_mark`), installed or not; else
     unittest when there are Python test files; else nothing (a Python project without tests has no
     test command to run, and `unittest` would run 0 tests)."""
     if pytest_mark(folder):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.atomic import read_json, write_json_atomic
-from lanes_tui.engine.decisions.gate_plan import project_venv
+from lanes_tui.engine.decisions.gates.plan import project_venv
 
 __all__ = ["BEFORE_FILE", "changes", "digest", "record_before", "shared_venvs"]
 

@@ -5,12 +5,12 @@ group with its own timeout, inside a machine-wide heavy slot so parallel lanes d
 suites at once on two cores. A gate that could not get a slot is `not-run`, never `failed`: a busy
 machine says nothing about the lane's work. So is a gate run whose machine stayed above `[gates] max_load`
 for the whole wait budget; while it waits for a slot or the load, the caller's `on_wait` hears it
-(`core.waits`, `decisions.gate_waits`), so a waiting check never looks like a hung one.
+(`core.waits`, `decisions.gates.waits`), so a waiting check never looks like a hung one.
 
 A gate runs with the environment `check` builds (`lanes.env`): the base set, `[gates] env` and the
 lane's `LANES_*` — never a provider's credentials, since a gate runs code the agent wrote — inside
-the project's virtualenv (`decisions.gate_plan`). Each step has its own limit; its progress and its
-whole output are kept for the lead to read (`decisions.gate_log`).
+the project's virtualenv (`decisions.gates.plan`). Each step has its own limit; its progress and its
+whole output are kept for the lead to read (`decisions.gates.log`).
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ from lanes_tui.engine.core.atomic import read_json, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.waits import OnWait, Wait, holders_text, load_text, span
-from lanes_tui.engine.decisions.gate_log import Progress, StepLog, duration_text, gate_log_path, progress_line
-from lanes_tui.engine.decisions.gate_plan import PlannedGate, gate_environment, plan_gates, project_venv
-from lanes_tui.engine.decisions.no_tests import NOTE_ALLOWED, NOTE_FAILED, recognise
+from lanes_tui.engine.decisions.gates.log import Progress, StepLog, duration_text, gate_log_path, progress_line
+from lanes_tui.engine.decisions.gates.no_tests import NOTE_ALLOWED, NOTE_FAILED, recognise
+from lanes_tui.engine.decisions.gates.plan import PlannedGate, gate_environment, plan_gates, project_venv
 from lanes_tui.engine.lanes.heavy import HEAVY_SLOT_ENV
 from lanes_tui.engine.lanes.heavy import limit_of as heavy_limit_of
 from lanes_tui.engine.procs.gate_scope import GateScope
@@ -82,7 +82,7 @@ class GateResult:
     #: What the gates waited for before they ran (`waited 42s for the machine: load 5.1 > 4.0`): on the
     #: first step only, since the wait was the whole run's; `check --log` and the Gates tab show it.
     waits: tuple[str, ...] = ()
-    #: Why the step ran no tests (`pytest exit 5`: `decisions.no_tests`); '' when it ran some.
+    #: Why the step ran no tests (`pytest exit 5`: `decisions.gates.no_tests`); '' when it ran some.
     no_tests: str = ""
 
     @property
@@ -120,7 +120,7 @@ def gate_argv(command: str, python: str | None = None) -> list[str]:
 
 
 def passes(exit_code: int | None, no_tests: str, *, allow_no_tests: bool = False) -> bool:
-    """Exit 0 and some tests ran; a run of no tests (`no_tests`: its reason from `decisions.no_tests`,
+    """Exit 0 and some tests ran; a run of no tests (`no_tests`: its reason from `decisions.gates.no_tests`,
     whatever the exit code that runner gives it) only when the step allows it."""
     return allow_no_tests if no_tests else exit_code == 0
 
@@ -135,7 +135,7 @@ async def run_gates(worktree: Path, gates: GatesConfig, *, env: Mapping[str, str
                     ) -> list[GateResult]:
     """Run every gate in order inside one heavy slot; the first failure does not skip the rest.
 
-    `steps` are the planned steps (`gate_plan.plan_gates`; planned here from `gates` with the
+    `steps` are the planned steps (`gates.plan.plan_gates`; planned here from `gates` with the
     worktree as the repository when not given), run in `venv`. With `running_file`, the commands and
     each gate's process are noted there while they run; with `log_dir`, each step's whole output is
     kept in `log_dir/gates/NAME.log`; `progress` hears each step start and end.

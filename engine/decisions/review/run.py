@@ -1,7 +1,7 @@
 """The review run: a model of another family reads the lane's diff and says CLEAN or BLOCKING.
 
 Run by the supervisor right after the gates pass (with `[review]` on), and by the lead's `lanes-tui
-review ID`. The steps: choose the reviewer (`review_verdict.choose_reviewer`); take the lane's scoped
+review ID`. The steps: choose the reviewer (`review.verdict.choose_reviewer`); take the lane's scoped
 diff and its digest (`lane_diff`); wait for one of the machine's `[review] slots` (the lane shows
 `reviewing`); snapshot the lane's work into a detached, read-only worktree (`git.review_tree`); run
 the reviewer there as a supervised process (`AgentRun`: its watchdog, its wall-clock limit
@@ -33,13 +33,13 @@ from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.lane_diff import lane_diff, work_digest
 from lanes_tui.engine.decisions.packet import read_packet, write_packet
-from lanes_tui.engine.decisions.review_prompt import (
+from lanes_tui.engine.decisions.review.prompt import (
     detail_from_verdict,
     read_only_argv,
     review_prompt,
     reviewer_text,
 )
-from lanes_tui.engine.decisions.review_verdict import TAIL_LINES, Verdict, choose_reviewer, parse_verdict
+from lanes_tui.engine.decisions.review.verdict import TAIL_LINES, Verdict, choose_reviewer, parse_verdict
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
 from lanes_tui.engine.git.review_tree import add_review_tree, remove_review_tree, snapshot_commit
 from lanes_tui.engine.lanes.agent_run import AgentRun, RunOutcome, RunSettings

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lanes_tui.engine.core.waits import START, OnWait, Wait
-from lanes_tui.engine.decisions.gate_log import append_output
-from lanes_tui.engine.decisions.gates import GateResult
+from lanes_tui.engine.decisions.gates.log import append_output
+from lanes_tui.engine.decisions.gates.run import GateResult
 from lanes_tui.engine.state.lock_events import GATE_WAIT
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.store import LaneStore

@@ -3,7 +3,7 @@
 A pytest-style project (a `conftest.py`, bare `def test_…` functions) run with `python -m unittest`
 runs nothing and exits 0, so the runner is chosen from what the project says about itself, never from
 what happens to be installed: any of pytest's marks below means pytest, installed or not (a missing
-pytest is then said by `doctor` and `run`: `gate_python.runner_problems`). Only file reads, bounded in
+pytest is then said by `doctor` and `run`: `gates.python.runner_problems`). Only file reads, bounded in
 number and size, so `doctor`, the accept modal and every check can afford it.
 """
 

@@ -1,7 +1,7 @@
 """What a reviewer is sent and what is read back from it: the prompt, the text of its output, the
 read-only argv, and the packet's review and verification as the lead reads them.
 
-Pure text work, no processes: `review_run` runs the reviewer with these. Kept apart so the accept
+Pure text work, no processes: `review.run` runs the reviewer with these. Kept apart so the accept
 plan, `recover --relaunch` and the dashboard read a review the same way, and so a hand-edited
 `review_detail` in the packet (it is a file anyone can write) is checked in one place.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from lanes_tui.engine.channels.base import json_line
 from lanes_tui.engine.core.ansi import strip_ansi
-from lanes_tui.engine.decisions.review_verdict import VERDICTS, Verdict
+from lanes_tui.engine.decisions.review.verdict import VERDICTS, Verdict
 
 __all__ = [
     "REVIEW_MARKER",

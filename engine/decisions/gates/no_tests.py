@@ -2,7 +2,7 @@
 
 A test command exits 0 (or pytest's 5) when it finds nothing to run: a pytest project run with
 `unittest`, a test folder without `__init__.py`, a `testMatch` that matches nothing. Counting that as
-passed shows a lane as `ready` whose tests never ran, so `gates.run_step` asks `recognise` and fails
+passed shows a lane as `ready` whose tests never ran, so `gates.run.run_step` asks `recognise` and fails
 the step unless it may run nothing (`allow_no_tests`).
 
 One function per runner, each reading only what that runner itself prints (or its exit code). A
