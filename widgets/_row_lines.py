@@ -12,6 +12,8 @@ Only public Rich and Textual API here.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from rich.cells import cell_len, get_character_cell_size
 from rich.console import Console, ConsoleOptions
@@ -21,8 +23,34 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.styled import Styled
 from rich.text import Text
+from textual.strip import Strip
 
-__all__ = ["cell_segments", "text_width"]
+__all__ = ["PADDING", "Cell", "Frame", "cell_segments", "row_line", "text_width"]
+
+#: Spaces each side of a cell, as DataTable's default `cell_padding`.
+PADDING = 1
+
+
+class Cell(NamedTuple):
+    """What a cell shows. `tone` is a theme variable name ("warning", "error", "success"), "dim" or ""."""
+
+    text: str
+    tone: str = ""
+    right: bool = False
+    bold: bool = False
+
+
+class Frame(NamedTuple):
+    """What every line of a frame is drawn with; when any of it changes, every kept line goes."""
+
+    width: int
+    scroll_x: int
+    base: Style
+    header: Style
+    cursor: Style
+    hover: Style
+    layout: int
+    tones: int
 
 #: Outside printable ASCII (space to tilde): characters whose width Rich must give.
 _NOT_PRINTABLE = re.compile(r"[^\x20-\x7e]")
@@ -72,3 +100,29 @@ def cell_segments(text: str, width: int, padding: int, pre: Style, post: Style, 
     line = lines[0] if lines else []
     return line if cell_len("".join(s.text for s in line)) == width else \
         list(Segment.adjust_line_length(line, width, pre + post))
+
+
+def row_line(index: int, cells: Sequence[tuple[Cell, Style | None]], widths: Sequence[int], cursor: bool,
+             hover: bool, frame: Frame, console: Console, options: ConsoleOptions) -> Strip:
+    """Line of row `index` (-1: the header) as DataTable draws it with a row cursor: each cell (with its
+    tone's style) at its column's width, then the row's style to the edge, cut to the view."""
+    row_style = frame.header if index < 0 else frame.base
+    component = Style()
+    if hover:
+        component += frame.hover
+    if cursor:
+        component += frame.cursor
+    post = Style.from_color(color=component.color)
+    segments: list[Segment] = []
+    for column, ((cell, tone), width) in enumerate(zip(cells, widths, strict=True)):
+        pre = row_style + Style.from_meta({"row": index, "column": column}) + component
+        segments += cell_segments(cell.text, width + 2 * PADDING, PADDING, pre, post, tone, cell.right, console,
+                                  options)
+    used = sum(width + 2 * PADDING for width in widths)
+    if frame.width > used:
+        extend = row_style + component + Style.from_meta({"row": index, "column": 0, "out_of_bounds": True})
+        segments.append(Segment(" " * (frame.width - used), extend))
+    strip = Strip(segments, max(used, frame.width))
+    if frame.scroll_x or used > frame.width:
+        strip = strip.crop(frame.scroll_x, frame.scroll_x + frame.width)
+    return strip.adjust_cell_length(frame.width, frame.base).simplify()
