@@ -21,8 +21,8 @@ from rich.measure import Measurement
 from rich.padding import Padding
 from rich.segment import Segment
 from rich.style import Style
-from rich.styled import Styled
 from rich.text import Text
+from textual.renderables.styled import Styled
 from textual.strip import Strip
 
 __all__ = ["PADDING", "Cell", "Frame", "cell_segments", "row_line", "text_width"]
