@@ -94,7 +94,6 @@ def _attrs(module: str, owner: str, *names: str) -> list[Need]:
     return [Need(module, owner, name) for name in names]
 
 
-_DT = "textual.widgets._data_table"
 _LOG = "textual.widgets._log"
 _STYLES = "textual._styles_cache"
 #: Every fast path and what it relies on, as on Textual 8.2.7 and 8.2.8 (the versions the pin admits).
@@ -141,24 +140,6 @@ NEEDS: Mapping[str, list[Need]] = {
         _method(_STYLES, "StylesCache", "clear"),
         Need(_STYLES, "StylesCache", "get_inner_outer", ("cls", "base_background", "background")),
         *_attrs("textual.widget", "Widget", "_styles_cache"),
-    ],
-    "table": [
-        _method(_DT, "DataTable", "_render_line", "y", "x1", "x2", "base_style"),
-        _method(_DT, "DataTable", "_render_cell", "row_index", "column_index", "base_style", "width", "cursor",
-                "hover"),
-        _method(_DT, "DataTable", "_get_styles_to_render_cell", "is_header_cell", "is_row_label_cell",
-                "is_fixed_style_cell", "hover", "cursor", "show_cursor", "show_hover_cursor",
-                "has_css_foreground_priority", "has_css_background_priority"),
-        _method(_DT, "DataTable", "_get_row_style", "row_index", "base_style"),
-        _method(_DT, "DataTable", "_get_offsets", "y"),
-        _method(_DT, "DataTable", "_get_row_renderables", "row_index"),
-        _method(_DT, "DataTable", "update_cell", "row_key", "column_key", "value", "update_width"),
-        *_attrs(_DT, "DataTable", "_row_locations", "_column_locations", "_data", "_update_count",
-                "_cell_render_cache", "_row_render_cache", "_line_cache", "_row_renderable_cache",
-                "_labelled_row_exists", "_row_label_column_width", "_show_hover_cursor", "_pseudo_class_state"),
-        Need(_DT, "_EMPTY_TEXT", "plain"),
-        Need("textual._segment_tools", "line_crop", "__call__"),
-        Need("textual.cache", "LRUCache", "_cache"),
     ],
     "log": [
         _method(_LOG, "Log", "_render_line", "y", "scroll_x", "width"),

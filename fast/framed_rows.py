@@ -11,7 +11,7 @@ A row between the borders is always the same pieces: the left border and padding
 cut to the content width, the right padding and border. `FramedRowsCache` takes those pieces from
 one row Textual frames itself (whenever what frames a row changes: size, colours, borders, padding),
 then frames each content line by joining, and keeps the framed row under the content line's strip
-(the Output pane and DataTable hand out the same strip object for a line until that line changes).
+(the Output pane and the list panes' `KeyedTable` hand out the same strip object for a line until that line changes).
 A row that only moved up is found again; a new one costs a join. Rows that are not plain content
 (borders, padding rows) and panes with effects on their rows (tint, opacity, text opacity, hatch,
 outline) go through Textual's own `render_line`; `tests/test_framed_rows.py` holds both ways equal.
@@ -31,8 +31,23 @@ from textual.css.styles import StylesBase
 from textual.filter import LineFilter
 from textual.geometry import Region, Size, Spacing
 from textual.strip import Strip
+from textual.widget import Widget
 
-__all__ = ["FramedRowsCache"]
+__all__ = ["FramedRowsCache", "use_framed_rows"]
+
+
+def use_framed_rows(widget: Widget) -> bool:
+    """Give `widget` a `FramedRowsCache` if the `framed_rows` path is on; whether it did.
+
+    For a Line API widget that hands out the same strip object for a line until the line changes (the
+    list panes' `KeyedTable`): the widget stays on public API, the private attribute is set here.
+    """
+    from lanes_tui.fast.checks import enabled
+
+    if not enabled("framed_rows"):
+        return False
+    widget._styles_cache = FramedRowsCache()
+    return True
 
 
 class FramedRowsCache(StylesCache):

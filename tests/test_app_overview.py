@@ -17,7 +17,7 @@ from tests.fake_engine import NOW, FakeEngine, lane
 
 
 def keys(table: Any) -> list[str]:
-    return [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
+    return list(table.row_keys)
 
 
 def commands(engine: FakeEngine) -> list[tuple[str, Any]]:

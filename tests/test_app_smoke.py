@@ -27,7 +27,7 @@ async def test_dashboard_shows_existing_lanes_and_quits(repo: Path) -> None:
         # The long-lived objects of the screen are out of the collector's way once it is drawn.
         assert gc.get_freeze_count() > 10_000
         table = app.screen.query_one(LanesTable)
-        assert lane in table.rows
+        assert lane in table.row_keys
         assert str(table.get_cell(lane, "state")) == "ready"
         # The frames it drew came from the frame timer (Textual's own with the fast path off).
         assert isinstance(app.screen._update_timer, FrameTimer if enabled("frame_timer") else Timer)

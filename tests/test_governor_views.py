@@ -49,7 +49,7 @@ def plain(table: Any, row: str, column: str) -> str:
 
 
 def keys(table: Any) -> list[str]:
-    return [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
+    return list(table.row_keys)
 
 
 def dead_pid() -> int:

@@ -38,7 +38,7 @@ async def test_the_pane_shows_the_empty_state_then_the_tickets() -> None:
         pane.sync(TICKETS)
         await pilot.pause()
         assert not pane.has_class("-empty") and table.display
-        assert [table.get_row_at(i)[1].plain for i in range(table.row_count)] == ["schema", "pay", "docs"]
+        assert [table.get_cell(key, "ticket").plain for key in table.row_keys] == ["schema", "pay", "docs"]
         row = table.get_row("shop/pay")
         assert [cell.plain for cell in row] == ["shop", "pay", "takeover", "pay-a2", "2/2", "", "3"]
         styles = [span.style for span in row[2].spans]

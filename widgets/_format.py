@@ -43,7 +43,7 @@ _CTRL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def tone_style(app: App[Any], tone: str, *, bold: bool = False) -> Style:
     """A Rich style for `tone` ("warning", "error", "success", "dim", "") from the app's theme.
 
-    DataTable cells are Rich renderables, so `$warning` cannot be written into them; the colour is
+    The list panes draw their cells as Rich segments, so `$warning` cannot be written into them; the colour is
     looked up in the theme instead (and looked up again when the theme changes).
     """
     if not tone:

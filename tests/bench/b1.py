@@ -46,7 +46,6 @@ from typing import Any
 from rich.console import RenderableType
 from textual import events
 from textual._compositor import CompositorUpdate
-from textual.coordinate import Coordinate
 from textual.screen import Screen
 
 from tests.bench.report import median, percentile
@@ -133,10 +132,10 @@ def _output_of(pane: Any, lane_id: object) -> Callable[[], bool]:
 
 
 def _row_visible(table: Any, row: int) -> bool:
-    region = table._get_row_region(row)
-    top = int(table.scroll_y) + (table.header_height if table.show_header else 0)
+    """Row `row` is in the window, below the fixed header (its line is `row + 1` of the table's content)."""
+    top = int(table.scroll_y) + 1
     bottom = int(table.scroll_y) + table.scrollable_content_region.height
-    return bool(top <= region.y and region.y + region.height <= bottom)
+    return bool(top <= row + 1 < bottom + 1)
 
 
 async def run_once(repo: Path, lanes: int, presses: int, *, warmup_presses: int = 10, settle_s: float = 3.0,
@@ -167,7 +166,7 @@ async def run_once(repo: Path, lanes: int, presses: int, *, warmup_presses: int 
             if row + direction < 0 or row + direction >= table.row_count:
                 direction = -direction
             target = row + direction
-            lane_id = table.coordinate_to_cell_key(Coordinate(target, 0)).row_key.value
+            lane_id = table.row_keys[target]
             cursor_seen = probe.when(_cursor_on(table, target))
             output_seen = probe.when(_output_of(output, lane_id))
             start = time.perf_counter()
