@@ -31,8 +31,11 @@ from textual.css.styles import StylesBase
 from textual.filter import LineFilter
 from textual.geometry import Region, Size, Spacing
 from textual.strip import Strip
+from textual.widget import Widget
 
-__all__ = ["FramedRowsCache"]
+from lanes_tui.fast.checks import enabled
+
+__all__ = ["FramedRowsCache", "frame_rows_once"]
 
 
 class FramedRowsCache(StylesCache):
@@ -133,3 +136,15 @@ def _has_effects(styles: StylesBase) -> bool:
     if styles.has_rule("hatch") and styles.hatch != "none":
         return True
     return any(edge for edge, _ in styles.outline)
+
+
+def frame_rows_once(widget: Widget) -> bool:
+    """Give `widget` a `FramedRowsCache` if the `framed_rows` path is on; whether it did.
+
+    For a Line API widget whose `render_line` hands out the same strip object for a line until the line
+    changes (the Output pane): the private assignment stays here, behind the fence.
+    """
+    if not enabled("framed_rows"):
+        return False
+    widget._styles_cache = FramedRowsCache()
+    return True
