@@ -1,10 +1,10 @@
 """The fence: every use of a Textual or Rich private name lives here, and nowhere else.
 
 Owns the dashboard's fast paths: measured wins that need Textual's private API (its compositor, styles
-cache, DataTable and Log internals, timer, driver). Nothing outside this folder touches a private name
+cache, DataTable internals, timer, driver). Nothing outside this folder touches a private name
 of Textual or Rich (`tests/test_fence.py` reads the source). It may import Textual, Rich and the standard
 library, and must never import the app, the widgets or the engine: the app and the widgets build on it
-(`FastScreen`, `FastDataTable`, `FastLog`, `driver_class`), it builds on nothing of ours.
+(`FastScreen`, `FastDataTable`, `frame_rows_once`, `driver_class`), it builds on nothing of ours.
 
 Degrade, never crash: `checks` tests at start-up, once a process, that what each fast path relies on is
 still there in the shape it was checked in (methods' parameters, attributes); a path that fails is off,
@@ -27,18 +27,16 @@ replaces, the figure that justified it (docs/benchmarks.md) and the test that ho
 - `driver` (`driver`): replaces `LinuxDriver.run_input_thread`: it sleeps until a key, the stop or the
   parser's deadline. B2: 0.14 % → 0.00 % of a core, no wake-ups. Held by `tests/test_lean_driver.py`.
 - `framed_rows` (`framed_rows`): replaces `StylesCache.render` / `render_line` for plain content rows
-  (border and padding joined once). B2: the Output pane's part of a frame 4.0 → 1.6 ms.
+  (border and padding joined once). B2: the Output pane's part of a frame 4.0 → 1.6 ms. The Output pane
+  (Textual's public Line API otherwise) gets it through `frame_rows_once`.
   Held equal by `tests/test_framed_rows.py`.
 - `table` (`table`): DataTable's `update_cell`, render caches, `_render_line` and `_render_cell`. B1:
   `_render_cell` calls 16,926 → 5,096 a run; a meter tick repaints its row, not the table.
   Held by `tests/test_widgets_repaint.py` and the snapshots.
 - `lean_rows` (`table`): DataTable's `_render_line_in_row` + `_render_line` for a body row, in one pass.
   B2: 24.5 → 19.0 ms a tick at 20 rows. Held equal by `tests/test_lean_rows.py`.
-- `plain_cell` (`table`, `log`): Rich's rendering of a plain one-line cell or line. B1: ~0.3 ms a cell
+- `plain_cell` (`table`): Rich's rendering of a plain one-line cell. B1: ~0.3 ms a cell
   before; cursor p50 23 → 17.5 ms. Held equal by `tests/test_plain_cell.py`.
-- `log` (`log`): `Log.write`, `clear`, `_render_line`, `_render_line_strip`, `_scroll_update`. B1: a
-  1,900-line tail 49 → 8 ms; B2: the scroll range set without a layout of the screen.
-  Held by `tests/test_widgets_repaint.py`, `tests/test_framed_rows.py`.
 - `checks`: the start-up checks (`NEEDS`: what each switch relies on); `tests/test_fence.py`.
 
 `tests/test_app_*.py` and `tests/test_widgets*.py` pass with `LANES_TUI_STOCK=1` too, on the same

@@ -95,7 +95,6 @@ def _attrs(module: str, owner: str, *names: str) -> list[Need]:
 
 
 _DT = "textual.widgets._data_table"
-_LOG = "textual.widgets._log"
 _STYLES = "textual._styles_cache"
 #: Every fast path and what it relies on, as on Textual 8.2.7 and 8.2.8 (the versions the pin admits).
 NEEDS: Mapping[str, list[Need]] = {
@@ -159,15 +158,6 @@ NEEDS: Mapping[str, list[Need]] = {
         Need(_DT, "_EMPTY_TEXT", "plain"),
         Need("textual._segment_tools", "line_crop", "__call__"),
         Need("textual.cache", "LRUCache", "_cache"),
-    ],
-    "log": [
-        _method(_LOG, "Log", "_render_line", "y", "scroll_x", "width"),
-        _method(_LOG, "Log", "_render_line_strip", "y", "rich_style"),
-        _method(_LOG, "Log", "_prune_max_lines"),
-        Need(_LOG, "Log", "_process_line", ("line",)),
-        *_attrs(_LOG, "Log", "_lines", "_width", "_render_line_cache", "_updates", "_clear_y"),
-        _method("textual.widget", "Widget", "_scroll_update", "virtual_size"),
-        _method("textual.widget", "Widget", "_refresh_scrollbars"),
     ],
 }
 PATHS = tuple(NEEDS)
