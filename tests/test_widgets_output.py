@@ -21,9 +21,8 @@ from textual.scroll_view import ScrollView
 from textual.selection import Selection
 from textual.widgets import Log
 
-from lanes_tui.widgets import OutputPane
+from lanes_tui.widgets import OutputPane, output_pane
 from lanes_tui.widgets import _output_lines as output_lines
-from lanes_tui.widgets import output_pane
 from lanes_tui.widgets._format import clean_text
 from tests.snapshot_apps.widget_apps import WidgetHost
 
