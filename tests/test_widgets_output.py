@@ -80,17 +80,17 @@ async def test_every_line_is_drawn_as_log_draws_it_scrolled_focused_and_in_anoth
         await _same_rows(pilot, pane, log)
         app.theme = "textual-light"
         await pilot.pause()
-        await _same_rows(pilot, pane, log)
+        unfocused = await _same_rows(pilot, pane, log)
         pane.focus()  # tinted, as Log's focus tints it: the pane focused, then the log, alike
         await pilot.pause()
         focused = [list(pane.render_line(y)) for y in range(pane.size.height)]
         log.focus()
         await pilot.pause()
-        assert focused != rows and focused == await _same_rows(pilot, pane, log, focused=False)
+        assert focused != unfocused and focused == await _same_rows(pilot, pane, log, focused=False)
 
 
 async def test_a_growing_pane_draws_as_log_after_every_chunk() -> None:
-    """Chunks cut mid-line and mid-character run, followed at the tail, as the engine's events come."""
+    """Chunks cut every 97 characters (mid-line), followed at the tail, as the engine's events come."""
     text = "\n".join([*LINES, *_random_lines(120)]) + "\n"
     async with _pane_and_log("") as (pane, log, _app, pilot):
         for start in range(0, len(text), 97):
