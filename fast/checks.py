@@ -94,7 +94,6 @@ def _attrs(module: str, owner: str, *names: str) -> list[Need]:
     return [Need(module, owner, name) for name in names]
 
 
-_LOG = "textual.widgets._log"
 _STYLES = "textual._styles_cache"
 #: Every fast path and what it relies on, as on Textual 8.2.7 and 8.2.8 (the versions the pin admits).
 NEEDS: Mapping[str, list[Need]] = {
@@ -140,15 +139,6 @@ NEEDS: Mapping[str, list[Need]] = {
         _method(_STYLES, "StylesCache", "clear"),
         Need(_STYLES, "StylesCache", "get_inner_outer", ("cls", "base_background", "background")),
         *_attrs("textual.widget", "Widget", "_styles_cache"),
-    ],
-    "log": [
-        _method(_LOG, "Log", "_render_line", "y", "scroll_x", "width"),
-        _method(_LOG, "Log", "_render_line_strip", "y", "rich_style"),
-        _method(_LOG, "Log", "_prune_max_lines"),
-        Need(_LOG, "Log", "_process_line", ("line",)),
-        *_attrs(_LOG, "Log", "_lines", "_width", "_render_line_cache", "_updates", "_clear_y"),
-        _method("textual.widget", "Widget", "_scroll_update", "virtual_size"),
-        _method("textual.widget", "Widget", "_refresh_scrollbars"),
     ],
 }
 PATHS = tuple(NEEDS)

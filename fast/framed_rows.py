@@ -148,3 +148,4 @@ def _has_effects(styles: StylesBase) -> bool:
     if styles.has_rule("hatch") and styles.hatch != "none":
         return True
     return any(edge for edge, _ in styles.outline)
+

@@ -157,7 +157,6 @@ async def test_a_changed_signature_turns_its_fast_path_off_with_one_log_line(
         assert list(off) == ["framed_rows"]
         assert off["framed_rows"] == "StylesCache.render_line takes 15 parameters, not 14: adds dim"
         pane, table = OutputPane(), LanesTable()
-        assert checks.enabled("log")
     lines = _fence_lines(caplog)
     assert len(lines) == 1 and "framed_rows:" in lines[0] and "render_line" in lines[0], lines
     app = WidgetHost(Vertical(table, pane))
@@ -199,7 +198,7 @@ async def test_lanes_tui_stock_runs_everything_stock(fresh_checks: None, monkeyp
     assert len(_fence_lines(caplog)) == 1 and "LANES_TUI_STOCK=1" in _fence_lines(caplog)[0]
     assert type(screen._compositor) is Compositor
     assert driver_class(LinuxDriver) is LinuxDriver and driver_class(LinuxDriver) is not LeanLinuxDriver
-    assert not pane.fast and not table.framed
+    assert not pane.framed_rows and not table.framed_rows
     assert not isinstance(pane._styles_cache, FramedRowsCache) and not isinstance(table._styles_cache, FramedRowsCache)
     app = WidgetHost(pane)
     async with app.run_test(size=(60, 10)) as pilot:
@@ -220,5 +219,5 @@ async def test_with_the_fast_paths_on_the_dashboard_screen_uses_them(fresh_check
     screen, pane, table = DashboardScreen(), OutputPane(), LanesTable()
     assert isinstance(screen._compositor, LeanCompositor)
     assert driver_class(LinuxDriver) is LeanLinuxDriver
-    assert pane.fast and isinstance(pane._styles_cache, FramedRowsCache)
-    assert table.framed and isinstance(table._styles_cache, FramedRowsCache)
+    assert pane.framed_rows and isinstance(pane._styles_cache, FramedRowsCache)
+    assert table.framed_rows and isinstance(table._styles_cache, FramedRowsCache)

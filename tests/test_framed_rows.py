@@ -2,9 +2,10 @@
 row once (issue 15, B1 and B2).
 
 `fast.framed_rows.FramedRowsCache` frames a content row by joining the border and padding pieces
-round it, and `OutputPane._render_line` makes a plain line in one step (`_fitted_line`) and keeps it
-for the next frame. Each test renders the pane both ways, on the same pane in the same state: ours,
-then Textual's (`StylesCache` and `Log._render_line`), and compares every segment of every row.
+round it; the Output pane hands it the same strip for a line while the line stays (`OutputPane._strip`).
+Each test renders the pane both ways, on the same pane in the same state: ours, then with Textual's own
+`StylesCache` (and the pane's kept lines forgotten), and compares every segment of every row. That the
+pane's content lines are `Log`'s is `tests/test_widgets_output.py`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,10 @@ from textual.geometry import Offset, Region
 from textual.pilot import Pilot
 from textual.selection import Selection
 from textual.strip import Strip
-from textual.widgets import Log
 
 from lanes_tui.fast.framed_rows import FramedRowsCache
-from lanes_tui.fast.log import _fitted_line
 from lanes_tui.widgets import LanesTable, OutputPane
+from lanes_tui.widgets._output_lines import fitted_line
 from tests.snapshot_apps.widget_apps import WidgetHost, lane, showing_lanes
 
 #: What agents print, and what must leave the fast path: wide and zero-width characters, a tab,
@@ -38,17 +38,15 @@ def _rows(widget: OutputPane | LanesTable) -> list[list[Segment]]:
 
 @contextmanager
 def _textual_way(pane: OutputPane) -> Iterator[None]:
-    """Render the pane with Textual's own StylesCache and Log's line path, then put ours back."""
+    """Render the pane with Textual's own StylesCache, every line drawn afresh, then put ours back."""
     ours = pane._styles_cache
     pane._styles_cache = StylesCache()
-    pane._shown.clear()
-    pane._render_line = lambda y, scroll_x, width: Log._render_line(pane, y, scroll_x, width)  # type: ignore[method-assign]
+    pane._drawn.clear()
     try:
         yield
     finally:
-        del pane._render_line
         pane._styles_cache = ours
-        pane._shown.clear()
+        pane._drawn.clear()
 
 
 def _both_ways(pane: OutputPane) -> tuple[list[list[Segment]], list[list[Segment]]]:
@@ -88,7 +86,7 @@ async def test_the_pane_draws_every_row_as_textual_does_following_focused_and_in
         app.theme = "textual-light"
         await pilot.pause()
         _drawn_as_textual_draws(pane)
-        pane.scroll_to(x=3, y=2, animate=False, immediate=True)  # sideways: Log's way for every line
+        pane.scroll_to(x=3, y=2, animate=False, immediate=True)  # sideways: Textual's strip cuts for every line
         await pilot.pause()
         assert pane.scroll_offset == Offset(3, 2)
         _drawn_as_textual_draws(pane)
@@ -131,7 +129,7 @@ def test_a_fitted_line_is_the_line_log_makes() -> None:
             for y in (0, 41):
                 log_way = Strip([Segment(text, style)] if text else [Segment("")], len(text))
                 expected = log_way.crop_extend(0, width, style).apply_offsets(0, y)
-                fitted = _fitted_line(text, y, width, style)
+                fitted = fitted_line(text, y, width, style)
                 assert list(fitted) == list(expected)
                 assert fitted.cell_length == expected.cell_length == width
 

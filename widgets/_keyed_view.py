@@ -68,7 +68,7 @@ class KeyedView(ScrollView, can_focus=True):
         """(row key, column) of the values not measured yet (`_measure`)."""
         self._tone_styles: dict[tuple[str, bool], Style | None] = {}
         self._tone_epoch = 0
-        self.framed = use_framed_rows(self)
+        self.framed_rows = use_framed_rows(self)
         """Whether the rows are framed once (the fence's `framed_rows`) rather than at every frame."""
 
     def on_mount(self) -> None:
