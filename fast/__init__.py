@@ -1,10 +1,10 @@
 """The fence: every use of a Textual or Rich private name lives here, and nowhere else.
 
 Owns the dashboard's fast paths: measured wins that need Textual's private API (its compositor, styles
-cache, timer, driver). Nothing outside this folder touches a private name
+cache, timer). Nothing outside this folder touches a private name
 of Textual or Rich (`tests/test_fence.py` reads the source). It may import Textual, Rich and the standard
 library, and must never import the app, the widgets or the engine: the app and the widgets build on it
-(`FastScreen`, `use_framed_rows`, `driver_class`), it builds on nothing of ours.
+(`FastScreen`, `use_framed_rows`), it builds on nothing of ours.
 
 Degrade, never crash: `checks` tests at start-up, once a process, that what each fast path relies on is
 still there in the shape it was checked in (methods' parameters, attributes); a path that fails is off,
@@ -24,12 +24,13 @@ replaces, the figure that justified it (docs/benchmarks.md) and the test that ho
   Held equal by `tests/test_frame_timer.py` (fake clock).
 - `screen` (both above): `FastScreen` assigns `Screen._compositor` and overrides `Screen._update_timer`.
   Held equal by the dashboard snapshots, run in both modes.
-- `driver` (`driver`): replaces `LinuxDriver.run_input_thread`: it sleeps until a key, the stop or the
-  parser's deadline. B2: 0.14 % → 0.00 % of a core, no wake-ups. Held by `tests/test_lean_driver.py`.
 - `framed_rows` (`framed_rows`): replaces `StylesCache.render` / `render_line` for plain content rows
   (border and padding joined once), for the Output pane and the list panes, which are otherwise
   Textual's public Line API (`use_framed_rows`). B2: the Output pane's part of a frame 4.0 → 1.6 ms.
   Held equal by `tests/test_framed_rows.py`.
+- Not here any more: the lean terminal driver (its input thread slept until a key: 0.14 % of a core,
+  not worth replacing the thread every key of the lead comes through; docs/upstream.md offers it to
+  Textual) and the DataTable and Log surgery (the panes are on the public Line API now).
 - `checks`: the start-up checks (`NEEDS`: what each switch relies on); `tests/test_fence.py`.
 
 `tests/test_app_*.py` and `tests/test_widgets*.py` pass with `LANES_TUI_STOCK=1` too, on the same

@@ -96,7 +96,7 @@ def test_demo_as_a_lead_uses_it(tmux: Tmux, tmp_path: Path) -> None:
         assert (worktree / "DEPLOYED.txt").read_text() == "staging\n"
 
         # The first row is ready-a1: `a` asks to accept it; a lone Escape (the terminal driver's
-        # parser must time it out, `fast.driver`) closes the question; `a` again, `y` confirms.
+        # parser must time it out) closes the question; `a` again, `y` confirms.
         tmux.keys("a")
         screen = tmux.wait_screen(lambda s: "Accept ready-a1?" in s or "Refused" in s, timeout=15)
         assert "Accept ready-a1?" in screen, screen

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from textual._compositor import Compositor
 from textual._styles_cache import StylesCache
-from textual.drivers.linux_driver import LinuxDriver
 from textual.timer import Timer
 
 from lanes_tui.fast import checks
@@ -172,20 +171,21 @@ async def test_a_changed_signature_turns_its_fast_path_off_with_one_log_line(
 
 async def test_a_missing_private_attribute_turns_its_fast_path_off(
         fresh_checks: None, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    """A renamed private method the driver overrides: the app runs Textual's own driver."""
-    from lanes_tui.fast.driver import driver_class
+    """A renamed private method the frame timer overrides: the screen draws on Textual's own timer."""
+    from lanes_tui.app.dashboard.screen import DashboardScreen
+    from lanes_tui.fast.compositor import LeanCompositor
 
-    monkeypatch.delattr(LinuxDriver, "run_input_thread")
+    monkeypatch.delattr(Timer, "_run")
     with caplog.at_level(logging.INFO, logger="lanes_tui.fast"):
-        assert list(checks.recheck()) == ["driver"]
-        assert driver_class(LinuxDriver) is LinuxDriver
-    assert len(_fence_lines(caplog)) == 1 and "LinuxDriver.run_input_thread is gone" in _fence_lines(caplog)[0]
+        assert list(checks.recheck()) == ["frame_timer"]
+        screen = DashboardScreen()
+    assert len(_fence_lines(caplog)) == 1 and "Timer._run is gone" in _fence_lines(caplog)[0]
+    assert not screen._fast_timer and isinstance(screen._compositor, LeanCompositor)  # (the other path stays on)
 
 
 async def test_lanes_tui_stock_runs_everything_stock(fresh_checks: None, monkeypatch: pytest.MonkeyPatch,
                                                      caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
     from lanes_tui.app.dashboard.screen import DashboardScreen
-    from lanes_tui.fast.driver import LeanLinuxDriver, driver_class
     from lanes_tui.fast.framed_rows import FramedRowsCache
     from lanes_tui.widgets import LanesTable, OutputPane
     from tests.snapshot_apps.widget_apps import WidgetHost
@@ -197,7 +197,6 @@ async def test_lanes_tui_stock_runs_everything_stock(fresh_checks: None, monkeyp
         pane, table = OutputPane(), LanesTable()
     assert len(_fence_lines(caplog)) == 1 and "LANES_TUI_STOCK=1" in _fence_lines(caplog)[0]
     assert type(screen._compositor) is Compositor
-    assert driver_class(LinuxDriver) is LinuxDriver and driver_class(LinuxDriver) is not LeanLinuxDriver
     assert not pane.framed_rows and not table.framed_rows
     assert not isinstance(pane._styles_cache, FramedRowsCache) and not isinstance(table._styles_cache, FramedRowsCache)
     app = WidgetHost(pane)
@@ -212,12 +211,11 @@ async def test_with_the_fast_paths_on_the_dashboard_screen_uses_them(fresh_check
     """The other side of the test above: on the pinned Textual the screen and panes do take the fast paths."""
     from lanes_tui.app.dashboard.screen import DashboardScreen
     from lanes_tui.fast.compositor import LeanCompositor
-    from lanes_tui.fast.driver import LeanLinuxDriver, driver_class
     from lanes_tui.fast.framed_rows import FramedRowsCache
     from lanes_tui.widgets import LanesTable, OutputPane
 
     screen, pane, table = DashboardScreen(), OutputPane(), LanesTable()
     assert isinstance(screen._compositor, LeanCompositor)
-    assert driver_class(LinuxDriver) is LeanLinuxDriver
+    assert screen._fast_timer
     assert pane.framed_rows and isinstance(pane._styles_cache, FramedRowsCache)
     assert table.framed_rows and isinstance(table._styles_cache, FramedRowsCache)

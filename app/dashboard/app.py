@@ -7,7 +7,6 @@ from pathlib import Path
 
 from textual import work
 from textual.app import App
-from textual.driver import Driver
 
 from lanes_tui.app.dashboard.bridge import EngineBridge
 from lanes_tui.app.dashboard.keys import KNOWN_KEY_IDS
@@ -30,17 +29,6 @@ class LanesApp(App[None]):
         self.engine = engine or Engine(repo)
         self.bridge = EngineBridge(self, self.engine, flush_s=flush_s)
         self.sub_title = f"{repo}{'  (demo)' if demo else ''}"
-
-    def get_driver_class(self) -> type[Driver]:
-        """Textual's driver for this terminal, but on Linux and macOS one whose input thread sleeps
-        until a key comes (`lanes_tui.fast.driver`, when its fast path is on); a driver named in
-        TEXTUAL_DRIVER is left as it is."""
-        driver = super().get_driver_class()
-        if driver.__name__ != "LinuxDriver":
-            return driver
-        from lanes_tui.fast.driver import driver_class  # (only here: it exists only off Windows)
-
-        return driver_class(driver)
 
     async def on_mount(self) -> None:
         await self.engine.start()
