@@ -271,7 +271,7 @@ async def test_engine_events_arrive_as_batched_messages_in_order(engine: FakeEng
     ours = list({id(m): m for m in seen if isinstance(m, LanesChanged | QuestionsUpdated)}.values())
     assert [type(m) for m in ours] == [LanesChanged, QuestionsUpdated]  # one flush, lanes first
     assert [s.state for s in ours[0].statuses] == ["running"]  # the newer state replaced the older
-    assert ours[1].questions[0]["id"] == question.id
+    assert ours[1].questions[0].question.id == question.id
     assert any("busy-a1 asks: Proceed?" in n for n in notes(app))
 
 

@@ -51,4 +51,4 @@ async def test_meters_wait_for_their_cadence_while_states_and_output_do_not() ->
     bridge.flush()
     posted: list[Any] = target.posted
     assert [type(m) for m in posted] == [MetersChanged]
-    assert posted[0].samples == {"a-a1": {"cpu_percent": 3.0}}  # only the newest sample per lane
+    assert posted[0].samples == {"a-a1": parse_sample({"cpu_percent": 3.0})}  # only the newest sample per lane
