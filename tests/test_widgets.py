@@ -257,6 +257,23 @@ async def test_stalls_lists_quiet_and_stopped_lanes_never_waiting_ones() -> None
         assert keys(pane) == ["slow-docs-a1"]
 
 
+async def test_a_hand_edited_stall_report_is_a_row_and_its_problems_are_in_the_tooltip() -> None:
+    """`lane.json`'s `stall` is read once in the engine (`state.samples`): what was wrong with it is
+    named, the rest is shown, and nothing in the pane looks a key up."""
+    edited = lane("edited-a1", "stalled", idle_s=None, stall={"idle_s": "long", "idle_timeout_s": 900,
+                                                               "tree": [{"pid": 77, "name": "sh"}, "zombie"]})
+    pane = StallsPane()
+    app = WidgetHost(pane, lambda p: p.sync([edited], 300))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert keys(pane) == ["edited-a1"]
+        assert plain(pane, "edited-a1", "status") == "stopped by watchdog (15m limit)"
+        assert plain(pane, "edited-a1", "idle") == "0s" and plain(pane, "edited-a1", "procs") == "77 sh"
+        assert str(pane.tooltip).splitlines() == [
+            "77 sh", "stall report: 'idle_s' is 'long', not a number of 0 or more",
+            "stall report: 'tree'[1] is 'zombie', not a process object"]
+
+
 # --- WorktreesPane ---------------------------------------------------------------------------------
 
 
