@@ -51,6 +51,7 @@ _EXPORTS: dict[str, str] = {
     "EngineEvent": "state.events", "EngineNotice": "state.events", "GitWatchChanged": "state.events",
     "LaneRemoved": "state.events", "MetersSampled": "state.events", "OutputAppended": "state.events",
     "QuestionsChanged": "state.events", "StallDetected": "state.events",
+    "MeterSample": "state.samples", "SampledProc": "state.samples", "StallReport": "state.samples",
     # config
     "Config": "config.settings", "load_config": "config.settings",
     "write_default_config": "config.write", "set_config_value": "config.write",
@@ -249,6 +250,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     )
     from lanes_tui.engine.state.model import LIVE_STATES, RESULTS, SETTLED_STATES, STATES, TASK_TYPES, LaneRecord
     from lanes_tui.engine.state.paths import StatePaths
+    from lanes_tui.engine.state.samples import MeterSample, SampledProc, StallReport
     from lanes_tui.engine.state.status import LaneStatus
 
 __all__ = [  # the door's names, sorted; the same as `_EXPORTS` and the TYPE_CHECKING imports (test_layout)
@@ -257,9 +259,10 @@ __all__ = [  # the door's names, sorted; the same as `_EXPORTS` and the TYPE_CHE
     "AcceptOutcome", "AcceptPlan", "ChecksOutcome", "CiFindings", "Clock", "Config", "ConfigError", "Demo",
     "Engine", "EngineEvent",
     "EngineNotice", "Findings", "FinishReport", "GateReport", "GateStepView", "GitWatchChanged", "InboxStore",
-    "LaneChanged", "LaneRecord", "LaneRemoved", "LaneStatus", "LanesError", "LaunchRequest", "MetersSampled",
-    "OutputAppended", "PlanSummary", "PullRequest", "QuestionView", "QuestionsChanged", "QueuePlan", "QueueReport",
-    "ReadableStream", "RealClock", "StallDetected", "StatePaths", "StopReport", "StuckAccept", "TicketStatus",
+    "LaneChanged", "LaneRecord", "LaneRemoved", "LaneStatus", "LanesError", "LaunchRequest", "MeterSample",
+    "MetersSampled", "OutputAppended", "PlanSummary", "PullRequest", "QuestionView", "QuestionsChanged", "QueuePlan",
+    "QueueReport", "ReadableStream", "RealClock", "SampledProc", "StallDetected", "StallReport", "StatePaths",
+    "StopReport", "StuckAccept", "TicketStatus",
     "Turn", "abandon_lane", "accept_git_config", "amend_plan", "build_demo", "cancel_plan", "check_capped",
     "check_gh", "check_lane", "check_prompt", "check_report", "confined", "confirm_git_watch", "conversation",
     "describe_confinement", "describe_gates", "describe_heavy_slots", "describe_limit", "describe_review",

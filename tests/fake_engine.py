@@ -22,6 +22,7 @@ from lanes_tui.engine.decisions.finish import FinishReport
 from lanes_tui.engine.decisions.queue import QueueEntry, QueuePlan, QueueReport, QueueStep
 from lanes_tui.engine.decisions.recover import Findings
 from lanes_tui.engine.inbox.store import InboxStore
+from lanes_tui.engine.inbox.view import QuestionView
 from lanes_tui.engine.lanes.control_client import send_to_lane
 from lanes_tui.engine.lanes.launcher import LaunchRequest
 from lanes_tui.engine.state.allow import AllowRule
@@ -93,8 +94,8 @@ class FakeEngine:
     def lanes(self) -> list[LaneStatus]:
         return list(self._lanes.values())
 
-    def questions(self) -> list[dict[str, Any]]:
-        return [v.to_json() for v in self.inbox.list()]
+    def questions(self) -> list[QuestionView]:
+        return self.inbox.list()
 
     def follow_output(self, lane_id: str | None, from_offset: int | None = None) -> bool:
         """The engine's: this fake's output never grows, so a tail read ahead is always current."""

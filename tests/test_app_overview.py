@@ -131,8 +131,8 @@ def test_same_questions_are_the_open_ones_with_the_same_kind_text_and_options(en
     engine.inbox.ask("lost-a1", kind="text", title="Run the migrations?")
     third = engine.inbox.ask("failed-a1", kind="yesno", title="RUN the migrations? ").id
     questions = engine.questions()
-    chosen = next(q for q in questions if q["id"] == first)
-    assert [q["id"] for q in same_questions(chosen, questions)] == [second, third]
+    chosen = next(q for q in questions if q.question.id == first)
+    assert [q.question.id for q in same_questions(chosen, questions)] == [second, third]
 
 
 async def test_answering_one_offers_the_same_answer_to_the_same_questions(engine: FakeEngine) -> None:

@@ -189,7 +189,7 @@ async def test_answering_from_the_inbox_writes_the_answer_file(engine: FakeEngin
     app = make_app(engine)
     async with app.run_test(size=(120, 36)) as pilot:
         inbox = app.screen.query_one(InboxPane)
-        assert inbox.selected_question is not None and inbox.selected_question["id"] == question.id
+        assert inbox.selected_question is not None and inbox.selected_question.question.id == question.id
         await pilot.press(key)
         await pilot.pause()
         await pilot.pause()
@@ -271,12 +271,13 @@ async def test_engine_events_arrive_as_batched_messages_in_order(engine: FakeEng
     ours = list({id(m): m for m in seen if isinstance(m, LanesChanged | QuestionsUpdated)}.values())
     assert [type(m) for m in ours] == [LanesChanged, QuestionsUpdated]  # one flush, lanes first
     assert [s.state for s in ours[0].statuses] == ["running"]  # the newer state replaced the older
-    assert ours[1].questions[0]["id"] == question.id
+    assert ours[1].questions[0].question.id == question.id
     assert any("busy-a1 asks: Proceed?" in n for n in notes(app))
 
 
 async def test_a_new_question_and_a_stall_ring_the_bell(engine: FakeEngine, monkeypatch: pytest.MonkeyPatch) -> None:
     from lanes_tui.engine.state.events import StallDetected
+    from lanes_tui.engine.state.samples import parse_stall
 
     rings: list[int] = []
     app = make_app(engine)
@@ -285,7 +286,7 @@ async def test_a_new_question_and_a_stall_ring_the_bell(engine: FakeEngine, monk
         engine.inbox.ask("busy-a1", kind="yesno", title="Proceed?")
         engine.publish_questions()
         await pilot.pause(0.1)
-        engine.emit(StallDetected("busy-a1", {"idle_s": 901, "tree": []}))
+        engine.emit(StallDetected("busy-a1", parse_stall({"idle_s": 901, "tree": []})))
         await pilot.pause(0.1)
     assert len(rings) == 2
     assert any("went silent" in n for n in notes(app))

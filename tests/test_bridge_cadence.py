@@ -10,6 +10,7 @@ from textual.message import Message
 from lanes_tui.app.dashboard.bridge import EngineBridge
 from lanes_tui.app.dashboard.messages import LanesChanged, MetersChanged, OutputChanged
 from lanes_tui.engine.state.events import LaneChanged, MetersSampled, OutputAppended
+from lanes_tui.engine.state.samples import parse_sample
 from tests.fake_engine import lane
 
 
@@ -35,12 +36,12 @@ async def test_meters_wait_for_their_cadence_while_states_and_output_do_not() ->
     bridge.select("a-a1")
     assert engine.output_lanes == {"a-a1"}
     bridge.shown("a-a1", 0)
-    bridge.fold(MetersSampled("a-a1", {"cpu_percent": 1.0}))
+    bridge.fold(MetersSampled("a-a1", parse_sample({"cpu_percent": 1.0})))
     bridge.flush()
     assert [type(m) for m in target.posted] == [MetersChanged]  # the first meters go at once
     target.posted.clear()
-    bridge.fold(MetersSampled("a-a1", {"cpu_percent": 2.0}))
-    bridge.fold(MetersSampled("a-a1", {"cpu_percent": 3.0}))
+    bridge.fold(MetersSampled("a-a1", parse_sample({"cpu_percent": 2.0})))
+    bridge.fold(MetersSampled("a-a1", parse_sample({"cpu_percent": 3.0})))
     bridge.fold(LaneChanged("a-a1", lane("a-a1", "running"), "queued"))
     bridge.fold(OutputAppended("a-a1", 0, "hello\n", 0, 6))
     bridge.flush()
@@ -50,4 +51,4 @@ async def test_meters_wait_for_their_cadence_while_states_and_output_do_not() ->
     bridge.flush()
     posted: list[Any] = target.posted
     assert [type(m) for m in posted] == [MetersChanged]
-    assert posted[0].samples == {"a-a1": {"cpu_percent": 3.0}}  # only the newest sample per lane
+    assert posted[0].samples == {"a-a1": parse_sample({"cpu_percent": 3.0})}  # only the newest sample per lane

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import psutil
 
+from lanes_tui.engine.state.samples import SampledProc, parse_sample
 from tests.helpers import cli, output, run_lane, wait_for, wait_state, write_config
 
 
@@ -75,18 +76,20 @@ def test_status_json_is_the_typed_status(repo: Path) -> None:
     status = LaneStatus.from_json(row)
     assert (status.id, status.state, status.provider, status.model) == (lane, "ready", "sim", "sim")
     assert status.to_json() == row
-    sampled = status.with_sample({"idle_s": 3.0, "cpu_percent": 50.0, "tree": [{"pid": 1}]})
-    assert (sampled.idle_s, sampled.cpu_percent, sampled.tree) == (3.0, 50.0, ({"pid": 1},))
+    sampled = status.with_sample(parse_sample({"idle_s": 3.0, "cpu_percent": 50.0, "tree": [{"pid": 1}]}))
+    assert (sampled.idle_s, sampled.cpu_percent, sampled.tree) == (3.0, 50.0, (SampledProc(pid=1),))
     assert "tree" not in sampled.to_json() and status.tree is None
 
 
 def test_a_garbled_sample_never_reaches_a_pane_as_a_bad_number() -> None:
     """samples.jsonl can be written by an agent: bad figures are dropped, the rest passes."""
     from lanes_tui.engine import LaneStatus
-    from lanes_tui.engine.state.status import clean_sample
 
     garbled = {"t": 5.0, "idle_s": "soon", "cpu_percent": float("nan"), "rss_bytes": 10**40, "procs": True,
                "output_bytes": 12, "tree": [{"pid": 1}, "not a process"]}
-    assert clean_sample(garbled) == {"t": 5.0, "output_bytes": 12, "tree": [{"pid": 1}]}
-    status = LaneStatus(id="x-a1", state="running", idle_s=3.0).with_sample(garbled)
-    assert (status.idle_s, status.cpu_percent, status.tree) == (3.0, 0.0, ({"pid": 1},))
+    sample = parse_sample(garbled)
+    assert (sample.t, sample.output_bytes, sample.tree) == (5.0, 12, (SampledProc(pid=1),))
+    assert (sample.idle_s, sample.cpu_percent, sample.rss_bytes, sample.procs) == (None, None, None, None)
+    assert len(sample.problems) == 5
+    status = LaneStatus(id="x-a1", state="running", idle_s=3.0).with_sample(sample)
+    assert (status.idle_s, status.cpu_percent, status.tree) == (3.0, 0.0, (SampledProc(pid=1),))

@@ -128,7 +128,7 @@ async def test_inbox_changes_are_events_and_answers_are_written(repo: Path) -> N
             async for event in engine.events():
                 if isinstance(event, QuestionsChanged):
                     seen.append(event)
-                    if event.questions and event.questions[-1]["state"] == until_state:
+                    if event.questions and event.questions[-1].state == until_state:
                         return
 
         waiter = asyncio.create_task(follow("open"))
@@ -136,8 +136,8 @@ async def test_inbox_changes_are_events_and_answers_are_written(repo: Path) -> N
         asker = InboxStore(repo / ".lanes/state/inbox")
         question = await asyncio.to_thread(asker.ask, "some-lane-a1", kind="yesno", title="Proceed?")
         await asyncio.wait_for(waiter, 5)
-        assert seen[-1].questions[0]["id"] == question.id and seen[-1].questions[0]["lane"] == "some-lane-a1"
-        assert engine.questions()[0]["state"] == "open"
+        assert seen[-1].questions[0].question == question and question.lane == "some-lane-a1"
+        assert engine.questions()[0].state == "open"
         waiter = asyncio.create_task(follow("answered"))
         await asyncio.sleep(0)
         assert await engine.answer(question.id, "y") == "yes"

@@ -21,6 +21,7 @@ from textual.pilot import Pilot
 from textual.selection import Selection
 from textual.strip import Strip
 
+from lanes_tui.engine.state.samples import parse_sample
 from lanes_tui.fast.framed_rows import FramedRowsCache
 from lanes_tui.widgets import LanesTable, OutputPane
 from lanes_tui.widgets._output_lines import fitted_line
@@ -157,7 +158,7 @@ async def test_the_lanes_table_draws_every_row_as_textual_does_and_frames_a_row_
     many = [lane(f"lane-{i:02d}-a1", "running" if i % 3 else "waiting", task=f"task {i}") for i in range(30)]
     async with showing_lanes(many, height=12, size=(120, 20)) as (table, app, pilot):
         _drawn_as_textual_draws(table)
-        table.update_meters("lane-01-a1", {"idle_s": 5, "cpu_percent": 12.5, "rss_bytes": 2 * 1024**2})
+        table.update_meters("lane-01-a1", parse_sample({"idle_s": 5, "cpu_percent": 12.5, "rss_bytes": 2 * 1024**2}))
         await pilot.pause()
         _drawn_as_textual_draws(table)
         table.focus()

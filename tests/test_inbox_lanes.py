@@ -25,7 +25,7 @@ async def test_restarted_engine_shows_the_open_question_and_a_later_answer_is_de
         engine = Engine(repo)
         await engine.start()
         await engine.aclose()
-        assert [(q["id"], q["state"]) for q in engine.questions()] == [(question["id"], "open")]
+        assert [(q.question.id, q.state) for q in engine.questions()] == [(question["id"], "open")]
     assert status(repo, lane)["state"] == "waiting"
     assert cli(repo, "answer", str(question["id"]), "yes").returncode == 0  # no dashboard runs now
     wait_state(repo, lane)

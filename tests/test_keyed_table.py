@@ -16,6 +16,7 @@ from textual.geometry import Region
 from textual.renderables.styled import Styled
 from textual.widgets import DataTable
 
+from lanes_tui.engine.state.samples import parse_sample
 from lanes_tui.widgets import LanesTable
 from lanes_tui.widgets._row_lines import cell_segments
 from tests.snapshot_apps.widget_apps import LANES, NOW, WidgetHost, lane
@@ -159,10 +160,10 @@ async def test_a_row_out_of_view_is_neither_repainted_nor_drawn() -> None:
             return real_build(key, *args)
 
         table._build_row = build_spy  # type: ignore[method-assign]
-        table.update_meters("lane-050-a1", {"idle_s": 5.0, "cpu_percent": 1.0, "rss_bytes": 1024**2})
+        table.update_meters("lane-050-a1", parse_sample({"idle_s": 5.0, "cpu_percent": 1.0, "rss_bytes": 1024**2}))
         await pilot.pause()
         assert refreshed == [] and built == []
-        table.update_meters("lane-001-a1", {"idle_s": 5.0, "cpu_percent": 1.0, "rss_bytes": 1024**2})
+        table.update_meters("lane-001-a1", parse_sample({"idle_s": 5.0, "cpu_percent": 1.0, "rss_bytes": 1024**2}))
         await pilot.pause()
         assert built == ["lane-001-a1"] and [r[0].y for r in refreshed] == [2]  # under the header
         table.move_cursor(row=50)

@@ -12,6 +12,7 @@ from rich.text import Text
 from textual.color import Color
 from textual.message import Message
 
+from lanes_tui.engine.state.samples import parse_sample
 from lanes_tui.widgets import InboxPane, LanesTable, StallsPane, WorktreesPane
 from tests.snapshot_apps.widget_apps import BEST_OF, LANES, NOW, QUESTIONS, WORKTREES, WidgetHost, lane
 
@@ -131,10 +132,10 @@ async def test_lanes_cells_meters_and_state_colours() -> None:
         assert style_of(table, "old-work-a1", "state").dim
 
         before = table.cell_updates
-        table.update_meters("fix-login-a1", {"idle_s": 75, "cpu_percent": 99.4, "rss_bytes": 2 * 1024**3})
+        table.update_meters("fix-login-a1", parse_sample({"idle_s": 75, "cpu_percent": 99.4, "rss_bytes": 2 * 1024**3}))
         assert table.cell_updates == before + 3
         assert [plain(table, "fix-login-a1", c) for c in ("idle", "cpu", "rss")] == ["1m15s", "99", "2.0G"]
-        table.update_meters("no-such-lane", {"idle_s": 1})  # ignored, no error
+        table.update_meters("no-such-lane", parse_sample({"idle_s": 1}))  # ignored, no error
         table.sync([lane("x-a1", "running", task="[bold]x[/]", state_reason="[red]")], NOW)
         await pilot.pause()
         assert plain(table, "x-a1", "task") == "[bold]x[/]"  # agent text is never markup
@@ -217,13 +218,14 @@ async def test_inbox_hides_finished_questions_marks_orphans_oldest_first() -> No
         assert plain(pane, "q_000000000003", "age") == "30s"
         assert pane.open_count == 2
         selected = pane.selected_question
-        assert selected is not None and selected["id"] == "q_000000000001"
+        assert selected is not None and selected.question.id == "q_000000000001"
         pane.focus()
         await pilot.press("down")
         await pilot.pause()
         selected = pane.selected_question
-        assert selected is not None and selected["title"] == "Which login flow?"
-        answered = [dict(q, state="delivered") if q["id"] == "q_000000000002" else q for q in QUESTIONS]
+        assert selected is not None and selected.question.title == "Which login flow?"
+        answered = [dataclasses.replace(q, state="delivered") if q.question.id == "q_000000000002" else q
+                    for q in QUESTIONS]
         pane.sync(answered, NOW + 60)
         await pilot.pause()
         assert keys(pane) == ["q_000000000001", "q_000000000003"]
@@ -253,6 +255,23 @@ async def test_stalls_lists_quiet_and_stopped_lanes_never_waiting_ones() -> None
         assert keys(pane) == ["slow-docs-a1"]
         pane.sync(LANES, None)  # no warning threshold: only what the watchdog stopped
         assert keys(pane) == ["slow-docs-a1"]
+
+
+async def test_a_hand_edited_stall_report_is_a_row_and_its_problems_are_in_the_tooltip() -> None:
+    """`lane.json`'s `stall` is read once in the engine (`state.samples`): what was wrong with it is
+    named, the rest is shown, and nothing in the pane looks a key up."""
+    edited = lane("edited-a1", "stalled", idle_s=None, stall={"idle_s": "long", "idle_timeout_s": 900,
+                                                               "tree": [{"pid": 77, "name": "sh"}, "zombie"]})
+    pane = StallsPane()
+    app = WidgetHost(pane, lambda p: p.sync([edited], 300))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert keys(pane) == ["edited-a1"]
+        assert plain(pane, "edited-a1", "status") == "stopped by watchdog (15m limit)"
+        assert plain(pane, "edited-a1", "idle") == "0s" and plain(pane, "edited-a1", "procs") == "77 sh"
+        assert str(pane.tooltip).splitlines() == [
+            "77 sh", "stall report: 'idle_s' is 'long', not a number of 0 or more",
+            "stall report: 'tree'[1] is 'zombie', not a process object"]
 
 
 # --- WorktreesPane ---------------------------------------------------------------------------------

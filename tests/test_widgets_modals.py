@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from textual.widgets import Input, Select, Static, TextArea
@@ -111,7 +112,7 @@ async def test_text_answer_returns_the_choice_id() -> None:
     choice = QUESTIONS[2]  # options oauth / pw
     assert (await run_keys(lambda: TextAnswerModal(choice), "down", "enter"))[1] == ["pw"]
     assert (await run_keys(lambda: TextAnswerModal(choice), "enter"))[1] == ["oauth"]
-    with_default = dict(choice, default="pw")
+    with_default = dataclasses.replace(choice, question=dataclasses.replace(choice.question, default="pw"))
     assert (await run_keys(lambda: TextAnswerModal(with_default), "enter"))[1] == ["pw"]
     yes_no = question("q_00000000000b", "x-a1", "open", 0.0, kind="yesno")
     assert (await run_keys(lambda: TextAnswerModal(yes_no), "down", "enter"))[1] == ["no"]

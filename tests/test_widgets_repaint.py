@@ -17,6 +17,7 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.widgets import Log
 
+from lanes_tui.engine.state.samples import parse_sample
 from lanes_tui.fast import enabled
 from lanes_tui.widgets import LanesTable, OutputPane
 from tests.snapshot_apps.widget_apps import LANES, NOW, WidgetHost
@@ -27,8 +28,8 @@ def fast_only(path: str) -> pytest.MarkDecorator:
     or a Textual its start-up check refuses) there is nothing to count; the snapshots hold both modes equal."""
     return pytest.mark.skipif(not enabled(path), reason=f"counts the {path} fast path's savings; it is off")
 
-SAMPLE = {"idle_s": 75, "cpu_percent": 99.4, "rss_bytes": 2 * 1024**3}
-NEXT = {"idle_s": 74, "cpu_percent": 12.0, "rss_bytes": 1024**3}  # no wider than SAMPLE: no column grows
+SAMPLE = parse_sample({"idle_s": 75, "cpu_percent": 99.4, "rss_bytes": 2 * 1024**3})
+NEXT = parse_sample({"idle_s": 74, "cpu_percent": 12.0, "rss_bytes": 1024**3})  # no wider than SAMPLE: no column grows
 
 
 def _spy_refresh(widget: Any) -> list[tuple[Region, ...]]:
@@ -342,7 +343,7 @@ async def test_a_sync_formats_only_the_lanes_whose_status_changed() -> None:
         table.sync(LANES, NOW + 600)  # ten minutes on: elapsed moves, nothing else does
         assert formatted == []
         changed = [*LANES]
-        changed[1] = changed[1].with_sample({"idle_s": 5.0, "cpu_percent": 3.0, "rss_bytes": 1024**2})
+        changed[1] = changed[1].with_sample(parse_sample({"idle_s": 5.0, "cpu_percent": 3.0, "rss_bytes": 1024**2}))
         table.sync(changed, NOW + 600)
         assert formatted == [changed[1].id]
         await pilot.pause()

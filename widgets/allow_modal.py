@@ -8,9 +8,8 @@ dialog only says what each choice means and returns it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual import on
 from textual.app import ComposeResult
@@ -20,6 +19,9 @@ from textual.content import Content
 from textual.widgets import Input, Label, Static
 
 from lanes_tui.widgets._dialog import Dialog, plain_lines
+
+if TYPE_CHECKING:  # given the question; it never asks the engine for one
+    from lanes_tui.engine import QuestionView
 
 __all__ = ["AllowChoice", "AllowRuleModal"]
 
@@ -38,20 +40,20 @@ class AllowRuleModal(Dialog[AllowChoice | None]):
         Binding("escape", "cancel", "Cancel", id="allow.cancel"),
     ]
 
-    def __init__(self, question: Mapping[str, Any]) -> None:
+    def __init__(self, view: QuestionView) -> None:
         super().__init__()
-        self.question = question
-        correlation = question.get("correlation") or {}
+        self.question = view.question
+        correlation = self.question.correlation
         self.tool = str(correlation.get("tool_name") or "the tool")
         subject = correlation.get("subject")
         self.subject = subject if isinstance(subject, str) else ""
 
     def compose(self) -> ComposeResult:
-        lane = self.question.get("lane")
+        lane = self.question.lane
         with Vertical(id="dialog"):
             yield Label(Content(f"Allow always in {lane}?"), classes="title")
             yield from plain_lines([
-                str(self.question.get("title") or ""),
+                self.question.title,
                 f"This request is allowed now. Later {self.tool} requests of {lane} that the pattern matches are "
                 "allowed without asking (the inbox shows them answered by rule).",
                 "The pattern is a glob on what the request does (a command, a path, a URL), like pytest *; "

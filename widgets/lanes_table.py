@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.content import Content
 from textual.message import Message
@@ -41,7 +41,7 @@ from lanes_tui.widgets import _lane_order as order
 from lanes_tui.widgets._keyed_table import Cell, KeyedTable, Row
 
 if TYPE_CHECKING:  # widgets are given statuses; they never load the engine to get them
-    from lanes_tui.engine import LaneStatus
+    from lanes_tui.engine import LaneStatus, MeterSample
 
 
 class LanesTable(KeyedTable):
@@ -159,14 +159,14 @@ class LanesTable(KeyedTable):
     def _is_unseen(self, lane: LaneStatus) -> bool:
         return order.changed_since(lane, self._seen.get(lane.id))
 
-    def update_meters(self, lane_id: str, sample: Mapping[str, Any]) -> None:
+    def update_meters(self, lane_id: str, sample: MeterSample) -> None:
         """A watchdog sample for one lane: only its idle, CPU % and RSS cells change."""
         if lane_id not in self._cells:
             return
-        rss = sample.get("rss_bytes")
+        rss = sample.rss_bytes
         self._update_cells(lane_id, {
-            "idle": Cell(fmt.duration(sample.get("idle_s")), right=True),
-            "cpu": Cell(fmt.percent(sample.get("cpu_percent")), right=True),
+            "idle": Cell(fmt.duration(sample.idle_s), right=True),
+            "cpu": Cell(fmt.percent(sample.cpu_percent), right=True),
             "rss": Cell(fmt.size(rss) if rss else "", right=True),
         })
 

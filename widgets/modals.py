@@ -26,7 +26,7 @@ from lanes_tui.widgets.conflicts_modal import predicted_lines
 from lanes_tui.widgets.start_lane import StartLaneModal
 
 if TYPE_CHECKING:  # the accept modal is given the engine's plan; it never asks the engine for one
-    from lanes_tui.engine import AcceptPlan
+    from lanes_tui.engine import AcceptPlan, QuestionView
 
 __all__ = ["AcceptModal", "ConfirmModal", "ReasonModal", "RecoverChoice", "RecoverModal", "StartLaneModal",
            "TextAnswerModal"]
@@ -327,24 +327,24 @@ class TextAnswerModal(Dialog[str | None]):
         Binding("escape", "cancel", "Cancel", id="answer.cancel"),
     ]
 
-    def __init__(self, question: Mapping[str, Any]) -> None:
+    def __init__(self, view: QuestionView) -> None:
         super().__init__()
-        self.question = question
-        self.options = _options(question)
+        self.question = view.question
+        self.options = _options(view)
 
     def compose(self) -> ComposeResult:
         q = self.question
         with Vertical(id="dialog"):
-            yield Label(Content(str(q.get("title") or "Question")), classes="title")
-            yield Static(Content(f"lane {q.get('lane')}  ·  {q.get('source')}  ·  {q.get('kind')}"), classes="hint")
-            if q.get("body"):
+            yield Label(Content(q.title or "Question"), classes="title")
+            yield Static(Content(f"lane {q.lane}  ·  {q.source}  ·  {q.kind}"), classes="hint")
+            if q.body:
                 with VerticalScroll(classes="body"):
-                    yield Static(Content(str(q["body"])), classes="line")
+                    yield Static(Content(q.body), classes="line")
             if self.options:
                 yield OptionList(*(Option(Content(label), id=oid) for oid, label in self.options), id="choices")
                 yield Static("enter choose  ·  escape cancel", classes="hint")
             else:
-                default = q.get("default")
+                default = q.default
                 yield Input(value=str(default) if default else "", placeholder="your answer", id="text")
                 yield Static("", classes="error", id="answer-error")
                 yield Static("enter send  ·  escape cancel", classes="hint")
@@ -353,7 +353,7 @@ class TextAnswerModal(Dialog[str | None]):
         if self.options:
             choices = self.query_one("#choices", OptionList)
             ids = [oid for oid, _ in self.options]
-            default = self.question.get("default")
+            default = self.question.default
             choices.highlighted = ids.index(default) if default in ids else 0
             choices.focus()
         else:
@@ -377,12 +377,12 @@ class TextAnswerModal(Dialog[str | None]):
         self.dismiss(None)
 
 
-def _options(question: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _options(view: QuestionView) -> list[tuple[str, str]]:
     """(id, label) pairs to choose from; yes/no questions without options get yes and no."""
-    if question.get("kind") == "text":
+    question = view.question
+    if question.kind == "text":
         return []
-    options = [(str(o["id"]), str(o.get("label") or o["id"])) for o in question.get("options") or ()
-               if isinstance(o, Mapping) and o.get("id")]
-    if not options and question.get("kind") in ("yesno", "permission"):
+    options = [(o.id, o.label or o.id) for o in question.options]
+    if not options and question.kind in ("yesno", "permission"):
         options = [("yes", "yes"), ("no", "no")]
     return options

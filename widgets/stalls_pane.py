@@ -3,7 +3,8 @@ lanes a governor cap stopped.
 
 A live lane (`running`/`launching`) whose idle time passed the warning threshold is listed as
 "quiet" so the lead can look before an hour is wasted; a `stalled` lane carries the watchdog's
-report (`status["stall"]`: idle seconds and the process tree it killed). A lane a cap stopped
+report (`status.stall`, a `StallReport`: idle seconds and the process tree it killed; what a hand-edited
+report got wrong is in its tooltip). A lane a cap stopped
 (`FAILED-RESOURCE`, `status.fired`) is a finding too — which cap, its value, the peak and what was
 killed — listed until the lead settles or relaunches it, so "it died" is never a mystery. A
 `waiting` lane is never listed: it waits for the lead, not the other way round.
@@ -12,7 +13,7 @@ killed — listed until the lead settles or relaunches it, so "it died" is never
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from textual.content import Content
 
@@ -20,7 +21,7 @@ from lanes_tui.widgets import _format as fmt
 from lanes_tui.widgets._keyed_table import Cell, KeyedTable, Row
 
 if TYPE_CHECKING:  # widgets are given statuses; they never load the engine to get them
-    from lanes_tui.engine import LaneStatus
+    from lanes_tui.engine import LaneStatus, SampledProc
 
 WATCHED_STATES = frozenset({"running", "launching"})
 #: A fired cap stops being a finding to show once the lead has settled the lane.
@@ -56,7 +57,7 @@ class StallsPane(KeyedTable):
         found: list[tuple[bool, float, LaneStatus]] = []
         for lane in lanes:
             if lane.state == "stalled":
-                idle = (lane.stall or {}).get("idle_s", lane.idle_s)
+                idle = lane.stall.idle_s if lane.stall is not None and lane.stall.idle_s is not None else lane.idle_s
                 found.append((True, float(idle or 0.0), lane))
             elif _cap_fired(lane):
                 found.append((True, 0.0, lane))
@@ -72,15 +73,18 @@ class StallsPane(KeyedTable):
                 rows.append((lane_id, _fired_row(lane_id, lane.fired)))
                 continue
             tree = _tree(lane)
-            self._trees[lane_id] = "\n".join(_proc_line(p, full=True) for p in tree) or "no process tree recorded"
+            lines = [_proc_line(p, full=True) for p in tree] or ["no process tree recorded"]
+            if lane.stall is not None and lane.stall.problems:  # a hand edit: say what was left out
+                lines += ["stall report: " + fmt.clean_text(problem) for problem in lane.stall.problems]
+            self._trees[lane_id] = "\n".join(lines)
             rows.append((lane_id, self._row(lane_id, stopped, idle, lane, tree)))
         self._apply(rows)
         self._set_tooltip()
 
     def _row(self, lane_id: str, stopped: bool, idle: float, lane: LaneStatus,
-             tree: Sequence[Mapping[str, Any]]) -> tuple[Cell, ...]:
+             tree: Sequence[SampledProc]) -> tuple[Cell, ...]:
         if stopped:
-            limit = (lane.stall or {}).get("idle_timeout_s")
+            limit = lane.stall.idle_timeout_s if lane.stall is not None else None
             label = "stopped by watchdog" + (f" ({fmt.duration(limit)} limit)" if limit else "")
             status = Cell(label, "error", bold=True)
         else:
@@ -124,22 +128,19 @@ def _fired_details(fired: Mapping[str, str]) -> str:
     return "\n".join(f"{label}: {fmt.clean_text(fired[key])}" for key, label in names if fired.get(key))
 
 
-def _tree(lane: LaneStatus) -> list[Mapping[str, Any]]:
+def _tree(lane: LaneStatus) -> Sequence[SampledProc]:
     """The stall report's tree, else a tree the status carries for a live lane, else nothing."""
-    tree = lane.stall.get("tree") if isinstance(lane.stall, Mapping) else None
-    if not tree:
-        tree = lane.tree
-    return [p for p in tree or () if isinstance(p, Mapping)]
+    tree = lane.stall.tree if lane.stall is not None else ()
+    return tree or lane.tree or ()
 
 
-def _proc_line(proc: Mapping[str, Any], *, full: bool = False) -> str:
+def _proc_line(proc: SampledProc, *, full: bool = False) -> str:
     """`1234 python 3.2s 41M` (and its command line in the tooltip)."""
-    cpu = proc.get("cpu_s")
-    text = f"{proc.get('pid')} {proc.get('name') or '?'}"
-    if cpu is not None:
-        text += f" {float(cpu):.1f}s"
-    if proc.get("rss"):
-        text += f" {fmt.size(proc.get('rss'))}"
-    if full and proc.get("cmdline"):
-        text += f"  {fmt.truncate(fmt.clean_text(str(proc['cmdline'])), 200)}"
+    text = f"{proc.pid} {proc.name or '?'}"
+    if proc.cpu_s is not None:
+        text += f" {float(proc.cpu_s):.1f}s"
+    if proc.rss:
+        text += f" {fmt.size(proc.rss)}"
+    if full and proc.cmdline:
+        text += f"  {fmt.truncate(fmt.clean_text(proc.cmdline), 200)}"
     return text

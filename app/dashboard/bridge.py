@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from textual.message import Message
 
@@ -34,9 +33,11 @@ from lanes_tui.engine import (
     LaneChanged,
     LaneRemoved,
     LaneStatus,
+    MeterSample,
     MetersSampled,
     OutputAppended,
     QuestionsChanged,
+    QuestionView,
     StallDetected,
 )
 
@@ -57,11 +58,11 @@ class EngineBridge:
         self.selected_lane: str | None = None
         self._lanes: dict[str, LaneStatus] = {}
         self._removed: set[str] = set()
-        self._samples: dict[str, Mapping[str, Any]] = {}
+        self._samples: dict[str, MeterSample] = {}
         self._output: list[str] = []
         self._shown_until = 0  # bytes of the selected lane's output already on screen
         self._held: list[OutputAppended] | None = None  # output that came while the tail was loading
-        self._questions: tuple[Mapping[str, Any], ...] | None = None
+        self._questions: tuple[QuestionView, ...] | None = None
         self._flush_handle: asyncio.TimerHandle | None = None
         self.events_seen = 0
         # Nothing is on screen yet: the engine reads no lane's output until one is selected (the

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from textual import work
 from textual.screen import Screen
 
 from lanes_tui.app.dashboard.keys import help_rows
-from lanes_tui.engine import TASK_TYPES, LanesError, LaneStatus, LaunchRequest
+from lanes_tui.engine import TASK_TYPES, LanesError, LaneStatus, LaunchRequest, QuestionView
 from lanes_tui.widgets import (
     AcceptModal,
     ConfirmModal,
@@ -38,7 +38,7 @@ class DecisionFlows(Screen[None]):
     """Mixed into the dashboard screen: needs `lanes_app`, `selected_lane`, `lanes` and `questions`."""
 
     lanes: dict[str, LaneStatus]
-    questions: list[dict[str, Any]]
+    questions: list[QuestionView]
 
     @property
     def lanes_app(self) -> DashboardHost:
@@ -61,24 +61,24 @@ class DecisionFlows(Screen[None]):
             self.app.notify("select a lane first", severity="warning")
         return lane
 
-    def _selected_question(self) -> dict[str, Any] | None:
+    def _selected_question(self) -> QuestionView | None:
         """The highlighted question if it is still open, else the oldest open one.
 
         An orphaned question is answered only when the lead highlighted it on purpose and no one
         answered it yet: its answer goes into the lane's next attempt.
         """
         highlighted = self.query_one(InboxPane).selected_question
-        open_ones = [q for q in self.questions if q.get("state") == "open"]
-        chosen: Any = None
-        if highlighted is not None and highlighted.get("state") == "open":
+        open_ones = [q for q in self.questions if q.state == "open"]
+        chosen: QuestionView | None = None
+        if highlighted is not None and highlighted.state == "open":
             chosen = highlighted
         elif open_ones:
             chosen = open_ones[0]
-        elif highlighted is not None and highlighted.get("state") == "orphaned" and "answer" not in highlighted:
+        elif highlighted is not None and highlighted.state == "orphaned" and highlighted.answer is None:
             chosen = highlighted
         if chosen is None:
             self.app.notify("no open question", severity="warning")
-        return dict(chosen) if chosen is not None else None
+        return chosen
 
     @work(group="decision", exclusive=True)
     async def action_accept(self) -> None:
@@ -191,24 +191,24 @@ class DecisionFlows(Screen[None]):
         question = self._selected_question()
         if question is None:
             return
-        if question.get("kind") not in YES_NO_KINDS:
+        if question.question.kind not in YES_NO_KINDS:
             self.app.notify("this question wants text or a choice: press enter", severity="warning")
             return
-        answered = await self._guard(lambda: self.lanes_app.engine.answer(question["id"], value))
+        answered = await self._guard(lambda: self.lanes_app.engine.answer(question.question.id, value))
         if answered is not None:
             self._answered(question, answered)
             await self._offer_same_answer(question, answered)
 
-    async def _offer_same_answer(self, question: dict[str, Any], answered: str) -> None:
+    async def _offer_same_answer(self, question: QuestionView, answered: str) -> None:
         """After an answer: `inbox_flows.InboxFlows` offers it to the open questions that ask the same."""
 
-    def _answered(self, question: dict[str, Any], answered: str) -> None:
-        if question.get("state") == "orphaned":
-            self.app.notify(f"{question['lane']} is gone; select it and press r, then l, to relaunch it with "
+    def _answered(self, view: QuestionView, answered: str) -> None:
+        if view.state == "orphaned":
+            self.app.notify(f"{view.question.lane} is gone; select it and press r, then l, to relaunch it with "
                             f"this answer ({answered}) in its prompt", title="Answer kept", severity="warning",
                             timeout=12)
         else:
-            self.app.notify(f"{question['lane']}: {question['title']} → {answered}", title="Answered")
+            self.app.notify(f"{view.question.lane}: {view.question.title} → {answered}", title="Answered")
 
     @work(group="answer")
     async def action_answer_text(self) -> None:
@@ -218,7 +218,7 @@ class DecisionFlows(Screen[None]):
         value = await self.app.push_screen_wait(TextAnswerModal(question))
         if value is None:
             return
-        answered = await self._guard(lambda: self.lanes_app.engine.answer(question["id"], value))
+        answered = await self._guard(lambda: self.lanes_app.engine.answer(question.question.id, value))
         if answered is not None:
             self._answered(question, answered)
             await self._offer_same_answer(question, answered)

@@ -11,45 +11,45 @@ dialog: the engine answers it yes and records a rule for its lane (`Engine.allow
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from textual import work
 
 from lanes_tui.app.dashboard.flows import DecisionFlows
-from lanes_tui.engine import LanesError
+from lanes_tui.engine import LanesError, QuestionView
 from lanes_tui.widgets import AllowRuleModal, ConfirmModal
 
 __all__ = ["InboxFlows", "same_questions"]
 
 
-def _normalised(text: Any) -> str:
-    return " ".join(str(text or "").split()).casefold()
+def _normalised(text: str) -> str:
+    return " ".join(text.split()).casefold()
 
 
-def _shape(question: Mapping[str, Any]) -> tuple[Any, ...]:
-    options = tuple(str(o.get("id")) for o in question.get("options") or () if isinstance(o, Mapping))
-    return (question.get("kind"), _normalised(question.get("title")), _normalised(question.get("body")), options)
+def _shape(view: QuestionView) -> tuple[Any, ...]:
+    question = view.question
+    return (question.kind, _normalised(question.title), _normalised(question.body),
+            tuple(o.id for o in question.options))
 
 
-def same_questions(question: Mapping[str, Any], questions: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The other open questions that ask the same as `question` (see the module docstring), oldest first."""
-    shape = _shape(question)
-    return [q for q in questions if q.get("state") == "open" and q.get("id") != question.get("id")
-            and _shape(q) == shape]
+def same_questions(view: QuestionView, questions: Sequence[QuestionView]) -> list[QuestionView]:
+    """The other open questions that ask the same as `view` (see the module docstring), oldest first."""
+    shape = _shape(view)
+    return [q for q in questions if q.state == "open" and q.question.id != view.question.id and _shape(q) == shape]
 
 
 class InboxFlows(DecisionFlows):
     """Mixed into the dashboard screen before `DecisionFlows`, whose answers it follows up."""
 
-    async def _offer_same_answer(self, question: dict[str, Any], answered: str) -> None:
+    async def _offer_same_answer(self, question: QuestionView, answered: str) -> None:
         """After `question` was answered `answered`: the same answer for the open questions like it?"""
         same = same_questions(question, self.questions)
         if not same:
             return
-        lines = [f"{question['lane']} was answered {answered!r}. {len(same)} other open question"
+        lines = [f"{question.question.lane} was answered {answered!r}. {len(same)} other open question"
                  f"{'s ask' if len(same) > 1 else ' asks'} the same:",
-                 *(f"  {q['lane']}: {q.get('title')}" for q in same),
+                 *(f"  {q.question.lane}: {q.question.title}" for q in same),
                  f"y answers {'them all' if len(same) > 1 else 'it'} {answered!r} too; n leaves "
                  f"{'them' if len(same) > 1 else 'it'} open"]
         if not await self.app.push_screen_wait(ConfirmModal(f"Answer all {len(same) + 1} the same?", lines)):
@@ -59,10 +59,10 @@ class InboxFlows(DecisionFlows):
         refused: list[str] = []
         for other in same:  # one refusal (answered meanwhile, withdrawn) is named; the others go on
             try:
-                await engine.answer(str(other["id"]), answered)
-                done.append(str(other["lane"]))
+                await engine.answer(other.question.id, answered)
+                done.append(other.question.lane)
             except LanesError as exc:
-                refused.append(f"{other['lane']}: {exc.what}")
+                refused.append(f"{other.question.lane}: {exc.what}")
         if done:
             self.app.notify(f"answered {answered!r} in {', '.join(done)}", title="Answered")
         if refused:
@@ -70,18 +70,19 @@ class InboxFlows(DecisionFlows):
 
     @work(group="answer")
     async def action_allow_always(self) -> None:
-        question = self._selected_question()
-        if question is None:
+        view = self._selected_question()
+        if view is None:
             return
-        if question.get("kind") != "permission" or not (question.get("correlation") or {}).get("tool_name"):
+        question = view.question
+        if question.kind != "permission" or not question.correlation.get("tool_name"):
             self.app.notify("allow always is for a tool's permission prompt; answer this one with y or n",
                             severity="warning")
             return
-        choice = await self.app.push_screen_wait(AllowRuleModal(question))
+        choice = await self.app.push_screen_wait(AllowRuleModal(view))
         if choice is None:
             return
-        rule = await self._guard(lambda: self.lanes_app.engine.allow_always(question["id"], choice.pattern))
+        rule = await self._guard(lambda: self.lanes_app.engine.allow_always(question.id, choice.pattern))
         if rule is not None:
-            self.app.notify(f"{question['lane']}: allowed; from now on {rule.describe()} is allowed by rule "
+            self.app.notify(f"{question.lane}: allowed; from now on {rule.describe()} is allowed by rule "
                             "in this lane", title="Allowed always")
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from textual.message import Message
 
-from lanes_tui.engine import LaneStatus
+from lanes_tui.engine import LaneStatus, MeterSample, QuestionView, StallReport
 
 
 @dataclass
@@ -23,7 +22,7 @@ class LanesChanged(Message):
 class MetersChanged(Message):
     """The newest sample of each lane sampled since the last flush."""
 
-    samples: Mapping[str, Mapping[str, Any]]
+    samples: Mapping[str, MeterSample]
 
 
 @dataclass
@@ -36,13 +35,17 @@ class OutputChanged(Message):
 
 @dataclass
 class QuestionsUpdated(Message):
-    questions: tuple[Mapping[str, Any], ...]
+    """The whole inbox, oldest first, each question as the engine read it (`QuestionView`)."""
+
+    questions: tuple[QuestionView, ...]
 
 
 @dataclass
 class StallRaised(Message):
+    """The watchdog stopped a lane, with its report."""
+
     lane_id: str
-    report: Mapping[str, Any]
+    report: StallReport
 
 
 @dataclass

@@ -37,7 +37,7 @@ from lanes_tui.app.dashboard.meters_feed import GovernorCaps, meters_mapping
 from lanes_tui.app.dashboard.overview import OverviewFlows
 from lanes_tui.app.dashboard.plan_feed import advance_plans, describe_advance, plan_statuses
 from lanes_tui.app.dashboard.tail_prefetch import Tail, TailPrefetch
-from lanes_tui.engine import LaneStatus
+from lanes_tui.engine import LaneStatus, QuestionView
 from lanes_tui.fast.screen import FastScreen
 from lanes_tui.widgets import (
     AttentionBar,
@@ -65,7 +65,7 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Fast
         self.machine_every_s = machine_every_s
         self.worktrees_every_s = worktrees_every_s
         self.lanes: dict[str, LaneStatus] = {}
-        self.questions: list[dict[str, Any]] = []
+        self.questions: list[QuestionView] = []
         self._known_questions: set[str] = set()
         self._known_stalls: set[str] = set()
         self._poll_timers: dict[str, Timer] = {}
@@ -131,7 +131,7 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Fast
         if lane and self.query_one(TabbedContent).active == "tab-gates" and any(
                 s.id == lane for s in message.statuses):
             self._load_gates(lane)
-        if any(q.get("answered_by") == "rule" for q in self.questions):  # shown only while their lane runs
+        if any(q.answered_by == "rule" for q in self.questions):  # shown only while their lane runs
             self._apply_questions(self.questions, notify=False)
 
     def _apply_lanes(self, statuses: Iterable[LaneStatus]) -> None:
@@ -161,36 +161,38 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Fast
     def _questions_updated(self, message: QuestionsUpdated) -> None:
         self._apply_questions(message.questions, notify=True)
 
-    def _apply_questions(self, questions: Any, *, notify: bool) -> None:
-        self.questions = [dict(q) for q in questions]
+    def _apply_questions(self, questions: Iterable[QuestionView], *, notify: bool) -> None:
+        self.questions = list(questions)
         self.query_one(InboxPane).sync([q for q in self.questions if self._worth_showing(q)], time.time())
-        fresh = [q for q in self.questions if q.get("state") == "open" and q["id"] not in self._known_questions]
-        self._known_questions |= {q["id"] for q in self.questions}
+        fresh = [q for q in self.questions if q.state == "open" and q.question.id not in self._known_questions]
+        self._known_questions |= {q.question.id for q in self.questions}
         if notify and fresh:
-            for question in fresh:
-                self.app.notify(f"{question['lane']} asks: {question['title']}", title="Question",
+            for view in fresh:
+                self.app.notify(f"{view.question.lane} asks: {view.question.title}", title="Question",
                                 severity="warning", timeout=8)
             self.app.bell()
         self._update_attention()
 
-    def _worth_showing(self, question: dict[str, Any]) -> bool:
+    def _worth_showing(self, view: QuestionView) -> bool:
         """An orphaned question stays until it is answered or its lane is closed or relaunched; one an
         allow rule answered, while its lane runs."""
-        if question.get("answered_by") == "rule" and question.get("state") == "delivered":
-            lane = self.lanes.get(str(question.get("lane")))
+        if view.answered_by == "rule" and view.state == "delivered":
+            lane = self.lanes.get(view.question.lane)
             return lane is not None and lane.live
-        if question.get("state") != "orphaned":
+        if view.state != "orphaned":
             return True
-        lane = self.lanes.get(str(question.get("lane")))
+        lane = self.lanes.get(view.question.lane)
         closed = lane is not None and (lane.state in ("accepted", "abandoned") or bool(lane.superseded_by))
-        return "answer" not in question and not closed
+        return view.answer is None and not closed
 
     @on(StallRaised)
     def _stall_raised(self, message: StallRaised) -> None:
         if message.lane_id in self._known_stalls:
             return
         self._known_stalls.add(message.lane_id)
-        self.app.notify(f"{message.lane_id} went silent for {message.report.get('idle_s')}s and was stopped",
+        idle = message.report.idle_s
+        silent = "went silent" + (f" for {idle}s" if idle is not None else "")
+        self.app.notify(f"{message.lane_id} {silent} and was stopped",
                         title="Stall", severity="error", timeout=10)
         self.app.bell()
 
@@ -209,7 +211,7 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Fast
         self.app.notify(message.message, severity=severity)  # type: ignore[arg-type]
 
     def _update_attention(self) -> None:
-        open_q = sum(1 for q in self.questions if q.get("state") in OPEN_STATES)
+        open_q = sum(1 for q in self.questions if q.state in OPEN_STATES)
         # A lane a cap stopped needs the lead as much as a stalled one: both are in Stalls & caps.
         stalls = sum(1 for s in self.lanes.values() if s.state == "stalled" or (s.fired and s.state == "exited"))
         ready = sum(1 for s in self.lanes.values() if s.state == "ready")

@@ -34,6 +34,7 @@ from lanes_tui.engine.decisions.reconcile import SUPERVISED_STATES, reconcile
 from lanes_tui.engine.decisions.runners import shared_runner
 from lanes_tui.engine.git.views import lane_commits, lane_diff, worktree_row
 from lanes_tui.engine.inbox.store import InboxStore
+from lanes_tui.engine.inbox.view import QuestionView
 from lanes_tui.engine.lanes.inotify import TreeWatcher
 from lanes_tui.engine.lanes.launcher import LaunchRequest
 from lanes_tui.engine.lanes.runner import Runner
@@ -87,7 +88,7 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
         self.store = LaneStore(self.paths, self.clock)
         self.inbox = InboxStore(self.paths.inbox, self.clock)
         self._questions_sig: tuple[tuple[str, str], ...] | None = None
-        self._questions: list[dict[str, Any]] = []
+        self._questions: list[QuestionView] = []
         self._inbox_watcher: TreeWatcher | None = None
         self._inbox_wake = asyncio.Event()
         self._inbox_task: asyncio.Task[None] | None = None
@@ -190,8 +191,8 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
         known = [w.status for w in self._watched.values() if w.status is not None]
         return sorted(known, key=lambda s: (s.created, s.id))
 
-    def questions(self) -> list[dict[str, Any]]:
-        """The inbox as `inbox --json` objects, oldest first (open, answered, orphaned, …)."""
+    def questions(self) -> list[QuestionView]:
+        """The inbox, every question's view, oldest first (open, answered, orphaned, …)."""
         return list(self._questions)
 
     async def output_tail(self, lane_id: str, max_bytes: int = 64 * 1024) -> str:
@@ -268,7 +269,7 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
         sig = tuple((v.question.id, v.state) for v in views)
         if sig != self._questions_sig:
             self._questions_sig = sig
-            self._questions = [v.to_json() for v in views]
+            self._questions = list(views)
             self._emit(QuestionsChanged(tuple(self._questions)))
 
     # views -------------------------------------------------------------------------------------

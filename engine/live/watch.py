@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -35,8 +36,11 @@ from lanes_tui.engine.state.events import (
     StallDetected,
 )
 from lanes_tui.engine.state.paths import StatePaths
-from lanes_tui.engine.state.status import LaneStatus, clean_sample, corrupt_status, lane_status
+from lanes_tui.engine.state.samples import parse_sample, parse_stall
+from lanes_tui.engine.state.status import LaneStatus, corrupt_status, lane_status
 from lanes_tui.engine.state.store import LaneStore
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -166,13 +170,16 @@ class LaneScanner:
         size = _size(lane.samples)
         if size != watched.samples_size:
             watched.samples_size = size
-            sample = self.store.last_sample(lane_id)
-            if sample is not None:
-                if "files" in (sample.get("active") or ()):
+            line = self.store.last_sample(lane_id)
+            if line is not None:
+                sample = parse_sample(line)  # typed once, here: the panes read attributes
+                if sample.problems:
+                    log.warning("samples.jsonl of %s: %s (dropped)", lane_id, "; ".join(sample.problems))
+                if "files" in sample.active:
                     self.radar_touched(lane_id)  # the supervisor saw the worktree change
                 if watched.status is not None:
                     watched.status = watched.status.with_sample(sample)
-                out.append(MetersSampled(lane_id, clean_sample(sample)))
+                out.append(MetersSampled(lane_id, sample))
         size = _size(lane.events)
         if size != watched.events_size:
             old, watched.events_size = watched.events_size, size
@@ -180,7 +187,7 @@ class LaneScanner:
                 for event in _new_events(lane.events, old):
                     stalled = event.get("type") == "state" and event.get("state") == "stalled"
                     if stalled and event.get("stall"):
-                        out.append(StallDetected(lane_id, event["stall"]))
+                        out.append(StallDetected(lane_id, parse_stall(event["stall"])))
                     if str(event.get("type", "")).startswith("lock-"):
                         watched.record_sig = (-1, -1)  # `lock` never writes lane.json: re-read the status
         sig = _sig(lane.record)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from lanes_tui.engine.inbox.view import QuestionView
+from lanes_tui.engine.state.samples import MeterSample, StallReport
 from lanes_tui.engine.state.status import LaneStatus
 
 
@@ -39,20 +39,22 @@ class MetersSampled:
     """The supervisor's newest watchdog sample for a lane (CPU %, RSS, idle seconds, …)."""
 
     lane_id: str
-    sample: Mapping[str, Any]
+    sample: MeterSample
 
 
 @dataclass(frozen=True)
 class StallDetected:
+    """The watchdog stopped a lane (its `stalled` event), with its report."""
+
     lane_id: str
-    report: Mapping[str, Any]
+    report: StallReport
 
 
 @dataclass(frozen=True)
 class QuestionsChanged:
-    """The inbox changed; `questions` are `inbox --json` objects, oldest first."""
+    """The inbox changed; `questions` are every question's view (`inbox.view`), oldest first."""
 
-    questions: tuple[Mapping[str, Any], ...]
+    questions: tuple[QuestionView, ...]
 
 
 @dataclass(frozen=True)

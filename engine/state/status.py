@@ -21,10 +21,10 @@ from lanes_tui.engine.core.waits import load_text, span
 from lanes_tui.engine.state.lock_events import read_lock_view
 from lanes_tui.engine.state.meters import lane_figures
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
+from lanes_tui.engine.state.samples import MeterSample, SampledProc, StallReport, parse_sample, parse_stall, parse_tree
 from lanes_tui.engine.state.store import LaneStore
 
-__all__ = ["FIRED_KEYS", "SAMPLE_FIELDS", "LaneStatus", "clean_sample", "corrupt_status", "fired_finding",
-           "lane_status"]
+__all__ = ["FIRED_KEYS", "SAMPLE_FIELDS", "LaneStatus", "corrupt_status", "fired_finding", "lane_status"]
 
 #: The fields a watchdog sample refreshes between two records.
 SAMPLE_FIELDS = ("idle_s", "cpu_percent", "rss_bytes", "procs")
@@ -66,7 +66,7 @@ class LaneStatus:
     cost_estimated: bool = False
     session_id: str | None = None
     #: The watchdog's report when it stopped the lane (idle seconds, the tree it killed).
-    stall: Mapping[str, Any] | None = None
+    stall: StallReport | None = None
     superseded_by: str | None = None
     #: Why lanes-tui cannot trust this lane's record (e.g. `lane.json` is not valid JSON), with the fix;
     #: None for a healthy lane. A field, not a state: the states are a contract scripts match on, and
@@ -102,7 +102,7 @@ class LaneStatus:
     #: The lead's own findings this attempt was relaunched with (`recover --relaunch --note`); None otherwise.
     lead_note: str | None = None
     #: The live process tree from the newest sample (dashboard only; not part of `status --json`).
-    tree: tuple[Mapping[str, Any], ...] | None = field(default=None, compare=False)
+    tree: tuple[SampledProc, ...] | None = field(default=None, compare=False)
 
     @classmethod
     def corrupt(cls, lane_id: str, problem: str, when: float = 0.0) -> LaneStatus:
@@ -136,18 +136,17 @@ class LaneStatus:
         since = wait.get("t")
         return what + (f", {span(now - since)}" if isinstance(since, int | float) and _figure(since) else "")
 
-    def with_sample(self, sample: Mapping[str, Any]) -> LaneStatus:
-        """This status with a newer watchdog sample's meters (and process tree) folded in."""
-        clean = clean_sample(sample)
-        fresh: dict[str, Any] = {k: clean[k] for k in SAMPLE_FIELDS if k in clean}
-        tree = clean.get("tree")
-        fresh["tree"] = tuple(tree) if isinstance(tree, list) else None
-        return dataclasses.replace(self, **fresh)
+    def with_sample(self, sample: MeterSample) -> LaneStatus:
+        """This status with a newer watchdog sample's meters (and process tree) folded in; a figure
+        the sample lacks (or had wrong: `sample.problems`) keeps its value."""
+        fresh: dict[str, Any] = {k: getattr(sample, k) for k in SAMPLE_FIELDS if getattr(sample, k) is not None}
+        return dataclasses.replace(self, **fresh, tree=sample.tree)
 
     def to_json(self) -> dict[str, Any]:
         """The `status --json` object."""
         data = asdict(self)
         del data["tree"]
+        data["stall"] = None if self.stall is None else self.stall.to_json()
         data["providers_tried"] = [dict(p) for p in self.providers_tried]
         data["chain"] = list(self.chain)
         data["conflicts"] = [{**c, "files": list(c.get("files") or ())} for c in self.conflicts]
@@ -163,28 +162,11 @@ class LaneStatus:
         values["chain"] = tuple(values.get("chain") or ())
         values["conflicts"] = tuple(dict(c) for c in values.get("conflicts") or () if isinstance(c, Mapping))
         values["scope"] = tuple(str(x) for x in values.get("scope") or ())
+        if values.get("stall") is not None:
+            values["stall"] = parse_stall(values["stall"])
         if values.get("tree") is not None:
-            values["tree"] = tuple(values["tree"])
+            values["tree"] = parse_tree(values["tree"])
         return cls(**values)
-
-
-def clean_sample(sample: Mapping[str, Any]) -> dict[str, Any]:
-    """The sample with every figure the panes format checked: `samples.jsonl` is a file an agent can
-    write, and a string or a NaN where a number belongs must not break a pane. A bad figure is
-    dropped (shown as unknown); other keys pass as they are."""
-    out = dict(sample)
-    for key in ("idle_s", "cpu_percent"):
-        value = out.pop(key, None)
-        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
-            out[key] = float(value)
-    for key in ("rss_bytes", "procs", "output_bytes"):
-        value = out.pop(key, None)
-        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**63:
-            out[key] = value
-    tree = out.pop("tree", None)
-    if isinstance(tree, list):
-        out["tree"] = [p for p in tree if isinstance(p, Mapping)]
-    return out
 
 
 def _figure(value: Any) -> bool:
@@ -194,7 +176,7 @@ def _figure(value: Any) -> bool:
 
 def lane_status(store: LaneStore, record: LaneRecord) -> LaneStatus:
     """The status of one lane from its record, its newest sample and its meters file."""
-    sample = clean_sample(store.last_sample(record.id) or {})
+    sample = parse_sample(store.last_sample(record.id) or {})
     try:
         meters = _read_meters(store, record.id)
     except NewerSchema as exc:  # written by a newer lanes-tui: the lane is shown as that one problem
@@ -218,16 +200,16 @@ def lane_status(store: LaneStore, record: LaneRecord) -> LaneStatus:
         target_branch=record.target_branch,
         created=record.created,
         updated=record.updated,
-        idle_s=sample.get("idle_s") if live else None,
-        cpu_percent=sample.get("cpu_percent", 0.0) if live else 0.0,
-        rss_bytes=sample.get("rss_bytes", 0) if live else 0,
-        procs=sample.get("procs", 0) if live else 0,
-        output_bytes=sample.get("output_bytes", 0),
+        idle_s=sample.idle_s if live else None,
+        cpu_percent=(sample.cpu_percent or 0.0) if live else 0.0,
+        rss_bytes=(sample.rss_bytes or 0) if live else 0,
+        procs=(sample.procs or 0) if live else 0,
+        output_bytes=sample.output_bytes or 0,
         tokens=meters.get("tokens"),
         cost_usd=meters.get("cost_usd"),
         cost_estimated=bool(meters.get("cost_estimated", False)),
         session_id=record.session_id,
-        stall=record.stall,
+        stall=None if record.stall is None else parse_stall(record.stall),
         superseded_by=record.superseded_by,
         lock_wait=locks.wait if live else None,
         locks=locks.locks,

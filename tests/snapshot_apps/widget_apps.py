@@ -14,7 +14,8 @@ from textual.pilot import Pilot
 from textual.screen import Screen
 from textual.widget import Widget
 
-from lanes_tui.engine import LaneStatus
+from lanes_tui.engine import LaneStatus, QuestionView
+from lanes_tui.engine.inbox.files import Option, Question
 
 NOW = 1_700_000_000.0
 
@@ -66,18 +67,21 @@ BEST_OF: list[LaneStatus] = [
 REVIEWS = {"tidy-tests-a2": "CLEAN", "old-work-a1": "CLEAN"}
 
 
-def question(qid: str, lane_id: str, state: str, created: float, **extra: Any) -> dict[str, Any]:
-    """A question dict shaped like QuestionView.to_json()."""
-    data: dict[str, Any] = {
+def question(qid: str, lane_id: str, state: str, created: float, *, answer: str | None = None,
+             answered_by: str | None = None, reason: str | None = None, **extra: Any) -> QuestionView:
+    """A question's view as the engine's inbox reads it (`extra`: the `Question`'s own fields; options
+    as `{"id", "label"}` objects, as on disk)."""
+    fields: dict[str, Any] = {
         "id": qid, "lane": lane_id, "attempt": 1, "kind": "yesno", "source": "ask-cli",
         "title": f"question {qid}", "body": "", "options": [], "default": None, "deadline": None,
-        "correlation": {}, "created": created, "state": state,
+        "correlation": {}, "created": created,
     }
-    data.update(extra)
-    return data
+    fields.update(extra)
+    fields["options"] = tuple(Option(o["id"], o["label"]) for o in fields["options"])
+    return QuestionView(Question(**fields), state, answer, answered_by, None, reason)
 
 
-QUESTIONS: list[dict[str, Any]] = [
+QUESTIONS: list[QuestionView] = [
     question("q_000000000003", "add-cache-a1", "open", NOW - 30, title="Use redis for the cache?"),
     question("q_000000000001", "gone-lane-a1", "orphaned", NOW - 3600, title="Delete the fixtures dir?",
              reason="the lane died"),
