@@ -12,6 +12,7 @@ Refusals arrive as LanesError, which the app shows as a notification with its re
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any, Concatenate, Generic, ParamSpec, Protocol, TypeVar, overload
 
@@ -53,6 +54,9 @@ class offloaded(Generic[P, T]):
         self.method = method
         self.refresh = refresh
         self.name = method.__name__
+        # what `help()` and the tests see: the method's own signature, without its `self`
+        signature = inspect.signature(method)
+        self.signature = signature.replace(parameters=list(signature.parameters.values())[1:])
 
     @overload
     def __get__(self, host: None, owner: type[Any] | None = None) -> offloaded[P, T]: ...
@@ -75,4 +79,5 @@ class offloaded(Generic[P, T]):
                     await host.after_decision(name)
 
         call.__name__, call.__qualname__, call.__doc__ = name, f"offloaded {method.__qualname__}", method.__doc__
+        call.__signature__ = self.signature  # type: ignore[attr-defined]
         return call
