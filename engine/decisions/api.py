@@ -112,12 +112,11 @@ class Decisions:
 
     async def review(self, lane_id: str) -> ReviewVerdict:
         """Review (again) a lane by hand: `lanes-tui review ID`."""
-        detail = await review_by_lead(self.repo, self.config, lane_id, clock=self.clock)
-        return ReviewVerdict.from_json(detail, lane=lane_id)
+        return await review_by_lead(self.repo, self.config, lane_id, clock=self.clock)
 
     async def verify(self, lane_id: str, evidence: str) -> Verification:
         """The lead's verification with its evidence (`lanes-tui verify ID --evidence TEXT`)."""
-        return Verification.from_json(verify_lane(self.repo, self.config, lane_id, evidence, clock=self.clock))
+        return verify_lane(self.repo, self.config, lane_id, evidence, clock=self.clock)
 
     # recover ---------------------------------------------------------------------------------
     async def wake(self, lane_id: str) -> bool:
@@ -130,7 +129,7 @@ class Decisions:
         return await inspect_lane(self.repo, self.config, lane_id, clock=self.clock, stop_leftovers=stop_leftovers)
 
     async def recheck(self, lane_id: str) -> Packet:
-        return Packet.from_json(await recheck(self.repo, self.config, lane_id, clock=self.clock), lane=lane_id)
+        return await recheck(self.repo, self.config, lane_id, clock=self.clock)
 
     async def relaunch(self, lane_id: str, *, note: str | None = None, note_file: Path | None = None,
                        fresh: bool = False) -> LaneRecord:

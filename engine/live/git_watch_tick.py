@@ -1,7 +1,7 @@
 """The dashboard's eye on the targets and remotes (`git.watch`): its warnings reach the attention bar.
 
 A part of `live.engine.Engine`. `status` and `doctor` read the git watch when they run; the dashboard
-must say the same while it stays open, without asking git at every tick. So every `git_watch_s` the
+must say the same while it stays open, without asking git at every tick. So every `every_s` the
 tick starts one look in the background (never two at once), and when the warnings differ from the
 last ones a `GitWatchChanged` event carries them all (an empty tuple when they are gone).
 """

@@ -2,7 +2,7 @@
 
 A part of `live.engine.Engine`. A Ray lane's record, output and samples reach the lead's disk only
 when the runner syncs them (`RemoteRunner.sync`), and that call crosses the network: it must never
-hold the watch loop up. So every `remote_sync_s` the tick starts one sync in the background (never
+hold the watch loop up. So every `sync_s` the tick starts one sync in the background (never
 two at once); the lanes it reports changed are scanned at the next tick like lanes whose files
 inotify named — their mirror files changed, and the watch reads them as it reads a local lane.
 A sync that fails is said once (an `EngineNotice`) and tried again at the next period: the mirror
