@@ -28,13 +28,13 @@ import contextlib
 import json
 import logging
 import os
-import signal
 from pathlib import Path
 
 from lanes_tui.engine.config.settings import LanesSettings, load_config
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.lanes.caps import lane_timeouts
 from lanes_tui.engine.lanes.launcher import stop_leftovers_now, supervisor_key
+from lanes_tui.engine.procs.process import kill_processes_now
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
 from lanes_tui.engine.state.seals import write_sealed
 from lanes_tui.engine.state.store import LaneStore
@@ -114,9 +114,9 @@ def end_overdue(repo: Path, store: LaneStore, record: LaneRecord, limit: float, 
     key = supervisor_key(repo, record.id)
     stopped: list[int] = []
     if key is not None and key.alive():
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(key.pid, signal.SIGKILL)  # a stopped process takes SIGKILL at once
-            stopped.append(key.pid)
+        # A stopped process takes SIGKILL without running, but it dies only when the kernel next
+        # schedules it: wait (with a deadline) until it is gone, so "ended" means ended.
+        stopped += kill_processes_now([key], term_s=0.0, kill_s=5.0)
     stopped += stop_leftovers_now(repo, record.id)
     pids = sorted(set(stopped))
     reason = (f"timed out: the wall-clock limit of {limit:g}s passed while its supervisor was {why}; "
