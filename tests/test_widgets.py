@@ -191,6 +191,26 @@ async def test_lanes_best_of_group_is_shown_together_best_first() -> None:
         assert [plain(table, k, "id") for k in keys(table)] == ["fix-login-a1", "add-cache-a1"]
 
 
+async def test_a_long_lane_id_is_ellipsised_and_does_not_widen_the_column() -> None:
+    """Issue 32: one long id (here a hand-given 58-character slug) widened the lane column for every
+    row; it is cut with `…` (its attempt kept), while the cursor, the selection and the tooltip keep it whole."""
+    long_id = "migrate-the-billing-service-to-the-new-payments-provider-a1"
+    table = LanesTable()
+    app = WidgetHost(table, lambda t: t.sync([LANES[0], lane(long_id, "running")], NOW))
+    async with app.run_test(size=(160, 36)) as pilot:
+        await pilot.pause()
+        assert plain(table, "fix-login-a1", "id") == "fix-login-a1"
+        shown = plain(table, long_id, "id")
+        assert shown == "migrate-the-billing…-a1" and len(shown) <= 28
+        header = table.render_line(0).text
+        assert header.index("task") <= 28 + 3, header  # the id column: at most 28 wide, plus its padding
+        table.focus()
+        table.move_cursor(row=table.get_row_index(long_id))
+        await pilot.pause()
+        assert table.selected_lane == long_id
+        assert str(table.tooltip).splitlines()[0] == long_id
+
+
 async def test_lanes_recolour_on_theme_change() -> None:
     table = LanesTable()
     app = WidgetHost(table, lambda t: t.sync(LANES, NOW))
