@@ -211,6 +211,43 @@ async def test_a_long_lane_id_is_ellipsised_and_does_not_widen_the_column() -> N
         assert str(table.tooltip).splitlines()[0] == long_id
 
 
+def screen_text(app: Any) -> str:
+    """Every character on the screen, as the SVG screenshot writes them (spaces as spaces)."""
+    import html
+    import re
+
+    return html.unescape("".join(re.findall(r">([^<>]*)</text>", app.export_screenshot()))).replace("\xa0", " ")
+
+
+EIGHTHS = set("▉▊▋▌▍▎▏")
+"""The horizontal scrollbar's thumb ends in Textual's own renderer."""
+
+
+async def test_the_list_panes_draw_no_stray_scrollbar_glyphs() -> None:
+    """Issue 32: the panes' horizontal scrollbars showed as stray `▍▋▎▉` glyphs under the tables. A
+    table wider than its pane has its scrollbar, drawn in whole cells; one with room for no row above a
+    scrollbar gets none, so its one row is readable."""
+    table = LanesTable()
+    app = WidgetHost(table, lambda t: t.sync(LANES, NOW))
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause()
+        for x in (0, 7, 23):  # thumb positions that fall between cells
+            table.scroll_to(x=x, animate=False)
+            await pilot.pause()
+            assert table.show_horizontal_scrollbar and not EIGHTHS & set(screen_text(app)), x
+
+    inbox = InboxPane()
+    app = WidgetHost(inbox, lambda w: w.sync(QUESTIONS[:1], NOW))
+    async with app.run_test(size=(32, 12)) as pilot:  # narrower than the question's title
+        inbox.styles.height = 4  # its border, the header and one line: the 1-row gap of a crowded side column
+        await pilot.pause()
+        assert not inbox.show_horizontal_scrollbar
+        assert QUESTIONS[0].question.lane in screen_text(app) and not EIGHTHS & set(screen_text(app))
+        inbox.styles.height = 5  # a line more: a row and the scrollbar under it
+        await pilot.pause()
+        assert inbox.show_horizontal_scrollbar and QUESTIONS[0].question.lane in screen_text(app)
+
+
 async def test_lanes_recolour_on_theme_change() -> None:
     table = LanesTable()
     app = WidgetHost(table, lambda t: t.sync(LANES, NOW))
