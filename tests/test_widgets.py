@@ -219,8 +219,8 @@ def screen_text(app: Any) -> str:
     return html.unescape("".join(re.findall(r">([^<>]*)</text>", app.export_screenshot()))).replace("\xa0", " ")
 
 
-EIGHTHS = set("▉▊▋▌▍▎▏")
-"""The horizontal scrollbar's thumb ends in Textual's own renderer."""
+EIGHTHS = set("▉▊▋▌▍▎▏▁▂▃▄▅▆▇")
+"""The scrollbars' thumb ends in Textual's own renderer."""
 
 
 async def test_the_list_panes_draw_no_stray_scrollbar_glyphs() -> None:
@@ -228,13 +228,14 @@ async def test_the_list_panes_draw_no_stray_scrollbar_glyphs() -> None:
     table wider than its pane has its scrollbar, drawn in whole cells; one with room for no row above a
     scrollbar gets none, so its one row is readable."""
     table = LanesTable()
-    app = WidgetHost(table, lambda t: t.sync(LANES, NOW))
+    app = WidgetHost(table, lambda t: t.sync([*LANES, *(lane(f"more-{i}-a1", "running") for i in range(9))], NOW))
     async with app.run_test(size=(80, 12)) as pilot:
         await pilot.pause()
-        for x in (0, 7, 23):  # thumb positions that fall between cells
-            table.scroll_to(x=x, animate=False)
+        for x, y in ((0, 0), (7, 3), (23, 5)):  # thumb positions that fall between cells
+            table.scroll_to(x=x, y=y, animate=False)
             await pilot.pause()
-            assert table.show_horizontal_scrollbar and not EIGHTHS & set(screen_text(app)), x
+            assert table.show_horizontal_scrollbar and table.show_vertical_scrollbar
+            assert not EIGHTHS & set(screen_text(app)), (x, y)
 
     inbox = InboxPane()
     app = WidgetHost(inbox, lambda w: w.sync(QUESTIONS[:1], NOW))

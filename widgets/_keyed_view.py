@@ -31,13 +31,14 @@ from lanes_tui.widgets._row_lines import PADDING, Cell, Frame, row_line, text_wi
 
 
 class WholeCellBar(ScrollBarRender):
-    """A horizontal scrollbar whose thumb is whole cells: no `▉▊▋▌▍▎▏` eighth blocks at its ends.
+    """A scrollbar whose thumb is whole cells: no eighth blocks (`▉▊▋▌▍▎▏`, `▁▂▃▄▅▆▇`) at its ends.
 
     Those glyphs are the thumb's colour on the track's; where the two colours come out alike (tmux's
-    256 colours, a light theme) the thumb vanishes and the glyph stays, a stray mark under the table.
+    256 colours) the thumb vanishes and the glyph stays, a stray mark under or beside the table.
     """
 
     HORIZONTAL_BARS: ClassVar[list[str]] = [" "] * 8
+    VERTICAL_BARS: ClassVar[list[str]] = [" "] * 8
 
 
 class KeyedView(ScrollView, can_focus=True):
@@ -96,6 +97,7 @@ class KeyedView(ScrollView, can_focus=True):
         """
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._restyle())
         self.horizontal_scrollbar.renderer = WholeCellBar  # per instance, as Textual's docs allow
+        self.vertical_scrollbar.renderer = WholeCellBar
         self._set_virtual_size()
 
     def on_resize(self, _event: events.Resize) -> None:
