@@ -310,7 +310,7 @@ def test_the_dashboard_keeps_a_setting_in_the_leads_own_file(project: Path) -> N
     set_user_config_value(project, "dashboard.theme", "gruvbox")
     assert user.read_text().startswith("# the lead's own providers\n")
     assert load_config(project).dashboard.theme == "gruvbox"
-    with pytest.raises(ConfigError, match="dashboard.colour"):
+    with pytest.raises(ConfigError, match=r"dashboard\.colour"):
         set_user_config_value(project, "dashboard.colour", "red")
     assert "colour" not in user.read_text()
 
