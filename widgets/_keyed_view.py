@@ -96,8 +96,9 @@ class KeyedView(ScrollView, can_focus=True):
         Subclasses must not call this (Textual runs each class's `on_mount` itself).
         """
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._restyle())
-        self.horizontal_scrollbar.renderer = WholeCellBar  # per instance, as Textual's docs allow
-        self.vertical_scrollbar.renderer = WholeCellBar
+        # Per instance, as `ScrollBar.renderer`'s docstring shows (typed a ClassVar all the same).
+        self.horizontal_scrollbar.renderer = WholeCellBar  # type: ignore[misc]
+        self.vertical_scrollbar.renderer = WholeCellBar  # type: ignore[misc]
         self._set_virtual_size()
 
     def on_resize(self, _event: events.Resize) -> None:
