@@ -162,6 +162,32 @@ def test_a_demo_ended_by_a_hangup_or_sigterm_cleans_up_as_q_does(tmux: Tmux, tmp
             asyncio.run(_stop_all(demo_repo))
 
 
+def test_a_notification_leaves_no_column_behind(tmux: Tmux, repo: Path) -> None:
+    """Issue 32: in tmux, a column stayed where a notification had been. It was the Output pane's empty
+    scrollbar tracks, dark (`$scrollbar-background`) at its right edge and bottom while it had nothing to
+    scroll, beside where the toast's edge had been. After a toast comes and goes, every cell inside the
+    Output pane has the pane's own background, as tmux holds the screen."""
+    import pyte
+
+    tmux.start([sys.executable, "-m", "lanes_tui.app", "--repo", str(repo)], repo)
+    try:
+        tmux.wait_screen(lambda s: "palette" in s and "Output" in s)
+        tmux.keys("k")  # no lane to kill: a warning toast over the bottom right, the Output pane's edge included
+        tmux.wait_screen(lambda s: "select a lane first" in s, timeout=15)
+        tmux.wait_screen(lambda s: "select a lane first" not in s, timeout=30)
+        screen = pyte.Screen(120, 36)
+        pyte.Stream(screen).feed(tmux.run("capture-pane", "-e", "-p", "-t", tmux.session).replace("\n", "\r\n"))
+        rows = ["".join(screen.buffer[y][x].data for x in range(120)) for y in range(36)]
+        top = next(y for y, row in enumerate(rows) if row.startswith("╭─ Output"))
+        right = rows[top].index("╮")
+        bottom = next(y for y in range(top + 1, 36) if rows[y].startswith("╰"))
+        inside = {screen.buffer[y][x].bg for y in range(top + 1, bottom) for x in range(1, right)}
+        assert len(inside) == 1, f"the Output pane's inside has several backgrounds: {inside}"
+        tmux.keys("q")
+    finally:
+        tmux.kill()
+
+
 def _processes_under(folder: Path) -> list[str]:
     """The processes that run from `folder` or name it: a lane's supervisor, agent or gate."""
     found = []
