@@ -1,7 +1,8 @@
 """The lanes-tui engine: plain asyncio, no Textual or Rich — and its one door for the app.
 
 The app (the dashboard and the command line) uses the engine only through the names listed in
-`__all__` below: the `Engine` the dashboard subscribes to, the command functions the CLI calls, and
+`__all__` below: the `Engine` the dashboard subscribes to, `Decisions` (every decision, one method
+each, called by the CLI and offloaded by the `Engine` alike), the command functions the CLI calls, and
 the typed models, events and errors they exchange. Everything else lives in subpackages that say
 what they own (each `__init__` docstring is its contract):
 
@@ -67,7 +68,7 @@ _EXPORTS: dict[str, str] = {
     "supervisor_alive": "lanes.launcher", "passed_env_names": "lanes.env",
     "run_locked": "lanes.heavy", "describe_heavy_slots": "lanes.heavy:describe_slots",
     "describe_watch_limit": "lanes.watch_skip",
-    "wake_parked": "decisions.recover", "scope_problem": "plans.scope",
+    "scope_problem": "plans.scope",
     "governor_summary": "lanes.caps", "check_capped": "lanes.caps", "lane_caps": "lanes.caps",
     "parse_bytes": "core.sizes", "parse_percent": "core.sizes",
     "phase_prompt": "plans.phases",
@@ -79,19 +80,18 @@ _EXPORTS: dict[str, str] = {
     "scorecard_prepare": "plans.scorecard:prepare", "scorecard_tasks": "plans.scorecard:builtin_tasks",
     "scorecard_record": "plans.scorecard_compare:record", "scorecard_baseline": "plans.scorecard_compare:save_baseline",
     "scorecard_compare": "plans.scorecard_compare:compare",
-    # decisions
-    "Accept": "decisions.accept", "AcceptOutcome": "decisions.accept",
-    "AcceptPlan": "decisions.accept_plan", "plan_accept": "decisions.accept_plan",
-    "AbandonPlan": "decisions.abandon", "abandon_lane": "decisions.abandon", "plan_abandon": "decisions.abandon",
-    "check_lane": "decisions.check", "lane_diff": "decisions.lane_diff",
-    "lane_gate_report": "decisions.check", "GateReport": "decisions.gates.log", "GateStepView": "decisions.gates.log",
+    # decisions: one method each on `Decisions`, the command line's and the dashboard's; typed results
+    "Decisions": "decisions.api", "Packet": "decisions.results", "GateLine": "decisions.results",
+    "ReviewVerdict": "decisions.results", "Verification": "decisions.results",
+    "AcceptOutcome": "decisions.accept", "AcceptPlan": "decisions.accept_plan",
+    "AbandonPlan": "decisions.abandon", "lane_diff": "decisions.lane_diff",
+    "GateReport": "decisions.gates.log", "GateStepView": "decisions.gates.log",
     "duration_text": "decisions.gates.log", "gate_files_line": "decisions.gates.log",
     "describe_gates": "decisions.gates.plan",
     "gate_runner_problems": "decisions.gates.plan:runner_problems",
-    "review_by_lead": "decisions.review.run", "verify_lane": "decisions.review.verify",
     "describe_review": "decisions.review.prompt", "describe_verification": "decisions.review.prompt",
     "review_detail": "decisions.review.prompt", "verification": "decisions.review.prompt",
-    "FinishReport": "decisions.finish", "finish": "decisions.finish",
+    "FinishReport": "decisions.finish",
     "check_gh": "decisions.shipping", "open_pr": "decisions.shipping", "install_pre_push": "decisions.shipping",
     "programme_branch": "decisions.shipping", "push_branch": "git.upstream",
     "PullRequest": "decisions.pr_checks", "ChecksOutcome": "decisions.pr_checks", "find_pr": "decisions.pr_checks",
@@ -99,12 +99,10 @@ _EXPORTS: dict[str, str] = {
     "write_ci_findings": "decisions.ci_findings:write_findings",
     "git_watch_warnings": "git.watch", "confirm_git_watch": "git.watch", "accept_git_config": "git.watch",
     "push_url": "git.watch", "trusted_hooks": "git.watch",
-    "Findings": "decisions.recover", "RECOVERABLE": "decisions.recover", "inspect_lane": "decisions.recover",
-    "recheck": "decisions.recover", "relaunch": "decisions.recover",
+    "Findings": "decisions.recover", "RECOVERABLE": "decisions.recover",
     "reconcile": "decisions.reconcile",
     "StuckAccept": "decisions.accept_journal", "stuck_accepts": "decisions.accept_journal",
-    "QueuePlan": "decisions.queue", "QueueReport": "decisions.queue", "plan_queue": "decisions.queue",
-    "run_queue": "decisions.queue", "rank_group": "decisions.ranking",
+    "QueuePlan": "decisions.queue", "QueueReport": "decisions.queue", "rank_group": "decisions.ranking",
     # the inbox
     "InboxStore": "inbox.store", "QuestionView": "inbox.view", "wait_for_answer": "inbox.store",
     "relayed_create": "inbox.store", "confined": "core.relay", "describe_confinement": "lanes.confine:describe_here",
@@ -153,31 +151,30 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.core.relay import confined
     from lanes_tui.engine.core.repo import find_repo_root
     from lanes_tui.engine.core.sizes import parse_bytes, parse_percent
-    from lanes_tui.engine.decisions.abandon import AbandonPlan, abandon_lane, plan_abandon
-    from lanes_tui.engine.decisions.accept import Accept, AcceptOutcome
+    from lanes_tui.engine.decisions.abandon import AbandonPlan
+    from lanes_tui.engine.decisions.accept import AcceptOutcome
     from lanes_tui.engine.decisions.accept_journal import StuckAccept, stuck_accepts
-    from lanes_tui.engine.decisions.accept_plan import AcceptPlan, plan_accept
-    from lanes_tui.engine.decisions.check import check_lane, lane_gate_report
+    from lanes_tui.engine.decisions.accept_plan import AcceptPlan
+    from lanes_tui.engine.decisions.api import Decisions
     from lanes_tui.engine.decisions.ci_findings import CiFindings
     from lanes_tui.engine.decisions.ci_findings import write_findings as write_ci_findings
-    from lanes_tui.engine.decisions.finish import FinishReport, finish
+    from lanes_tui.engine.decisions.finish import FinishReport
     from lanes_tui.engine.decisions.gates.log import GateReport, GateStepView, duration_text, gate_files_line
     from lanes_tui.engine.decisions.gates.plan import describe_gates
     from lanes_tui.engine.decisions.gates.plan import runner_problems as gate_runner_problems
     from lanes_tui.engine.decisions.lane_diff import lane_diff
     from lanes_tui.engine.decisions.pr_checks import ChecksOutcome, PullRequest, find_pr, follow_checks
-    from lanes_tui.engine.decisions.queue import QueuePlan, QueueReport, plan_queue, run_queue
+    from lanes_tui.engine.decisions.queue import QueuePlan, QueueReport
     from lanes_tui.engine.decisions.ranking import rank_group
     from lanes_tui.engine.decisions.reconcile import reconcile
-    from lanes_tui.engine.decisions.recover import RECOVERABLE, Findings, inspect_lane, recheck, relaunch, wake_parked
+    from lanes_tui.engine.decisions.recover import RECOVERABLE, Findings
+    from lanes_tui.engine.decisions.results import GateLine, Packet, ReviewVerdict, Verification
     from lanes_tui.engine.decisions.review.prompt import (
         describe_review,
         describe_verification,
         review_detail,
         verification,
     )
-    from lanes_tui.engine.decisions.review.run import review_by_lead
-    from lanes_tui.engine.decisions.review.verify import verify_lane
     from lanes_tui.engine.decisions.shipping import check_gh, install_pre_push, open_pr, programme_branch
     from lanes_tui.engine.decisions.stop import StopReport, live_lane_ids, stop_lanes
     from lanes_tui.engine.git.upstream import push_branch
@@ -256,35 +253,31 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
 
 __all__ = [  # the door's names, sorted; the same as `_EXPORTS` and the TYPE_CHECKING imports (test_layout)
     "LIVE_STATES", "MAX_PLAN_BYTES", "MAX_PROMPT_BYTES", "NEEDS_LEAD_STATES", "PRESETS", "QUESTION_STATES",
-    "RECOVERABLE", "RESULTS", "SETTLED_STATES", "STATES", "TASK_TYPES", "AbandonPlan", "Accept",
-    "AcceptOutcome", "AcceptPlan", "ChecksOutcome", "CiFindings", "Clock", "Config", "ConfigError", "Demo",
-    "Engine", "EngineEvent",
-    "EngineNotice", "Findings", "FinishReport", "GateReport", "GateStepView", "GitWatchChanged", "InboxStore",
-    "LaneChanged", "LaneRecord", "LaneRemoved", "LaneStatus", "LanesError", "LaunchRequest", "MeterSample",
-    "MetersSampled", "OutputAppended", "PlanSummary", "PullRequest", "QuestionView", "QuestionsChanged", "QueuePlan",
-    "QueueReport", "ReadableStream", "RealClock", "SampledProc", "StallDetected", "StallReport", "StatePaths",
-    "StopReport", "StuckAccept", "TicketStatus",
-    "Turn", "abandon_lane", "accept_git_config", "amend_plan", "build_demo", "cancel_plan", "check_capped",
-    "check_gh", "check_lane", "check_prompt", "check_report", "confined", "confirm_git_watch", "conversation",
-    "describe_confinement", "describe_gates", "describe_heavy_slots", "describe_limit", "describe_review",
-    "describe_verification", "describe_watch_limit", "detect_containment", "duration_text", "find_pr",
-    "find_repo_root", "finish", "follow_checks", "gate_files_line", "gate_runner_problems", "gemini_setup_problems",
-    "git_watch_warnings", "governor_summary",
-    "group_members",
-    "inspect_lane", "install_pre_push", "is_gemini", "lane_caps", "lane_diff", "lane_gate_report", "lane_hands",
-    "lane_settled", "lane_statuses", "lanes_needing_lead", "launch_group", "launch_lane", "launch_plan",
-    "live_lane_ids", "load_config", "load_plan", "open_attach", "open_pr", "parse_bytes", "parse_percent",
-    "passed_env_names", "peek_output", "peek_screen", "phase_prompt", "plan_abandon", "plan_accept", "plan_log",
-    "plan_names", "plan_queue", "plan_statuses", "plan_summaries", "programme_branch", "provider_family",
-    "push_branch", "push_url", "rank_group", "read_lane", "read_layers", "read_text_file", "readable_lines",
-    "recheck", "reconcile", "refused_providers", "relaunch", "relayed_create", "report_modules_at_exit",
-    "repository_file", "resume_plan", "review_by_lead", "review_detail", "run_locked", "run_queue",
-    "scope_problem", "scorecard_baseline", "scorecard_compare", "scorecard_prepare", "scorecard_record",
-    "scorecard_tasks", "send_to_lane", "set_config_value", "set_user_config_value",
-    "split_lane_id", "start_demo_lanes", "stop_lane",
-    "stop_lanes", "strip_ansi", "stuck_accepts", "supervisor_alive", "terminal_text", "trusted_hooks",
-    "validate_lane_id", "validate_qid", "verification", "verify_lane", "wait_for_answer", "wake_parked",
-    "write_ci_findings", "write_default_config",
+    "RECOVERABLE", "RESULTS", "SETTLED_STATES", "STATES", "TASK_TYPES", "AbandonPlan", "AcceptOutcome",
+    "AcceptPlan", "ChecksOutcome", "CiFindings", "Clock", "Config", "ConfigError", "Decisions", "Demo", "Engine",
+    "EngineEvent", "EngineNotice", "Findings", "FinishReport", "GateLine", "GateReport", "GateStepView",
+    "GitWatchChanged", "InboxStore", "LaneChanged", "LaneRecord", "LaneRemoved", "LaneStatus", "LanesError",
+    "LaunchRequest", "MeterSample", "MetersSampled", "OutputAppended", "Packet", "PlanSummary", "PullRequest",
+    "QuestionView", "QuestionsChanged", "QueuePlan", "QueueReport", "ReadableStream", "RealClock", "ReviewVerdict",
+    "SampledProc", "StallDetected", "StallReport",
+    "StatePaths", "StopReport", "StuckAccept", "TicketStatus", "Turn", "Verification", "accept_git_config",
+    "amend_plan", "build_demo", "cancel_plan", "check_capped", "check_gh", "check_prompt", "check_report",
+    "confined", "confirm_git_watch", "conversation", "describe_confinement", "describe_gates",
+    "describe_heavy_slots", "describe_limit", "describe_review", "describe_verification", "describe_watch_limit",
+    "detect_containment", "duration_text", "find_pr", "find_repo_root", "follow_checks", "gate_files_line",
+    "gate_runner_problems", "gemini_setup_problems", "git_watch_warnings", "governor_summary", "group_members",
+    "install_pre_push", "is_gemini", "lane_caps", "lane_diff", "lane_hands", "lane_settled", "lane_statuses",
+    "lanes_needing_lead", "launch_group", "launch_lane", "launch_plan", "live_lane_ids", "load_config", "load_plan",
+    "open_attach", "open_pr", "parse_bytes", "parse_percent", "passed_env_names", "peek_output", "peek_screen",
+    "phase_prompt", "plan_log", "plan_names", "plan_statuses", "plan_summaries", "programme_branch",
+    "provider_family", "push_branch", "push_url", "rank_group", "read_lane", "read_layers", "read_text_file",
+    "readable_lines", "reconcile", "refused_providers", "relayed_create", "report_modules_at_exit",
+    "repository_file", "resume_plan", "review_detail", "run_locked", "scope_problem", "scorecard_baseline",
+    "scorecard_compare", "scorecard_prepare", "scorecard_record", "scorecard_tasks", "send_to_lane",
+    "set_config_value", "set_user_config_value", "split_lane_id", "start_demo_lanes", "stop_lane", "stop_lanes",
+    "strip_ansi",
+    "stuck_accepts", "supervisor_alive", "terminal_text", "trusted_hooks", "validate_lane_id", "validate_qid",
+    "verification", "wait_for_answer", "write_ci_findings", "write_default_config",
 ]
 
 

@@ -21,6 +21,7 @@ from lanes_tui.engine.decisions.accept_plan import AcceptPlan
 from lanes_tui.engine.decisions.finish import FinishReport
 from lanes_tui.engine.decisions.queue import QueueEntry, QueuePlan, QueueReport, QueueStep
 from lanes_tui.engine.decisions.recover import Findings
+from lanes_tui.engine.decisions.results import Packet
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.inbox.view import QuestionView
 from lanes_tui.engine.lanes.control_client import send_to_lane
@@ -160,14 +161,14 @@ class FakeEngine:
         self.calls.append(("wake", lane_id))
         return False
 
-    async def inspect(self, lane_id: str) -> Findings:
+    async def inspect(self, lane_id: str, *, stop_leftovers: bool = True) -> Findings:
         self.calls.append(("inspect", lane_id))
         status = self._lanes[lane_id]
         return Findings(lane_id, status.state, status.state_reason, status.result)
 
-    async def recheck(self, lane_id: str) -> dict[str, Any]:
+    async def recheck(self, lane_id: str) -> Packet:
         self.calls.append(("recheck", lane_id))
-        return {"gates_status": "passed"}
+        return Packet.from_json({"gates_status": "passed"}, lane=lane_id)
 
     async def relaunch(self, lane_id: str, *, note: str | None = None) -> LaneRecord:
         self.calls.append(("relaunch", lane_id) if note is None else ("relaunch", (lane_id, note)))
@@ -180,9 +181,9 @@ class FakeEngine:
         self.calls.append(("send", (lane_id, text)))
         return await asyncio.to_thread(send_to_lane, self.repo, lane_id, text)
 
-    async def check(self, lane_id: str) -> dict[str, object]:
+    async def check(self, lane_id: str) -> Packet:
         self.calls.append(("check", lane_id))
-        return {"gates_status": "passed"}
+        return Packet.from_json({"gates_status": "passed"}, lane=lane_id)
 
     async def finish(self) -> FinishReport:
         return FinishReport([], [])

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.decisions.commands import allow_always
+from lanes_tui.engine.decisions.api import allow_always
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.state.allow import AllowRule, RuleBook, add_rule, read_rules
 from lanes_tui.engine.state.paths import StatePaths

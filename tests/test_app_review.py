@@ -11,6 +11,7 @@ from textual.widgets import Input, Static
 from lanes_tui.app.dashboard.app import LanesApp
 from lanes_tui.engine.decisions.accept import AcceptOutcome
 from lanes_tui.engine.decisions.accept_plan import AcceptPlan
+from lanes_tui.engine.decisions.results import ReviewVerdict, Verification
 from lanes_tui.widgets import AcceptModal, ConfirmModal, LanesTable, ReasonModal
 from tests.fake_engine import FakeEngine, lane
 
@@ -42,13 +43,13 @@ class ReviewEngine(FakeEngine):
         return AcceptOutcome(lane_id, "accepted", f"accepted {lane_id} into programme at cafe000000")
 
 
-    async def review(self, lane_id: str) -> dict[str, Any]:
+    async def review(self, lane_id: str) -> ReviewVerdict:
         self.calls.append(("review", lane_id))
-        return dict(BLOCKING)
+        return ReviewVerdict.from_json(dict(BLOCKING), lane=lane_id)
 
-    async def verify(self, lane_id: str, evidence: str) -> dict[str, Any]:
+    async def verify(self, lane_id: str, evidence: str) -> Verification:
         self.calls.append(("verify", (lane_id, evidence)))
-        return {"by": "ana", "at": 1.0, "evidence": evidence, "diff_digest": "d" * 16}
+        return Verification("ana", 1.0, evidence, "d" * 16)
 
 
 GROUP = "bo-parse-1a2b3c"

@@ -160,8 +160,9 @@ async def test_recover_dialog_note_reaches_the_relaunch(engine: FakeEngine) -> N
 async def test_recover_dialog_refuses_a_relaunch_past_the_attempts_cap(engine: FakeEngine) -> None:
     real_inspect = engine.inspect
 
-    async def capped(lane_id: str) -> Findings:
-        findings = await real_inspect(lane_id)
+    async def capped(lane_id: str, *, stop_leftovers: bool = True) -> Findings:
+        assert not stop_leftovers, "the dashboard looks first; the lead may still cancel"
+        findings = await real_inspect(lane_id, stop_leftovers=stop_leftovers)
         findings.relaunch_refused = ("stuck-a1 is attempt 3 of 3 ([lanes] attempts)", "take it over: …")
         return findings
 

@@ -61,8 +61,8 @@ def _quiet_engine(repo: Path, clock: StepClock, **kwargs: Any) -> Engine:
     """No timer of the engine's comes due: what a tick does is only what the files ask for."""
     engine = Engine(repo, clock=clock, full_scan_s=QUIET, idle_reconcile_s=QUIET, reconcile_every_s=QUIET,
                     **kwargs)
-    engine.radar_every_s = QUIET
-    engine.plan_tick_s = QUIET
+    engine.radar.every_s = QUIET
+    engine.plans.tick_s = QUIET
     return engine
 
 
@@ -141,14 +141,14 @@ async def test_an_idle_tick_touches_no_lane_file(repo: Path) -> None:
         await ticker.tick()  # the conflict radar's first look (it is stale until it has looked once)
         # The followed lane's first watch lease is asked for in the background; it reads the lane's
         # record and control file (and is refused: no supervisor). It is renewed only every RENEW_S.
-        await engine.stop_leases()
-        assert engine.leases_asked == 1
-        scans = engine.lane_scans
+        await engine.leases.stop()
+        assert engine.leases.asked == 1
+        scans = engine.scanner.lane_scans
         with file_access(store.paths.lanes) as seen:
             for _ in range(5):
                 assert await ticker.tick() == []
-        assert engine.lane_scans == scans  # no lane scanned
-        assert engine.leases_asked == 1  # and no lease asked for again within RENEW_S
+        assert engine.scanner.lane_scans == scans  # no lane scanned
+        assert engine.leases.asked == 1  # and no lease asked for again within RENEW_S
         assert seen == [f"stat {store.paths.lanes / 'idle-07-a1' / 'output.log'}"] * 5  # one stat a tick
 
 
@@ -158,13 +158,13 @@ async def test_a_record_change_is_seen_at_the_next_tick_and_only_that_lane_is_sc
     clock = StepClock()
     engine = _quiet_engine(repo, clock)
     async with Ticker(engine, clock) as ticker:
-        assert engine._lane_watch is not None and engine._lane_watch.active
+        assert engine.schedule.lane_watch is not None and engine.schedule.lane_watch.active
         await ticker.tick()
-        scans = engine.lane_scans
+        scans = engine.scanner.lane_scans
         store.transition(records[3], "rejected", "the lead said no")
         changed = [e for e in await ticker.tick() if isinstance(e, LaneChanged)]
         assert [(e.lane_id, e.status.state, e.previous_state) for e in changed] == [("rec-3-a1", "rejected", "ready")]
-        assert engine.lane_scans == scans + 1
+        assert engine.scanner.lane_scans == scans + 1
         # A lane that appears after start gets its folder watched, and is seen again when it changes.
         late = _record(store, "late-a1")
         assert [e.lane_id for e in await ticker.tick() if isinstance(e, LaneChanged)] == ["late-a1"]
@@ -184,12 +184,12 @@ async def test_without_inotify_every_tick_polls_every_lane_and_still_sees_change
     clock = StepClock()
     engine = _quiet_engine(repo, clock, use_inotify=False)
     async with Ticker(engine, clock) as ticker:
-        assert engine._lane_watch is None
-        scans = engine.lane_scans
+        assert engine.schedule.lane_watch is None
+        scans = engine.scanner.lane_scans
         store.transition(records[1], "rejected", "no")
         changed = [e for e in await ticker.tick() if isinstance(e, LaneChanged)]
         assert [(e.lane_id, e.status.state) for e in changed] == [("poll-1-a1", "rejected")]
-        assert engine.lane_scans == scans + 4
+        assert engine.scanner.lane_scans == scans + 4
 
 
 async def test_the_slow_full_scan_catches_a_change_no_event_announced(repo: Path) -> None:
@@ -199,13 +199,13 @@ async def test_the_slow_full_scan_catches_a_change_no_event_announced(repo: Path
     engine = _quiet_engine(repo, clock)
     async with Ticker(engine, clock) as ticker:
         await ticker.tick()
-        assert engine._lane_watch is not None
+        assert engine.schedule.lane_watch is not None
         record = store.lane_paths("sneaky-a1").record
         data = json.loads(record.read_text())
         data["state"] = "rejected"
-        engine._lane_watch.close()  # as if the event were lost (the engine still trusts the watch)
+        engine.schedule.lane_watch.close()  # as if the event were lost (the engine still trusts the watch)
         record.write_text(json.dumps(data))
-        engine.full_scan_s = 1.0
+        engine.schedule.full_scan_s = 1.0
         changed = []
         for _ in range(8):  # 0.25 s a tick: the full scan is due within four
             changed += [e for e in await ticker.tick() if isinstance(e, LaneChanged)]
@@ -305,7 +305,7 @@ async def _lane_goes_lost_when_its_supervisor_is_killed(repo: Path, *, use_pidfd
         await engine.run_lane(LaunchRequest(prompt="say up\nsleep 600\n", slug="victim"))
         output = lane_dir / "output.log"
         await asyncio.to_thread(wait_for, lambda: output.exists() and "up" in output.read_text())
-        await asyncio.to_thread(wait_for, lambda: "victim-a1" in engine._liveness.tracked)
+        await asyncio.to_thread(wait_for, lambda: "victim-a1" in engine.schedule.liveness.tracked)
         supervisor = json.loads((lane_dir / "supervisor.json").read_text())["pid"]
         os.kill(supervisor, signal.SIGKILL)
         await asyncio.wait_for(lost.wait(), 30)

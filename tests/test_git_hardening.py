@@ -230,7 +230,7 @@ async def test_the_dashboard_hears_the_git_watch_and_the_bar_names_it(repo: Path
 
     record(repo, ["main"])
     engine = Engine(repo, poll_s=0.02)
-    engine.git_watch_s = 0.0
+    engine.git_watch.every_s = 0.0
     seen: list[GitWatchChanged] = []
 
     async def heard(count: int) -> None:

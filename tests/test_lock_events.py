@@ -106,7 +106,7 @@ def test_a_locked_run_is_two_events_and_no_write_to_lane_json(store: LaneStore) 
 def test_a_wait_shows_in_the_lane_status_until_the_slot_comes_free(store: LaneStore,
                                                                    other_holds_the_slot: slots.Slot) -> None:
     engine = Engine(store.paths.repo)
-    engine._scan(True)  # what the dashboard knows before the agent runs its suite
+    engine.scanner.scan(True)  # what the dashboard knows before the agent runs its suite
     proc = start_lock(store, "--", sys.executable, "-c", "pass")
     try:
         wait_for(lambda: any(e["type"] == "lock-wait" for e in lock_events(store)))
@@ -115,7 +115,7 @@ def test_a_wait_shows_in_the_lane_status_until_the_slot_comes_free(store: LaneSt
         assert [(h["lane"], h["command"]) for h in wait["holders"]] == [("other-a1", "make test")]
         assert re.fullmatch(WAIT_RE, now_status(store).lock_wait or ""), now_status(store)
         # lane.json did not change, yet the live engine re-reads the lane on a lock event.
-        changed = [e for e in engine._scan(False) if isinstance(e, LaneChanged)]
+        changed = [e for e in engine.scanner.scan(False) if isinstance(e, LaneChanged)]
         assert [re.fullmatch(WAIT_RE, e.status.lock_wait or "") is not None for e in changed] == [True]
         other_holds_the_slot.release()
         assert proc.wait(timeout=60) == 0
@@ -124,7 +124,7 @@ def test_a_wait_shows_in_the_lane_status_until_the_slot_comes_free(store: LaneSt
     assert [e["type"] for e in lock_events(store)] == ["lock-wait", "lock-acquired", "lock-released"]
     status = now_status(store)
     assert (status.lock_wait, status.locks) == (None, 1)
-    changed = [e for e in engine._scan(False) if isinstance(e, LaneChanged)]
+    changed = [e for e in engine.scanner.scan(False) if isinstance(e, LaneChanged)]
     assert [(e.status.lock_wait, e.status.locks) for e in changed] == [(None, 1)]
 
 

@@ -150,12 +150,12 @@ def test_a_ticket_waits_for_a_lane_that_owns_its_files(plan_repo: Path, tmp_path
         async with Engine(repo) as engine:
             await wait_async(lambda: {s.id: s.state for s in engine.plan_statuses()} == {"s": "waiting",
                                                                                        "n": "waiting"})
-            engine.plan_tick_s = 3600.0  # no background tick for now: the key alone starts s
+            engine.plans.tick_s = 3600.0  # no background tick for now: the key alone starts s
             assert await engine.advance_plans() == []  # nothing can start yet
             accepted = await asyncio.to_thread(cli, repo, "accept", "hold-a1")
             assert accepted.returncode == 0, accepted.stderr
             assert await engine.advance_plans() == ["s-a1"]  # the Plan pane's key: at once
-            engine.plan_tick_s = 0.5
+            engine.plans.tick_s = 0.5
             abandoned = await asyncio.to_thread(cli, repo, "abandon", "keep-a1")
             assert abandoned.returncode == 0, abandoned.stderr
             await wait_async(lambda: lane_exists(repo, "n-a1"))  # the engine's own tick

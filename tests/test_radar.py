@@ -148,12 +148,12 @@ async def test_the_dashboard_engine_marks_conflicts_and_follows_a_fix(programme:
     repo = programme
     ca, cb = ready_lanes(repo, {"ea": "write README.md title from lane A\n", "eb": "write README.md title B\n"})
     engine = Engine(repo, poll_s=0.05)
-    engine.radar_every_s = 0.1
+    engine.radar.every_s = 0.1
     await engine.start()
     try:
         by_id = {s.id: s for s in engine.lanes()}
         assert {(c["kind"], c["lane"]) for c in by_id[ca].conflicts} == {("merge", cb), ("overlap", cb)}
-        assert engine.radar().merge_conflict(cb, ca) == ("README.md",)
+        assert engine.radar.report.merge_conflict(cb, ca) == ("README.md",)
         # The lane's worktree changes: the same title as lane A merges cleanly; the shared file stays.
         # The radar judges the work frozen at a check (`git.frozen_work`): the fix counts once checked.
         worktree = Path(by_id[cb].worktree)
@@ -231,18 +231,18 @@ def test_the_engine_asks_git_again_only_for_lanes_whose_files_moved(programme: P
     for record in store.all():  # as if their agents still ran (a running lane's supervisor watches its files)
         store.write(replace(record, state="running"))
     engine = Engine(repo)
-    watch = engine._radar_watch
+    watch = engine.radar
 
     def look() -> int:
         watch.stale = True
-        engine.radar_refresh()
+        engine.radar.refresh()
         return watch.radar.quiet_reused
 
     assert look() == 0  # the first look asks git about every lane
     assert look() == 2  # nothing touched: both keep their side
-    engine.radar_touched(two)  # a sample of `two` saw files change
+    engine.radar.touch(two)  # a sample of `two` saw files change
     assert look() == 3 and watch.touched == set()  # only `one` was quiet
-    engine.radar_full_every_s = 0.0
+    engine.radar.full_every_s = 0.0
     assert look() == 3  # a full look: git is asked about every lane again
 
 
@@ -256,8 +256,8 @@ def test_a_steady_radar_asks_git_nothing_until_a_branch_or_a_worktree_moves(
     for record in store.all():  # as if their agents still ran
         store.write(replace(record, state="running"))
     engine = Engine(repo)
-    engine.radar_every_s = 0.0  # every call is a look (the watch tick calls it every 5 s)
-    watch = engine._radar_watch
+    engine.radar.every_s = 0.0  # every call is a look (the watch tick calls it every 5 s)
+    watch = engine.radar
     scans: list[int] = []
     real_scan = watch.radar.scan
 
@@ -268,7 +268,7 @@ def test_a_steady_radar_asks_git_nothing_until_a_branch_or_a_worktree_moves(
     monkeypatch.setattr(watch.radar, "scan", counting_scan)
 
     def look() -> int:
-        engine.radar_refresh()
+        engine.radar.refresh()
         return len(scans)
 
     assert look() == 1  # the first look asks git
@@ -286,7 +286,7 @@ def test_a_steady_radar_asks_git_nothing_until_a_branch_or_a_worktree_moves(
     git(worktree, "add", "b.txt")
     git(worktree, "commit", "-q", "-m", "b from one")
     assert look() == 3
-    assert [(c.kind, c.lane, c.files) for c in engine.radar().of(one)] == [("overlap", two, ("b.txt",))]
+    assert [(c.kind, c.lane, c.files) for c in engine.radar.report.of(one)] == [("overlap", two, ("b.txt",))]
     assert look() == 3
     # The refs are packed; then lane two's worktree switches branch.
     git(repo, "pack-refs", "--all")
@@ -295,11 +295,11 @@ def test_a_steady_radar_asks_git_nothing_until_a_branch_or_a_worktree_moves(
     assert look() == 5
     assert look() == 5
     # A lane's supervisor saw files change; a lane's state moved; a full look: each asks again.
-    engine.radar_touched(one)
+    engine.radar.touch(one)
     assert look() == 6
     store.write(replace(store.read(one), state="waiting"))
     assert look() == 7
-    engine.radar_full_every_s = 0.0
+    engine.radar.full_every_s = 0.0
     assert look() == 8 and look() == 9
     assert watch.skipped == 4
 

@@ -25,7 +25,8 @@ from lanes_tui.engine.lanes import inotify
 from lanes_tui.engine.lanes.agent_run import LineFramer
 from lanes_tui.engine.lanes.inotify import TreeWatcher
 from lanes_tui.engine.lanes.watch_skip import RAISE_LIMIT, lane_tree_watcher
-from lanes_tui.engine.live.engine import Engine, _Watched
+from lanes_tui.engine.live.engine import Engine
+from lanes_tui.engine.live.watch import Watched
 from tests.conftest import git
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux") or inotify.load_libc() is None,
@@ -222,15 +223,15 @@ def _two_chunk_output(repo: Path) -> tuple[Engine, Path]:
 
 def test_the_output_follower_keeps_a_split_character_for_the_next_read(repo: Path) -> None:
     engine, output = _two_chunk_output(repo)
-    watched = _Watched()
+    watched = Watched()
     events: list[Any] = []
     with open(output, "ab") as handle:
         handle.write(b"total: " + EURO[:2])
         handle.flush()
-        engine._scan_output("multi-a1", watched, False, events)
+        engine.scanner.scan_output("multi-a1", watched, False, events)
         handle.write(EURO[2:] + b"12\n")
         handle.flush()
-        engine._scan_output("multi-a1", watched, False, events)
+        engine.scanner.scan_output("multi-a1", watched, False, events)
     assert "".join(e.text for e in events) == "total: €12\n"
     assert "\ufffd" not in "".join(e.text for e in events)
     # The byte offsets cover exactly each event's text, so the dashboard can splice them.
@@ -255,12 +256,12 @@ async def test_the_output_pane_receives_the_character_whole(repo: Path) -> None:
     text, end = await engine.output_tail_at("multi-a1")
     assert (text, end) == ("start ", 6)  # the tail stops before the unfinished character
     bridge.shown("multi-a1", end)
-    watched = _Watched(output_offset=output.stat().st_size)
+    watched = Watched(output_offset=output.stat().st_size)
     watched.text.feed(EURO[:1])  # the follower already read the first byte, like the live engine
     with open(output, "ab") as handle:
         handle.write(EURO[1:] + b" end\n")
     events: list[Any] = []
-    engine._scan_output("multi-a1", watched, False, events)
+    engine.scanner.scan_output("multi-a1", watched, False, events)
     for event in events:
         bridge.fold(event)
     bridge.flush()

@@ -90,7 +90,7 @@ async def test_recheck_of_a_ray_lane_runs_its_gates_on_the_node(repo: Path, fake
     ray_config(repo)
     make_record(repo, "retry-a1", state="lost")
     packet = await recheck(repo, load_config(repo), "retry-a1")
-    assert packet["gates_status"] == "passed"
+    assert packet.gates_status == "passed"
     assert ("run_gates", "retry-a1") in _runner(repo).calls
     assert LaneStore(StatePaths(repo)).read("retry-a1").state == "ready"  # synced from the node
 

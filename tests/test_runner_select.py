@@ -40,7 +40,7 @@ def test_the_default_config_runs_lanes_here(repo: Path) -> None:
     assert config.runner.kind == "local"
     assert isinstance(make_runner(repo, config), LocalRunner)
     engine = Engine(repo)
-    assert isinstance(engine.runner, LocalRunner) and engine.remote is None
+    assert isinstance(engine.runner, LocalRunner) and engine.remote_tick.remote is None
 
 
 def test_a_ray_config_uses_the_registered_runner_once_per_process(repo: Path, fake_ray: type[FakeRemote]) -> None:
@@ -173,7 +173,7 @@ async def test_the_engine_syncs_in_the_background_and_emits_the_changes(repo: Pa
     ray_config(repo)
     make_record(repo, "cloud-a1")
     engine = Engine(repo, poll_s=0.02, reconcile_every_s=0.05, use_inotify=False)
-    engine.remote_sync_s = 0.05
+    engine.remote_tick.sync_s = 0.05
     runner = engine.runner
     assert isinstance(runner, FakeRemote)
     gate = asyncio.Event()
@@ -204,10 +204,10 @@ async def test_the_engine_syncs_in_the_background_and_emits_the_changes(repo: Pa
         gate.set()
         await asyncio.wait_for(collector, 10)
         for _ in range(500):  # the scan may see the mirror's change before the tick counts the sync
-            if engine.syncs >= 1:
+            if engine.remote_tick.syncs >= 1:
                 break
             await asyncio.sleep(0.01)
-        assert engine.syncs >= 1
+        assert engine.remote_tick.syncs >= 1
     finally:
         await engine.aclose()
     assert seen[-1] == "unreachable"
@@ -219,7 +219,7 @@ async def test_a_failing_sync_is_said_once_and_the_engine_goes_on(repo: Path, fa
 
     ray_config(repo)
     engine = Engine(repo, poll_s=0.02, use_inotify=False)
-    engine.remote_sync_s = 0.02
+    engine.remote_tick.sync_s = 0.02
 
     async def broken() -> list[str]:
         raise LanesError("the cluster at auto does not answer")
@@ -235,12 +235,12 @@ async def test_a_failing_sync_is_said_once_and_the_engine_goes_on(repo: Path, fa
 
         task = asyncio.create_task(follow())
         end = time.monotonic() + 5
-        while engine.syncs < 4 and time.monotonic() < end:
+        while engine.remote_tick.syncs < 4 and time.monotonic() < end:
             await asyncio.sleep(0.02)
         task.cancel()
     finally:
         await engine.aclose()
-    assert engine.syncs >= 4
+    assert engine.remote_tick.syncs >= 4
     assert notices == ["the remote lanes were not synced: the cluster at auto does not answer"]
 
 
@@ -255,14 +255,14 @@ async def test_the_dashboards_commands_reach_a_ray_lane_through_its_runner(repo:
     assert isinstance(runner, FakeRemote)
     assert await engine.send("dash-a1", "hello node") == {"ack": True, "via": "ray"}
     packet = await engine.check("dash-a1")  # the gates run on the node; the mirror is synced after
-    assert packet["gates_status"] == "passed" and ("run_gates", "dash-a1") in runner.calls
+    assert packet.gates_status == "passed" and ("run_gates", "dash-a1") in runner.calls
     assert LaneStore(StatePaths(repo)).read("dash-a1").state == "ready"
     make_record(repo, "old-a1")
     record = LaneStore(StatePaths(repo)).read("old-a1")
     record.runner, record.node = "local", None  # started here before the lead switched to the cluster
     LaneStore(StatePaths(repo)).write(record)
-    assert isinstance(await engine.runner_of("old-a1"), Local)
-    assert await engine.runner_of("dash-a1") is runner
+    assert isinstance(await engine.remote_tick.runner_of("old-a1"), Local)
+    assert await engine.remote_tick.runner_of("dash-a1") is runner
 
 
 async def test_a_plan_ticket_under_a_ray_config_starts_through_the_runner(repo: Path,

@@ -36,11 +36,11 @@ async def test_the_followed_lane_is_leased_every_renewal_and_others_are_not(repo
         return LeasingRunner()
 
     engine = Engine(repo, clock=FakeClock(), use_inotify=False, use_pidfd=False)
-    monkeypatch.setattr(engine, "runner_of", runner_of)
+    monkeypatch.setattr(engine.leases, "runner_of", runner_of)
 
     async def tick(now: float) -> None:
-        engine.lease_soon(now)
-        await engine.stop_leases()  # the batch under way, to its end
+        engine.leases.soon(now)
+        await engine.leases.stop()  # the batch under way, to its end
 
     await tick(0.0)
     assert asked == [], "the engine streams every lane (no dashboard): nobody is watched, no lease"
@@ -58,16 +58,16 @@ async def test_the_followed_lane_is_leased_every_renewal_and_others_are_not(repo
     assert asked[3:] == [("gone-a1", LEASE_S)]
     engine.follow_output(None)
     await tick(200.0)
-    assert len(asked) == 4 and engine._leased == {}
-    engine._output_lanes = {"broken-a1", "one-a1"}  # a failure of one lane's request is logged, not raised
+    assert len(asked) == 4 and engine.leases.leased == {}
+    engine.output_lanes = {"broken-a1", "one-a1"}  # a failure of one lane's request is logged, not raised
     await tick(300.0)
-    assert asked[4:] == [("one-a1", LEASE_S)] and engine.leases_asked == 6
+    assert asked[4:] == [("one-a1", LEASE_S)] and engine.leases.asked == 6
     engine.follow_output(None)
     await tick(301.0)
     engine.follow_output("one-a1")  # back on screen: leased again at once, not after a renewal period
     await tick(301.1)
     assert asked[5:] == [("one-a1", LEASE_S)]
-    assert engine.leases_asked == 7
+    assert engine.leases.asked == 7
 
 
 async def test_a_lane_on_the_dashboard_is_watched_by_its_supervisor(repo: Path) -> None:
@@ -84,6 +84,6 @@ async def test_a_lane_on_the_dashboard_is_watched_by_its_supervisor(repo: Path) 
         async with Engine(repo) as engine:
             engine.follow_output(lane)
             await asyncio.to_thread(wait_for, lambda: hello()["watched"] is True, 30)
-            assert engine.leases_asked >= 1
+            assert engine.leases.asked >= 1
     finally:
         await stop_lane(repo, lane)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import dataclasses
 import json
 import sys
@@ -13,35 +12,25 @@ from typing import Any
 from lanes_tui.app.cli.ci import add_watch_options, check_watch_options, watch
 from lanes_tui.app.cli.lanes import repo_of
 from lanes_tui.engine import (
-    Accept,
+    Decisions,
     FinishReport,
     LanesError,
-    abandon_lane,
+    Packet,
     accept_git_config,
     check_gh,
-    check_lane,
     confirm_git_watch,
     duration_text,
-    finish,
     gate_files_line,
     git_watch_warnings,
     group_members,
-    inspect_lane,
     lane_diff,
-    lane_gate_report,
     load_config,
     open_pr,
-    plan_accept,
-    plan_queue,
     programme_branch,
     push_branch,
     push_url,
     read_lane,
-    recheck,
-    relaunch,
-    run_queue,
     trusted_hooks,
-    wake_parked,
 )
 
 
@@ -119,34 +108,28 @@ def cmd_check(args: argparse.Namespace) -> int:
     repo = repo_of(args)
     if args.log:
         return _print_gate_log(repo, args.lane_id)
-    config = load_config(repo)
+    decide = Decisions(repo)
     if args.accept_git_config:  # the lead says the change is theirs: printed, so it is never silent
         for change in accept_git_config(repo, args.lane_id):
             print(f"accepted as yours: {change}")
-    if config.runner.kind != "local":  # a lane on a cluster node: its gates run there, through the runner
-        from lanes_tui.app.cli.remote import check_remote, is_remote
-
-        packet = check_remote(repo, config, args.lane_id) if is_remote(repo, args.lane_id) else \
-            asyncio.run(check_lane(repo, config, args.lane_id))
-    else:
-        packet = asyncio.run(check_lane(repo, config, args.lane_id))
-    code = 0 if packet.get("gates_status") in ("passed", "none") else 1
+    packet = decide.run(decide.check(args.lane_id))  # on a cluster node's lane: there, through the runner
+    code = 0 if packet.ok else 1
     if args.json:
-        warnings: Any = packet.get("warnings") or []
-        return _json({"id": args.lane_id, **_gates(packet), "warnings": list(warnings)}, code)
-    for gate in packet.get("gates", []):  # type: ignore[attr-defined]
-        print(f"{gate['status']:>8}  {gate['command']}  (exit {gate['exit_code']}, {gate['duration_s']}s)")
-    for warning in packet.get("warnings") or []:  # type: ignore[attr-defined]
+        return _json({"id": args.lane_id, **_gates(packet), "warnings": list(packet.warnings)}, code)
+    for gate in packet.gates:
+        print(f"{gate.status:>8}  {gate.command}  (exit {gate.exit_code}, {gate.duration_s}s)")
+    for warning in packet.warnings:
         print(f"WARNING: {warning}")
-    if left := gate_files_line(packet.get("gate_files")):
+    if left := gate_files_line(packet.gate_files):
         print(left)
-    print(f"{args.lane_id}: gates {packet.get('gates_status')}, next: {packet.get('next')}")
+    print(f"{args.lane_id}: gates {packet.gates_status}, next: {packet.next}")
     return code
 
 
 def _print_gate_log(repo: Path, lane_id: str) -> int:
     """`check ID --log`: what the Gates tab shows, as text; exit 1 when a step failed or timed out."""
-    report = lane_gate_report(repo, load_config(repo), lane_id)
+    decide = Decisions(repo)
+    report = decide.run(decide.gate_report(lane_id))
     if report.planned:
         print(f"{lane_id}: no check has run yet; a check would run:")
     for wait in report.waits:  # before the steps, as it happened: the slot, the load, or why none ran
@@ -171,11 +154,9 @@ def _json(value: object, code: int = 0) -> int:
     return code
 
 
-def _gates(packet: Any) -> dict[str, Any]:
+def _gates(packet: Packet) -> dict[str, Any]:
     """A packet's gates as `check --json` and `recover --recheck --json` show them."""
-    gates = [{key: gate.get(key) for key in ("command", "status", "exit_code", "duration_s")}
-             for gate in packet.get("gates") or []]
-    return {"gates_status": packet.get("gates_status"), "next": packet.get("next"), "gates": gates}
+    return {"gates_status": packet.gates_status, "next": packet.next, "gates": [g.to_json() for g in packet.gates]}
 
 
 def cmd_accept(args: argparse.Namespace) -> int:
@@ -184,9 +165,10 @@ def cmd_accept(args: argparse.Namespace) -> int:
     if not args.lane_id:
         raise LanesError("accept needs a lane id", "name the lane (`lanes-tui status` lists them), or use --queue")
     repo = repo_of(args)
-    config = load_config(repo)
+    decide = Decisions(repo)
     if args.dry_run:
-        plan = plan_accept(repo, config, args.lane_id, override=args.override, override_review=args.override_review)
+        plan = decide.run(decide.plan_accept(args.lane_id, override=args.override,
+                                             override_review=args.override_review))
         code = 0 if plan.ok else 2  # as the accept itself: refused before anything changed
         if args.json:
             return _json({"id": args.lane_id, "dry_run": True, "ok": plan.ok, "state": plan.state,
@@ -196,9 +178,8 @@ def cmd_accept(args: argparse.Namespace) -> int:
                           "warnings": plan.warnings, "lines": plan.describe()}, code)
         print("\n".join(plan.describe()))
         return code
-    outcome = asyncio.run(Accept(repo, config, args.lane_id).run(message=args.message, override=args.override,
-                                                                 override_review=args.override_review,
-                                                                 no_verify=args.no_verify))
+    outcome = decide.run(decide.accept(args.lane_id, message=args.message, override=args.override,
+                                       override_review=args.override_review, no_verify=args.no_verify))
     if args.json:
         return _json({"id": outcome.lane_id, "dry_run": False, "ok": outcome.state == "accepted",
                       "state": outcome.state, "message": outcome.message, "merged_sha": outcome.merged_sha,
@@ -239,9 +220,8 @@ def cmd_accept_queue(args: argparse.Namespace) -> int:
     if args.lane_id or args.override or args.message or args.no_verify is not None:
         raise LanesError("accept --queue takes no lane id, --override, --no-verify or --message",
                          "accept that lane on its own, or run the queue without them")
-    repo = repo_of(args)
-    config = load_config(repo)
-    plan = plan_queue(repo, config)
+    decide = Decisions(repo_of(args))
+    plan = decide.run(decide.plan_queue())
     order = [{"id": e.lane_id, "why": e.why, "last": e.last} for e in plan.entries]
     if args.dry_run or not plan.entries:
         if args.json:
@@ -249,7 +229,7 @@ def cmd_accept_queue(args: argparse.Namespace) -> int:
         print("\n".join(plan.describe()))
         return 0
     show = None if args.json else (lambda step: print(step.line(), flush=True))
-    report = asyncio.run(run_queue(repo, config, plan=plan, on_step=show))
+    report = decide.run(decide.accept_queue(plan, on_step=show))
     code = 0 if report.ok else 1
     if args.json:
         return _json({"dry_run": False, "order": order, "ok": report.ok,
@@ -259,8 +239,8 @@ def cmd_accept_queue(args: argparse.Namespace) -> int:
 
 
 def cmd_abandon(args: argparse.Namespace) -> int:
-    repo = repo_of(args)
-    removed = asyncio.run(abandon_lane(repo, load_config(repo), args.lane_id, force=args.force))
+    decide = Decisions(repo_of(args))
+    removed = decide.run(decide.abandon(args.lane_id, force=args.force))
     if args.json:
         return _json({"id": args.lane_id, "removed": list(removed)})
     print(f"abandoned {args.lane_id}: " + ("; ".join(removed) if removed else "nothing left to remove"))
@@ -268,34 +248,33 @@ def cmd_abandon(args: argparse.Namespace) -> int:
 
 
 def cmd_recover(args: argparse.Namespace) -> int:
-    repo = repo_of(args)
-    config = load_config(repo)
+    decide = Decisions(repo_of(args))
     if args.recheck:
-        packet = asyncio.run(recheck(repo, config, args.lane_id))
-        code = 0 if packet.get("gates_status") in ("passed", "none") else 1
+        packet = decide.run(decide.recheck(args.lane_id))
+        code = 0 if packet.ok else 1
         if args.json:
             return _json({"id": args.lane_id, "action": "recheck", **_gates(packet)}, code)
-        print(f"{args.lane_id}: gates {packet.get('gates_status')}, next: {packet.get('next')}")
+        print(f"{args.lane_id}: gates {packet.gates_status}, next: {packet.next}")
         return code
     if args.fresh and not args.relaunch:
         raise LanesError("--fresh goes with --relaunch", "`lanes-tui recover ID --relaunch --fresh`")
     if (args.note is not None or args.note_file is not None) and not args.relaunch:
         raise LanesError("--note and --note-file go with --relaunch", "`lanes-tui recover ID --relaunch --note TEXT`")
     if args.relaunch:
-        record = asyncio.run(relaunch(repo, config, args.lane_id, fresh=args.fresh, note=args.note,
-                                      note_file=args.note_file))
+        record = decide.run(decide.relaunch(args.lane_id, fresh=args.fresh, note=args.note,
+                                            note_file=args.note_file))
         if args.json:
             return _json({"id": args.lane_id, "action": "relaunch", "new_id": record.id,
                           "worktree": str(record.worktree), "note": record.lead_note})
         print(f"relaunched {args.lane_id} as {record.id} in {record.worktree}")
         print(record.id)
         return 0
-    if wake_parked(repo, args.lane_id):
+    if decide.run(decide.wake(args.lane_id)):
         if args.json:
             return _json({"id": args.lane_id, "action": "wake"})
         print(f"{args.lane_id} was parked; its provider starts again now")
         return 0
-    findings = asyncio.run(inspect_lane(repo, config, args.lane_id))
+    findings = decide.run(decide.inspect(args.lane_id))
     if args.json:
         return _json({"id": args.lane_id, "action": "inspect", "findings": dataclasses.asdict(findings),
                       "lines": findings.describe()})
@@ -322,7 +301,8 @@ def cmd_finish(args: argparse.Namespace) -> int:
     if watched:
         for line in confirm_git_watch(repo):
             print(f"confirmed: {line}")
-    report = finish(repo, config)
+    decide = Decisions(repo, config)
+    report = decide.run(decide.finish())
     held = "--no-push given" if args.no_push else report.push_held(push_anyway=args.push_anyway)
     where = None if held or branch in config.lanes.protected_branches else push_url(repo, branch)
     if where is not None and not args.json:

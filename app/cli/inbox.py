@@ -294,11 +294,10 @@ def _recoverable(inbox_root: Path, lane: str) -> bool:
 
 def _relaunch_with_answer(repo: Path, lane: str) -> int:
     """The orphaned lane's next attempt; recover puts the lead's answers into its prompt."""
-    import asyncio
+    from lanes_tui.engine import Decisions
 
-    from lanes_tui.engine import load_config, relaunch
-
-    record = asyncio.run(relaunch(repo, load_config(repo), lane))
+    decide = Decisions(repo)
+    record = decide.run(decide.relaunch(lane))
     print(f"relaunched {lane} as {record.id} with the answer in its prompt")
     print(record.id)
     return 0

@@ -90,19 +90,6 @@ def send_remote(repo: Path, config: Config, lane_id: str, text: str) -> dict[str
     return with_engine(repo, config, lambda engine: engine.runner.send(lane_id, text))
 
 
-def check_remote(repo: Path, config: Config, lane_id: str) -> dict[str, object]:
-    """`check` of a remote lane: its gates run on its node (`Runner.run_gates`); the mirror is synced
-    after, so `status` and `accept` read the packet and state the node wrote."""
-    _require_remote_runner(config, lane_id)
-
-    async def check(engine: Engine) -> dict[str, object]:
-        packet = await engine.runner.run_gates(lane_id)
-        await engine.sync_now()
-        return packet
-
-    return with_engine(repo, config, check)
-
-
 def peek_remote(repo: Path, config: Config, lane_id: str, lines: int, *, readable: bool = False,
                 width: int = 0) -> list[str]:
     """The last `lines` lines of a remote lane's output, read through its runner: from a little before

@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 
 from lanes_tui.app.cli.lanes import repo_of
-from lanes_tui.engine import describe_review, load_config, review_by_lead, verify_lane
+from lanes_tui.engine import Decisions, describe_review
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -33,17 +32,17 @@ EXIT_FOR = {"CLEAN": 0, "BLOCKING": 1, "MISSING": 3}
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    repo = repo_of(args)
-    detail = asyncio.run(review_by_lead(repo, load_config(repo), args.lane_id))
-    print("\n".join(describe_review(detail, shown=len(detail["findings"]))))
-    if detail["verdict"] == "MISSING" and detail.get("tail"):
-        print("the reviewer's last lines:", *(f"  {line}" for line in str(detail["tail"]).splitlines()),
+    decide = Decisions(repo_of(args))
+    detail = decide.run(decide.review(args.lane_id))
+    print("\n".join(describe_review(detail.to_json(), shown=len(detail.findings))))
+    if detail.verdict == "MISSING" and detail.tail:
+        print("the reviewer's last lines:", *(f"  {line}" for line in detail.tail.splitlines()),
               sep="\n", file=sys.stderr)
-    return EXIT_FOR.get(str(detail["verdict"]), 3)
+    return EXIT_FOR.get(detail.verdict, 3)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    repo = repo_of(args)
-    done = verify_lane(repo, load_config(repo), args.lane_id, args.evidence)
-    print(f"{args.lane_id}: verified by {done['by']} at the diff {str(done['diff_digest'])[:19]}…")
+    decide = Decisions(repo_of(args))
+    done = decide.run(decide.verify(args.lane_id, args.evidence))
+    print(f"{args.lane_id}: verified by {done.by} at the diff {done.diff_digest[:19]}…")
     return 0

@@ -168,7 +168,7 @@ class DecisionFlows(Screen[None]):
         if await self._guard(lambda: engine.wake(lane)):  # a parked lane: its supervisor resumes it now
             self.app.notify(f"{lane} was parked; its provider starts again now", title="Resumed")
             return
-        findings = await self._guard(lambda: engine.inspect(lane))
+        findings = await self._guard(lambda: engine.inspect(lane, stop_leftovers=False))  # the lead may cancel
         if findings is None:
             return
         refused = findings.relaunch_refused  # the task used its [lanes] attempts: the dialog says so on l
@@ -179,9 +179,10 @@ class DecisionFlows(Screen[None]):
         if choice.action == "recheck":
             packet = await self._guard(lambda: engine.recheck(lane))
             if packet is not None:
-                self.app.notify(f"{lane}: gates {packet.get('gates_status')}", title="Re-checked")
+                self.app.notify(f"{lane}: gates {packet.gates_status}", title="Re-checked")
         elif choice.action == "relaunch":
-            note = choice.note or None  # the lead's own findings, quoted in the next attempt's prompt
+            # the lead's own findings, quoted in the next attempt's prompt (blank: none)
+            note = choice.note if choice.note and choice.note.strip() else None
             record = await self._guard(lambda: engine.relaunch(lane, note=note))
             if record is not None:
                 self.app.notify(f"{lane} relaunched as {record.id}", title="Relaunched")
@@ -253,9 +254,8 @@ class DecisionFlows(Screen[None]):
         self.app.notify(f"running the gates of {lane}…")
         packet = await self._guard(lambda: self.lanes_app.engine.check(lane))
         if packet is not None:
-            ok = packet.get("gates_status") in ("passed", "none")
-            self.app.notify(f"{lane}: gates {packet.get('gates_status')}", title="Gates",
-                            severity="information" if ok else "error")
+            self.app.notify(f"{lane}: gates {packet.gates_status}", title="Gates",
+                            severity="information" if packet.ok else "error")
 
     @work(group="review")  # not a "decision": a review runs for minutes, and `a` or `x` must not cancel it
     async def action_review(self) -> None:
@@ -265,11 +265,10 @@ class DecisionFlows(Screen[None]):
         self.app.notify(f"reviewing {lane}…")
         detail = await self._guard(lambda: self.lanes_app.engine.review(lane))
         if detail is not None:
-            verdict = str(detail.get("verdict"))
-            findings = len(detail.get("findings") or [])
-            self.app.notify(f"{lane}: review {verdict} by {detail.get('reviewer') or 'nobody'}"
+            verdict, findings = detail.verdict, len(detail.findings)
+            self.app.notify(f"{lane}: review {verdict} by {detail.reviewer or 'nobody'}"
                             + (f", {findings} finding{'' if findings == 1 else 's'}" if findings else "")
-                            + (f" ({detail.get('reason')})" if verdict == "MISSING" else ""), title="Review",
+                            + (f" ({detail.reason})" if verdict == "MISSING" else ""), title="Review",
                             severity="information" if verdict == "CLEAN" else "warning" if verdict == "MISSING"
                             else "error")
 
@@ -286,7 +285,7 @@ class DecisionFlows(Screen[None]):
             return
         done = await self._guard(lambda: self.lanes_app.engine.verify(lane, evidence))
         if done is not None:
-            self.app.notify(f"{lane}: verified by {done.get('by')}: {evidence}", title="Verified")
+            self.app.notify(f"{lane}: verified by {done.by}: {evidence}", title="Verified")
 
     def action_conflicts(self) -> None:
         """The conflict radar's pairs, from the statuses the engine filled (`LaneStatus.conflicts`)."""

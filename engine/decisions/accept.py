@@ -23,7 +23,7 @@ from lanes_tui.engine.core.atomic import write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.debug import crash_point  # `LANES_TUI_CRASH_AT=merge:before`: a test's kill -9
 from lanes_tui.engine.core.errors import LanesError
-from lanes_tui.engine.decisions.accept_journal import mark_stuck, read_journal
+from lanes_tui.engine.decisions.accept_journal import AcceptJournal, mark_stuck, raw_journal, read_journal
 from lanes_tui.engine.decisions.accept_plan import AcceptPlan, NothingToMerge, plan_accept
 from lanes_tui.engine.decisions.accept_remote import discard_after_accept, fetch_lane, finish_remote, resolve_remote
 from lanes_tui.engine.decisions.check import gate_lane
@@ -67,14 +67,14 @@ class Accept:
         self.journal_path = self.lane.accept_journal
 
     def journal(self, step: str, **data: Any) -> dict[str, Any]:
-        current = self.read_journal() or {}
+        current = raw_journal(self.lane) or {}  # the next step's fields on top of what the last wrote
         current.update(data, step=step, lane=self.lane_id, t=self.clock.time())
         write_json_atomic(self.journal_path, current)
         self.store.event(self.lane_id, "accept-step", step=step)
         crash_point(f"{step}:before")
         return current
 
-    def read_journal(self) -> dict[str, Any] | None:
+    def read_journal(self) -> AcceptJournal | None:
         return read_journal(self.lane)
 
     def location(self) -> LaneLocation:
@@ -197,17 +197,18 @@ class Accept:
         packet = read_packet(self.lane) or {}
         packet["accepted_sha"] = merged_sha
         packet["accepted_at"] = self.clock.time()
-        no_verify = (self.read_journal() or {}).get("no_verify")
+        journal = self.read_journal()
+        no_verify = journal.no_verify if journal is not None else None
         if no_verify:  # the lead skipped the repository's hooks: their reason stays with the accept
             packet["no_verify"] = no_verify
         if override:
             packet["override"] = override
-            outside = (self.read_journal() or {}).get("outside_scope")
+            outside = list(journal.outside_scope) if journal is not None else None
             if outside:
                 packet["override_outside_scope"] = outside
         if override_review:  # the lead accepted over a BLOCKING or stale review: the reason and what it lifted
             packet["override_review"] = {"reason": override_review,
-                                         "refusals": (self.read_journal() or {}).get("review_refusals", [])}
+                                         "refusals": list(journal.review_refusals) if journal is not None else []}
         write_packet(self.lane, packet)
         self.store.transition(record, "accepted", f"merged into {record.target_branch} at {merged_sha[:10]}",
                               sha=merged_sha, **({"override": override} if override else {}),
@@ -246,42 +247,43 @@ def finish_interrupted_accepts(repo: Path, config: Config) -> list[str]:
     done = []
     for lane_id in paths.lane_ids():
         accept = Accept(repo, config, lane_id)
-        journal = accept.read_journal()
-        if journal is None:
+        raw = raw_journal(accept.lane)
+        if raw is None:
             continue
         try:
+            journal = AcceptJournal.from_json(raw, where=str(accept.journal_path))
             done.append(f"{lane_id}: {_resolve(accept, journal)}")
         except Exception as exc:  # any failure: this journal waits for the lead, the others go on
             log.info("interrupted accept of %s cannot be finished: %s", lane_id, exc)
-            mark_stuck(accept.lane, journal, exc)  # `status` and `doctor` show it (`stuck_accepts`)
+            mark_stuck(accept.lane, raw, exc)  # `status` and `doctor` show it (`stuck_accepts`)
     return done
 
 
-def _resolve(accept: Accept, journal: dict[str, Any]) -> str:
+def _resolve(accept: Accept, journal: AcceptJournal) -> str:
     store, lane_id = accept.store, accept.lane_id
     record = store.read(lane_id)
     if record.runner != "local":  # no worktree here: finished or rolled back from git alone
         return resolve_remote(accept, journal)
     location = accept.location()  # refuses (the journal stays, marked stuck) when lane.json disagrees
-    target = str(journal.get("target", record.target_branch))
+    target = journal.target if journal.target is not None else record.target_branch
     proc = run_git(accept.repo, "rev-parse", "--verify", "--quiet", f"refs/heads/{target}", check=False)
     if proc.returncode != 0:
         raise LanesError(f"the target branch {target!r} of the interrupted accept does not exist any more",
                          f"recreate it at the commit it had (`git branch {target} SHA`, see `git reflog`)")
     target_sha = os.fsdecode(proc.stdout).strip()
     worktree = location.worktree
-    merged = journal.get("merged_sha") or journal.get("lane_head")
-    if journal.get("step") in ("merge", "cleanup") and merged and is_ancestor(accept.repo, str(merged), target_sha):
-        accept._cleanup(str(merged), journal.get("override"), journal.get("override_review"))
+    merged = journal.merged
+    if journal.step in ("merge", "cleanup") and merged and is_ancestor(accept.repo, merged, target_sha):
+        accept._cleanup(merged, journal.override, journal.override_review)
         return "the merge had happened: accept finished"
     if git_witness(location) is not None and worktree.is_dir():  # only git's own worktree of the lane is reset
         if (worktree / ".git").exists() and rebase_in_progress(worktree):
             run_git(worktree, "rebase", "--abort", check=False)
-        before = journal.get("lane_head")
-        if journal.get("step") == "rebase" and before and git_out(worktree, "rev-parse", "HEAD") != before:
-            run_git(worktree, "reset", "-q", "--hard", str(before))
-            record.base_sha = str(journal.get("base_sha_before", record.base_sha))
-    state_before = str(journal.get("state_before", "ready"))
+        before = journal.lane_head
+        if journal.step == "rebase" and before and git_out(worktree, "rev-parse", "HEAD") != before:
+            run_git(worktree, "reset", "-q", "--hard", before)
+            record.base_sha = journal.base_sha_before if journal.base_sha_before is not None else record.base_sha
+    state_before = journal.state_before if journal.state_before is not None else "ready"
     store.transition(record, state_before, "an interrupted accept was rolled back; nothing was merged")
     accept.journal_path.unlink()
     return f"rolled back to {state_before}"

@@ -364,8 +364,12 @@ def _check_journal(plan: AcceptPlan, lane: LanePaths) -> None:
     """A journal left by an interrupted accept of this lane is resolved first (by reconcile)."""
     if not lane.accept_journal.exists():
         return
-    stuck = (read_journal(lane) or {}).get("stuck")
-    if isinstance(stuck, dict):
+    try:
+        journal = read_journal(lane)
+        stuck = journal.stuck if journal is not None else None
+    except LanesError as exc:  # a field of the wrong shape: as stuck as a journal reconcile gave up on
+        stuck = {"what": exc.what, "fix": exc.fix or ""}
+    if stuck is not None:
         plan.refusals.append(f"an interrupted accept of this lane cannot be finished: {stuck.get('what')} — "
                              f"{stuck.get('fix')}; then `lanes-tui status` finishes it")
     else:

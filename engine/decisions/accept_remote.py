@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
+from lanes_tui.engine.decisions.accept_journal import AcceptJournal
 from lanes_tui.engine.decisions.accept_plan import AcceptPlan
 from lanes_tui.engine.decisions.packet import read_packet, write_packet
 from lanes_tui.engine.git.checkouts import is_ancestor, target_commit
@@ -50,7 +51,7 @@ class AcceptSteps(Protocol):
 
     def journal(self, step: str, **data: Any) -> dict[str, Any]: ...
 
-    def read_journal(self) -> dict[str, Any] | None: ...
+    def read_journal(self) -> AcceptJournal | None: ...
 
 
 async def fetch_lane(accept: AcceptSteps, runner: RemoteRunner, plan: AcceptPlan, override: str | None,
@@ -127,12 +128,13 @@ def finish_remote(accept: AcceptSteps, merged_sha: str, override: str | None, ov
     packet["accepted_at"] = accept.clock.time()
     if override:
         packet["override"] = override
-        outside = (accept.read_journal() or {}).get("outside_scope")
+        journal = accept.read_journal()
+        outside = list(journal.outside_scope) if journal is not None else None
         if outside:
             packet["override_outside_scope"] = outside
     if override_review:
         packet["override_review"] = {"reason": override_review,
-                                     "refusals": (accept.read_journal() or {}).get("review_refusals", [])}
+                                     "refusals": list(journal.review_refusals) if journal is not None else []}
     write_packet(accept.lane, packet)
     _drop_fetched_branch(accept.repo, lane_id, merged_sha)
     store.transition(record, "accepted", f"merged into {record.target_branch} at {merged_sha[:10]}",
@@ -149,25 +151,25 @@ def _drop_fetched_branch(repo: Path, lane_id: str, merged_sha: str) -> None:
 
 
 def _roll_back(accept: AcceptSteps, reason: str) -> None:
-    journal = accept.read_journal() or {}
+    journal = accept.read_journal()
     record = accept.store.read(accept.lane_id)
-    state_before = str(journal.get("state_before", record.state))
+    state_before = journal.state_before if journal is not None and journal.state_before is not None else record.state
     with contextlib.suppress(FileNotFoundError):
         accept.journal_path.unlink()
     if record.state != state_before:
         accept.store.transition(record, state_before, reason)
 
 
-def resolve_remote(accept: AcceptSteps, journal: dict[str, Any]) -> str:
+def resolve_remote(accept: AcceptSteps, journal: AcceptJournal) -> str:
     """Finish (the target holds the commit) or roll back an interrupted accept of a remote lane."""
-    target = str(journal.get("target", ""))
+    target = journal.target or ""
     target_sha = target_commit(accept.repo, target) if target else ""
     if not target_sha:
         raise LanesError(f"the target branch {target!r} of the interrupted accept does not exist any more",
                          f"recreate it at the commit it had (`git branch {target} SHA`, see `git reflog`)")
-    merged = journal.get("merged_sha") or journal.get("lane_head")
-    if journal.get("step") in ("merge", "cleanup") and merged and is_ancestor(accept.repo, str(merged), target_sha):
-        finish_remote(accept, str(merged), journal.get("override"), journal.get("override_review"))
+    merged = journal.merged
+    if journal.step in ("merge", "cleanup") and merged and is_ancestor(accept.repo, merged, target_sha):
+        finish_remote(accept, merged, journal.override, journal.override_review)
         return "the merge had happened: accept finished"
     _roll_back(accept, "an interrupted accept was rolled back; nothing was merged")
-    return f"rolled back to {journal.get('state_before', 'ready')}"
+    return f"rolled back to {journal.state_before if journal.state_before is not None else 'ready'}"

@@ -14,6 +14,7 @@ from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.schema import SCHEMA_KEY, NewerSchema, check_schema, stamped
 from lanes_tui.engine.decisions.gates.run import GateResult, summarise
+from lanes_tui.engine.decisions.results import Packet
 from lanes_tui.engine.decisions.scope import outside_scope
 from lanes_tui.engine.git import worktrees
 from lanes_tui.engine.git.frozen_work import FrozenWork, gate_files
@@ -123,6 +124,13 @@ def read_packet(lane: LanePaths) -> dict[str, Any] | None:
         if item is not None and isinstance(value, list) and not all(isinstance(v, item) for v in value):
             return None
     return data
+
+
+def load_packet(lane: LanePaths) -> Packet | None:
+    """The lane's packet, parsed once into its typed form (`decisions.results.Packet`); None as for
+    `read_packet` (none, or not one readers can use)."""
+    data = read_packet(lane)
+    return None if data is None else Packet.from_json(data, lane=lane.dir.name)
 
 
 def write_packet(lane: LanePaths, packet: dict[str, Any]) -> None:

@@ -15,19 +15,16 @@ queue goes on: no accept can ever take it, and the lanes after it do not depend 
 outcome that is not an accept stops the queue (refused, rebase conflict, gates failed), with its
 reason; the lanes after it are left as they are, ready.
 
-`QueueCommands` is the `Engine`'s side: the radar it keeps for the dashboard (looked at again only
-when due or when a lane's state moved; `git.radar` caches the rest), and the two commands.
+The command line and the dashboard run it through `decisions.api.Decisions` (`plan_queue`,
+`accept_queue`); the dashboard's radar, whose trial merges the queue reuses, is `live.radar_watch`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -37,19 +34,13 @@ from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.accept import Accept
 from lanes_tui.engine.decisions.accept_plan import NothingToMerge
-from lanes_tui.engine.decisions.commands import _offload
-from lanes_tui.engine.git.radar import Radar, RadarReport, radar_report, with_conflicts
-from lanes_tui.engine.git.ref_stamp import Stamp, ref_stamp
+from lanes_tui.engine.git.radar import Radar, RadarReport, radar_report
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
-from lanes_tui.engine.state.record_cache import RecordCache
-from lanes_tui.engine.state.status import LaneStatus
 from lanes_tui.engine.state.store import LaneStore
 
-__all__ = ["QueueCommands", "QueueEntry", "QueuePlan", "QueueReport", "QueueStep", "frozen_blockers",
+__all__ = ["QueueEntry", "QueuePlan", "QueueReport", "QueueStep", "frozen_blockers",
            "order_lanes", "plan_queue", "run_queue"]
-
-log = logging.getLogger(__name__)
 
 #: A plan name → {ticket id: the ticket ids blocking it}, or None when that plan cannot be read.
 PlanBlockers = Callable[[str], Mapping[str, Sequence[str]] | None]
@@ -282,116 +273,6 @@ async def run_queue(repo: Path, config: Config, *, plan: QueuePlan | None = None
         if on_step is not None:
             on_step(step)
     return QueueReport(tuple(steps))
-
-
-# the Engine's side -----------------------------------------------------------------------------------
-class _RadarWatch:
-    """The dashboard's radar: the newest report, when it was taken, and what may have made it stale."""
-
-    def __init__(self, repo: Path, store: LaneStore) -> None:
-        self.radar = Radar(repo)
-        self.records = RecordCache(store)  # twenty records are not re-read every look when none moved
-        self.report = RadarReport()
-        self.at = float("-inf")
-        self.stale = True
-        self.states: dict[str, str] = {}
-        #: Lanes whose worktree may have changed since the last look (a sample saw files change, or
-        #: the record moved); the others are quiet and keep their side (`Radar.scan`).
-        self.touched: set[str] = set()
-        #: When every lane was last looked at with git, quiet or not.
-        self.full_at = float("-inf")
-        #: The branches' and worktrees' stamp at the last look that asked git (`git.ref_stamp`).
-        self.stamp: Stamp | None = None
-        #: Looks that asked git nothing: every lane quiet and the stamp unchanged (the tests read it).
-        self.skipped = 0
-
-
-class QueueCommands:
-    """Mixed into `Engine`: needs `repo`, `config`, `clock`, `store` and `_after_command()`.
-
-    The engine's scan calls `radar_refresh()` (in its worker thread) before it reads the lanes, and
-    `with_conflicts()` on each status it builds; `radar_every_s` bounds how often git is asked.
-    """
-
-    repo: Path
-    config: Config
-    clock: Clock
-    store: LaneStore
-    #: Seconds between two looks at the lanes' worktrees (sooner when a lane's state moved).
-    radar_every_s: float = 5.0
-    #: Seconds between two looks that ask git about every lane, quiet ones too: what a supervisor's
-    #: file watcher missed (its inotify limit reached, a change it cannot see) is found by then.
-    radar_full_every_s: float = 60.0
-
-    async def _after_command(self) -> None:
-        raise NotImplementedError
-
-    @cached_property
-    def _radar_watch(self) -> _RadarWatch:
-        return _RadarWatch(self.repo, self.store)
-
-    def radar(self) -> RadarReport:
-        """The newest conflict radar report the dashboard has."""
-        return self._radar_watch.report
-
-    def radar_refresh(self) -> set[str]:
-        """Look again if due; the lanes whose findings changed (their rows must be read again)."""
-        watch = self._radar_watch
-        now = self.clock.monotonic()
-        if not watch.stale and now - watch.at < self.radar_every_s:
-            return set()
-        asked = watch.stale
-        watch.at, watch.stale = now, False
-        full = now - watch.full_at >= self.radar_full_every_s
-        records = watch.records.all(fresh=full)
-        quiet: set[str] = set()
-        if not full:
-            quiet = {r.id for r in records if watch.states.get(r.id) == r.state} - watch.touched
-        else:
-            watch.full_at = now
-        states_before, watch.states = watch.states, {r.id: r.state for r in records}
-        # Steady: the same lanes in the same states, no supervisor saw files change, and no ready lane
-        # (a ready lane's files are looked at on every look: nothing watches them any more).
-        steady = states_before == watch.states and not watch.touched and all(r.state != "ready" for r in records)
-        watch.touched.clear()
-        stamp = ref_stamp(self.repo)  # taken before git is asked: a change after it shows next time
-        if not asked and not full and steady and stamp is not None and stamp == watch.stamp:
-            watch.skipped += 1  # and no branch or worktree moved: git would say what it said last time
-            return set()
-        watch.stamp = stamp
-        try:
-            report = watch.radar.scan(records, quiet)
-        except (LanesError, OSError) as exc:
-            log.info("the conflict radar could not look: %s", exc)
-            watch.stamp = None
-            return set()
-        before, watch.report = watch.report, report
-        if report is before:
-            return set()
-        return {lane for lane in set(before.conflicts) | set(report.conflicts) if before.of(lane) != report.of(lane)}
-
-    def radar_touched(self, lane_id: str) -> None:
-        """The lane's worktree may have changed: the next look asks git about it again."""
-        self._radar_watch.touched.add(lane_id)
-
-    def with_conflicts(self, status: LaneStatus) -> LaneStatus:
-        """The status with the radar's findings; a lane whose state moved makes the radar look again."""
-        watch = self._radar_watch
-        if watch.states.get(status.id) != status.state:
-            watch.stale = True
-        return with_conflicts(status, watch.report)
-
-    async def plan_queue(self) -> QueuePlan:
-        return await asyncio.to_thread(plan_queue, self.repo, self.config, radar=self._radar_watch.radar)
-
-    async def accept_queue(self, plan: QueuePlan | None = None) -> QueueReport:
-        """Accept `plan` (the one the lead confirmed), or the order as it is now."""
-        try:
-            return await _offload(lambda: run_queue(self.repo, self.config, plan=plan,
-                                                    radar=self._radar_watch.radar))
-        finally:
-            self._radar_watch.stale = True
-            await self._after_command()
 
 
 def _tag(record: LaneRecord, name: str) -> str:

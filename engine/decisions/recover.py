@@ -39,6 +39,7 @@ from lanes_tui.engine.decisions.check import check_lane
 from lanes_tui.engine.decisions.lead_note import EVENT_NOTE_CHARS, check_note, read_note_file
 from lanes_tui.engine.decisions.packet import read_packet
 from lanes_tui.engine.decisions.reconcile import reconcile_lane
+from lanes_tui.engine.decisions.results import Packet
 from lanes_tui.engine.decisions.review.prompt import describe_review, review_detail, review_prompt_block
 from lanes_tui.engine.decisions.runners import remote_runner
 from lanes_tui.engine.git.lane_paths import git_witness, locate_lane
@@ -247,15 +248,16 @@ def _location_problems(repo: Path, config: Config, lane_id: str, record: LaneRec
     return []
 
 
-async def recheck(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None) -> dict[str, Any]:
+async def recheck(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None) -> Packet:
+    """`recover --recheck`: the findings, then the gates where the worktree is; the new packet, typed."""
     await inspect_lane(repo, config, lane_id, clock=clock)
     record = LaneStore(StatePaths(repo), clock).read(lane_id)
     if record.runner != "local":  # the worktree is on the node: the gates run there
         runner = remote_runner(repo, config, record)
         packet = await runner.run_gates(lane_id)
         await runner.sync()  # the node's packet and state reach the mirror before the lead reads them
-        return dict(packet)
-    return dict(await check_lane(repo, config, lane_id, clock=clock))
+        return Packet.from_json(packet, lane=lane_id)
+    return Packet.from_json(await check_lane(repo, config, lane_id, clock=clock), lane=lane_id)
 
 
 async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None,

@@ -10,6 +10,13 @@ lane and reconcile runs every `reconcile_every_s`, as before; a slow full scan b
 The runner is the one `[runner] kind` names (`decisions.runners.make_runner`); a remote one (Ray) keeps a
 mirror of its lanes that the tick refreshes in the background (`remote_tick`). The lane whose output
 is followed holds a watch lease, so its supervisor reads it at the live pace (`watch_lease`).
+
+The Engine is composed of parts, each built here with what it needs and nothing else: the scan
+(`watch.LaneScanner`), the conflict radar (`radar_watch`), the plans' ticks (`plans.ticker`), the
+remote mirror (`remote_tick`), the watch leases (`watch_lease`) and the git watch (`git_watch_tick`);
+`emit` is how a part's event reaches the subscribers. The decisions are `decisions.api.Decisions`,
+the same methods the command line calls, each offloaded to a worker thread's loop
+(`decisions.commands.offloaded`) and followed by a rescan.
 """
 
 from __future__ import annotations
@@ -27,10 +34,11 @@ from lanes_tui.engine.core.debug import fail_point
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.limits import read_tail
 from lanes_tui.engine.core.utf8 import decode_span
-from lanes_tui.engine.decisions.commands import DecisionCommands
-from lanes_tui.engine.decisions.queue import QueueCommands
+from lanes_tui.engine.decisions.api import Decisions
+from lanes_tui.engine.decisions.commands import offloaded
 from lanes_tui.engine.decisions.ranking import GroupRanks
-from lanes_tui.engine.decisions.reconcile import SUPERVISED_STATES, reconcile
+from lanes_tui.engine.decisions.reconcile import reconcile
+from lanes_tui.engine.decisions.results import Packet
 from lanes_tui.engine.decisions.runners import shared_runner
 from lanes_tui.engine.git.views import lane_commits, lane_diff, worktree_row
 from lanes_tui.engine.inbox.store import InboxStore
@@ -39,18 +47,17 @@ from lanes_tui.engine.lanes.inotify import TreeWatcher
 from lanes_tui.engine.lanes.launcher import LaunchRequest
 from lanes_tui.engine.lanes.runner import Runner
 from lanes_tui.engine.live.git_watch_tick import GitWatchTick
-from lanes_tui.engine.live.lane_inotify import LaneWatch
-from lanes_tui.engine.live.liveness import SupervisorLiveness
 from lanes_tui.engine.live.machine import machine_meters
+from lanes_tui.engine.live.radar_watch import RadarWatch
 from lanes_tui.engine.live.remote_tick import RemoteTick
-from lanes_tui.engine.live.watch import LaneScanner, Watched
+from lanes_tui.engine.live.schedule import WatchSchedule
+from lanes_tui.engine.live.watch import LaneScanner
 from lanes_tui.engine.live.watch_lease import WatchLeases
+from lanes_tui.engine.plans.model import TicketStatus
 from lanes_tui.engine.plans.ticker import PlanTicker
 from lanes_tui.engine.state.events import (
     EngineEvent,
     EngineNotice,
-    LaneChanged,
-    LaneRemoved,
     QuestionsChanged,
 )
 from lanes_tui.engine.state.model import LaneRecord
@@ -61,17 +68,7 @@ from lanes_tui.engine.state.store import LaneStore
 log = logging.getLogger(__name__)
 
 
-#: The old name of `watch.Watched`: tests build one to drive `_scan_output` directly.
-_Watched = Watched
-
-#: Seconds between two liveness checks of the supervisors followed without a pidfd (one /proc read each).
-LIVENESS_POLL_S = 1.0
-
-#: Files whose change can mean a supervisor started, ended or was replaced.
-_LIVENESS_FILES = frozenset({"lane.json", "supervisor.json", "receipt.json"})
-
-
-class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTick, WatchLeases, GitWatchTick):
+class Engine:
     """`poll_s`: the tick; `reconcile_every_s`: reconcile's timer when polling; `idle_reconcile_s`:
     its timer when inotify and pidfds say when it is needed; `full_scan_s`: how often every lane is
     scanned anyway with inotify on (a writer that keeps a file open and rewrites it is seen then);
@@ -96,23 +93,20 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
         # when the config names it.
         self.runner: Runner = runner or shared_runner(repo, self.config)
         self.poll_s = poll_s
-        self.reconcile_every_s = reconcile_every_s
-        self.idle_reconcile_s = idle_reconcile_s
-        self.full_scan_s = full_scan_s
-        self.output_chunk = output_chunk
-        self._init_scanner()
-        self._init_leases()
-        self._ranks = GroupRanks(repo)  # best-of groups' ranks, kept while their records stay the same
+        # the parts: each gets what it uses (best-of ranks are kept while their records stay the same)
+        self.radar = RadarWatch(repo, self.store, self.clock)
+        self.scanner = LaneScanner(self.paths, self.store, self.radar, GroupRanks(repo), output_chunk)
+        self.plans = PlanTicker(repo, self.config, self._emit)
+        self.remote_tick = RemoteTick(repo, self.config, self.store, self.runner, self._emit)
+        self.leases = WatchLeases(self.remote_tick.runner_of, lambda: self.scanner.output_lanes)
+        self.git_watch = GitWatchTick(repo, self._emit)
+        self.schedule = WatchSchedule(self.paths, self.store, reconcile_every_s=reconcile_every_s,
+                                      idle_reconcile_s=idle_reconcile_s, full_scan_s=full_scan_s,
+                                      use_inotify=use_inotify, use_pidfd=use_pidfd)
+        self._decisions = Decisions(repo, self.config, clock=self.clock, radar=self.radar.radar)
         self._scan_lock = asyncio.Lock()
         self._subscribers: list[asyncio.Queue[EngineEvent | None]] = []
         self._task: asyncio.Task[None] | None = None
-        self._last_reconcile = 0.0
-        self._last_full_scan = 0.0
-        self._last_liveness_poll = 0.0
-        self._use_inotify = use_inotify
-        self._lane_watch: LaneWatch | None = None
-        self._liveness = SupervisorLiveness(repo, self._supervisor_ended, use_pidfd=use_pidfd)
-        self._reconcile_wanted = False
         self._closed = False
         #: Watch ticks done; tests wait on it instead of on wall-clock time.
         self.ticks = 0
@@ -123,9 +117,7 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
         fail_point("engine:start")  # tests: how the dashboard ends when it fails (test_dashboard_exit)
         self.paths.ensure()
         await asyncio.to_thread(reconcile, self.repo, self.clock)
-        self._last_reconcile = self._last_full_scan = self.clock.monotonic()
-        watch = LaneWatch(self.paths.lanes, use_inotify=self._use_inotify)
-        self._lane_watch = watch if watch.start() else None  # before the first scan: nothing falls between
+        self.schedule.start(self.clock.monotonic())
         await self._scan_and_emit(initial=True)
         await self._scan_inbox()
         self._watch_inbox()
@@ -134,10 +126,8 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
     async def aclose(self) -> None:
         """Stop watching. Lanes keep running: they belong to their supervisors, not to us."""
         self._closed = True
-        await self.stop_plan_ticks()
-        await self.stop_remote()
-        await self.stop_leases()
-        await self.stop_git_watch()
+        for part in (self.plans, self.remote_tick, self.leases, self.git_watch):
+            await part.stop()
         if self._inbox_watcher is not None:
             with contextlib.suppress(ValueError, OSError):
                 asyncio.get_running_loop().remove_reader(self._inbox_watcher.fileno())
@@ -153,10 +143,7 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
-        self._liveness.close()
-        if self._lane_watch is not None:
-            self._lane_watch.close()
-            self._lane_watch = None
+        self.schedule.close()
         for queue in self._subscribers:
             queue.put_nowait(None)
 
@@ -188,7 +175,7 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
     # queries ---------------------------------------------------------------------------------
     def lanes(self) -> list[LaneStatus]:
         """The newest status of every lane the engine knows, oldest first."""
-        known = [w.status for w in self._watched.values() if w.status is not None]
+        known = [w.status for w in self.scanner.watched.values() if w.status is not None]
         return sorted(known, key=lambda s: (s.created, s.id))
 
     def questions(self) -> list[QuestionView]:
@@ -207,6 +194,27 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
         text, _head, tail = decode_span(data)  # `end` stops before a character still being written
         return text, end - tail
 
+    @property
+    def output_lanes(self) -> set[str] | None:
+        """Lanes whose new output is streamed (`watch.LaneScanner.output_lanes`); None: every lane's."""
+        return self.scanner.output_lanes
+
+    @output_lanes.setter
+    def output_lanes(self, lanes: set[str] | None) -> None:
+        self.scanner.output_lanes = lanes
+
+    def follow_output(self, lane_id: str | None, from_offset: int | None = None) -> bool:
+        """Stream this lane's output only (`watch.LaneScanner.follow_output`), before loading its tail."""
+        return self.scanner.follow_output(lane_id, from_offset)
+
+    def plan_statuses(self) -> list[TicketStatus]:
+        """Every open plan's tickets, as of the last tick (the Plan pane)."""
+        return self.plans.statuses()
+
+    async def advance_plans(self) -> list[str]:
+        """Tick every open plan now (the Plan pane's key); the lanes started."""
+        return await self.plans.advance()
+
     # commands --------------------------------------------------------------------------------
     async def run_lane(self, request: LaunchRequest) -> LaneRecord:
         record = await self.runner.start(request)
@@ -218,20 +226,54 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
         record = await asyncio.to_thread(self.store.read, lane_id)
         if record.state in ("accepted", "abandoned"):
             raise LanesError(f"lane {lane_id} is {record.state}; nothing runs there")
-        stopped = await (await self.runner_of(lane_id)).stop(lane_id)
+        stopped = await (await self.remote_tick.runner_of(lane_id)).stop(lane_id)
         if record.runner != "local":
-            await self.sync_now()  # the node's end of the lane reaches the mirror now, not at the next tick
+            await self.remote_tick.sync_now()  # the node's end of the lane reaches the mirror now, not at the next tick
         await asyncio.to_thread(reconcile, self.repo, self.clock)
         await self._scan_and_emit()
         return stopped
 
-    async def check(self, lane_id: str) -> dict[str, object]:
-        """Run the lane's gates where its worktree is: here, or on its cluster node (`runner_of`)."""
-        remote = await self.gates_remote(lane_id)
+    async def send(self, lane_id: str, text: str) -> dict[str, Any]:
+        """A message for the lane's agent, wherever it runs (`lanes-tui send` from the dashboard)."""
+        return await self.remote_tick.send(lane_id, text)
+
+    # decisions: `decisions.api.Decisions`, offloaded; those that change something rescan after
+    @property
+    def decisions(self) -> Decisions:
+        return self._decisions
+
+    plan_accept = offloaded(Decisions.plan_accept, refresh=False)
+    accept = offloaded(Decisions.accept)
+    plan_queue = offloaded(Decisions.plan_queue, refresh=False)
+    accept_queue = offloaded(Decisions.accept_queue)
+    plan_abandon = offloaded(Decisions.plan_abandon, refresh=False)
+    abandon = offloaded(Decisions.abandon)
+    gate_report = offloaded(Decisions.gate_report, refresh=False)
+    review = offloaded(Decisions.review)
+    verify = offloaded(Decisions.verify)
+    wake = offloaded(Decisions.wake, refresh=False)
+    inspect = offloaded(Decisions.inspect)
+    recheck = offloaded(Decisions.recheck)
+    relaunch = offloaded(Decisions.relaunch)
+    finish = offloaded(Decisions.finish)
+    answer = offloaded(Decisions.answer)
+    allow_always = offloaded(Decisions.allow_always)
+    _check_here = offloaded(Decisions.check)
+
+    async def check(self, lane_id: str) -> Packet:
+        """`Decisions.check`; a cluster lane's gates run on its node through the engine's own runner,
+        on this loop (its connection lives here), and the mirror is synced before the rescan."""
+        remote = await self.remote_tick.gates_remote(lane_id)
         if remote is None:
-            return await super().check(lane_id)
+            return await self._check_here(lane_id)
+        await self.after_decision("check")
+        return Packet.from_json(remote, lane=lane_id)
+
+    async def after_decision(self, name: str) -> None:
+        """After a decision: what it changed is read now, not at the next tick."""
+        if name == "accept_queue":
+            self.radar.stale = True
         await self._after_command()
-        return remote
 
     async def _after_command(self) -> None:
         await asyncio.to_thread(reconcile, self.repo, self.clock)
@@ -317,88 +359,24 @@ class Engine(LaneScanner, DecisionCommands, QueueCommands, PlanTicker, RemoteTic
     async def _tick(self) -> None:
         """One tick: reconcile if a supervisor can have died, then scan what changed (or all)."""
         now = self.clock.monotonic()
-        only, recheck = self._changed_lanes(now)
-        if self._reconcile_due(now):
-            self._last_reconcile, self._reconcile_wanted = now, False
+        synced = self.remote_tick.synced_lanes()  # a remote mirror's sync (`remote_tick`)
+        only, recheck = self.schedule.changed_lanes(now, synced, self.scanner.followed(), self.scanner.output_grew)
+        if self.schedule.reconcile_due(now):
             await asyncio.to_thread(reconcile, self.repo, self.clock)
-        self.tick_plans_soon(now)  # open plans advance while the dashboard is open (`plans.ticker`)
-        self.sync_soon(now)  # a remote runner's mirror, refreshed in the background (`remote_tick`)
-        self.lease_soon(now)  # the lane on screen is read at the live pace (`watch_lease`)
-        self.git_watch_soon(now)  # targets and remotes (`git_watch_tick`)
-        if only is None or only or self._radar_due(now):
+        self.plans.soon(now)  # open plans advance while the dashboard is open (`plans.ticker`)
+        self.remote_tick.sync_soon(now)  # a remote runner's mirror, refreshed in the background
+        self.leases.soon(now)  # the lane on screen is read at the live pace (`watch_lease`)
+        self.git_watch.soon(now)  # targets and remotes (`git_watch_tick`)
+        if only is None or only or self.radar.due(now):
             await self._scan_and_emit(only=only, recheck=recheck)
         if self._inbox_watcher is None:
             await self._scan_inbox()
-
-    def _changed_lanes(self, now: float) -> tuple[set[str] | None, set[str]]:
-        """The lanes to scan (None: all) and those whose supervisor must be looked up again."""
-        if now - self._last_liveness_poll >= LIVENESS_POLL_S:
-            self._last_liveness_poll = now
-            if self._liveness.poll_dead():  # only where pidfds are unavailable
-                self._reconcile_wanted = True
-            if self._liveness.poll_stopped():  # a SIGSTOPped supervisor: unreachable, its deadline kept
-                self._reconcile_wanted = True
-        synced = self.synced_lanes()  # the mirror's files changed too: inotify may not have said so yet
-        if self._lane_watch is None:
-            return None, synced
-        changes = self._lane_watch.drain()
-        followed = self._followed()
-        only: set[str] = set()
-        recheck: set[str] = set()
-        for lane_id, names in changes.lanes.items():
-            if names & _LIVENESS_FILES:
-                recheck.add(lane_id)
-            if names - {"output.log"} or lane_id in followed:
-                only.add(lane_id)
-        only |= self._output_grew()
-        only |= synced
-        recheck |= synced
-        if changes.rescan or now - self._last_full_scan >= self.full_scan_s:
-            self._last_full_scan = now
-            return None, recheck
-        return only, recheck
-
-    def _reconcile_due(self, now: float) -> bool:
-        period = self.reconcile_every_s if self._lane_watch is None else self.idle_reconcile_s
-        return self._reconcile_wanted or now - self._last_reconcile >= period
-
-    def _radar_due(self, now: float) -> bool:
-        radar = self._radar_watch
-        return radar.stale or now - radar.at >= self.radar_every_s
 
     async def _scan_and_emit(self, initial: bool = False, only: set[str] | None = None,
                              recheck: set[str] | None = None) -> None:
         """Stat and read in a worker thread; queue the events on the loop thread (queues are not thread-safe)."""
         async with self._scan_lock:  # the watch loop and a command may both ask; one scan at a time
-            events = await asyncio.to_thread(self._scan, initial, only)
+            events = await asyncio.to_thread(self.scanner.scan, initial, only)
             for event in events:
                 self._emit(event)
-            self._follow_supervisors(events, recheck or set())
-
-    def _follow_supervisors(self, events: list[EngineEvent], recheck: set[str]) -> None:
-        """Keep a pidfd on the supervisor of each lane in a supervised state; a lane in such a state
-        whose supervisor is not alive now is what reconcile settles, so it is asked for."""
-        for event in events:
-            if isinstance(event, LaneRemoved):
-                self._liveness.untrack(event.lane_id)
-            elif isinstance(event, LaneChanged):
-                recheck.add(event.lane_id)
-        for lane_id in recheck:
-            watched = self._watched.get(lane_id)
-            status = watched.status if watched is not None else None
-            if status is None or status.state not in SUPERVISED_STATES:
-                self._liveness.untrack(lane_id)
-            elif not self._liveness.track(lane_id) and self._supervised_here(lane_id):
-                self._reconcile_wanted = True
-
-    def _supervised_here(self, lane_id: str) -> bool:
-        """Is the lane's supervisor on this machine? A remote lane has none here: reconcile leaves it
-        alone, so asking for one would only cost a reconcile every time its mirror changes."""
-        try:
-            return self.store.read(lane_id).runner == "local"
-        except LanesError:
-            return True  # a record that cannot be read: reconcile looks (and skips it)
-
-    def _supervisor_ended(self, lane_id: str) -> None:
-        log.info("the supervisor of %s ended: reconcile", lane_id)
-        self._reconcile_wanted = True
+            self.schedule.follow_supervisors(events, recheck or set(), self.scanner.watched)

@@ -1,8 +1,8 @@
 """The dashboard's side of a remote runner: the engine refreshes the mirror of the cluster's lanes.
 
-Mixed into `live.engine.Engine`. A Ray lane's record, output and samples reach the lead's disk only
+A part of `live.engine.Engine`. A Ray lane's record, output and samples reach the lead's disk only
 when the runner syncs them (`RemoteRunner.sync`), and that call crosses the network: it must never
-hold the watch loop up. So every `remote_sync_s` the tick starts one sync in the background (never
+hold the watch loop up. So every `sync_s` the tick starts one sync in the background (never
 two at once); the lanes it reports changed are scanned at the next tick like lanes whose files
 inotify named — their mirror files changed, and the watch reads them as it reads a local lane.
 A sync that fails is said once (an `EngineNotice`) and tried again at the next period: the mirror
@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,22 +34,22 @@ log = logging.getLogger(__name__)
 
 
 class RemoteTick:
-    """Mixed into `Engine`: needs `repo`, `config`, `store`, `runner` and `_emit()`."""
+    """The mirror's sync and the routing of one lane's commands; `emit` says a failed sync once."""
 
-    repo: Path
-    config: Config
-    store: LaneStore
-    runner: Runner
-    #: Seconds between two syncs of the remote lanes' mirror (a sync crosses the network).
-    remote_sync_s: float = 1.0
-    _sync_task: asyncio.Task[list[str]] | None = None
-    _last_sync: float = -math.inf
-    _sync_problem: str | None = None
-    #: Syncs done; tests wait on it instead of on wall-clock time.
-    syncs: int = 0
-
-    def _emit(self, event: EngineEvent) -> None:
-        raise NotImplementedError
+    def __init__(self, repo: Path, config: Config, store: LaneStore, runner: Runner,
+                 emit: Callable[[EngineEvent], None]) -> None:
+        self.repo = repo
+        self.config = config
+        self.store = store
+        self.runner = runner
+        self.emit = emit
+        #: Seconds between two syncs of the remote lanes' mirror (a sync crosses the network).
+        self.sync_s = 1.0
+        self._sync_task: asyncio.Task[list[str]] | None = None
+        self._last_sync = -math.inf
+        self._sync_problem: str | None = None
+        #: Syncs done; tests wait on it instead of on wall-clock time.
+        self.syncs = 0
 
     @property
     def remote(self) -> RemoteRunner | None:
@@ -58,7 +59,7 @@ class RemoteTick:
     def sync_soon(self, now: float) -> None:
         """Start a sync in the background when one is due and none runs."""
         remote = self.remote
-        if remote is None or now - self._last_sync < self.remote_sync_s:
+        if remote is None or now - self._last_sync < self.sync_s:
             return
         if self._sync_task is not None and not self._sync_task.done():
             return
@@ -80,7 +81,7 @@ class RemoteTick:
             problem = f"the remote lanes were not synced: {exc}"
             if problem != self._sync_problem:
                 log.warning("%s", problem)
-                self._emit(EngineNotice(problem, "warning"))
+                self.emit(EngineNotice(problem, "warning"))
             self._sync_problem = problem
             return set()
         self._sync_problem = None
@@ -96,7 +97,7 @@ class RemoteTick:
                 await self._sync_task
         return await remote.sync()
 
-    async def stop_remote(self) -> None:
+    async def stop(self) -> None:
         """Cancel a sync in flight when the engine closes; the remote lanes keep running."""
         task, self._sync_task = self._sync_task, None
         if task is not None and not task.done():

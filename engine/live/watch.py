@@ -1,6 +1,6 @@
 """The engine's lane scan: what changed in each lane's files, turned into events.
 
-Mixed into `live.engine.Engine`. A scan looks at a set of lanes (those inotify named, plus the lanes
+A part of `live.engine.Engine`. A scan looks at a set of lanes (those inotify named, plus the lanes
 whose output is followed) or at all of them (the first scan, the slow fallback scan, and every tick
 where inotify is unavailable). Per lane it compares the sizes and mtimes it saw last time and
 reads only what grew, in a worker thread; the events are queued on the loop thread.
@@ -17,7 +17,7 @@ import contextlib
 import json
 import logging
 import os
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.utf8 import Utf8Stream
 from lanes_tui.engine.decisions.ranking import GroupRanks, with_ranks
 from lanes_tui.engine.lanes.runner import read_output
+from lanes_tui.engine.live.radar_watch import RadarWatch
 from lanes_tui.engine.state.events import (
     EngineEvent,
     LaneChanged,
@@ -57,22 +58,22 @@ class Watched:
 
 
 class LaneScanner:
-    """Mixed into `Engine`: needs `paths`, `store`, `output_chunk`, `_ranks`, `radar_refresh`,
-    `radar_touched` and `with_conflicts` (the conflict radar of `decisions.queue`)."""
+    """What the engine last saw of every lane, and the scan that turns what changed into events.
 
-    paths: StatePaths
-    store: LaneStore
-    output_chunk: int
-    _ranks: GroupRanks
-    radar_refresh: Callable[[], set[str]]
-    radar_touched: Callable[[str], None]
-    with_conflicts: Callable[[LaneStatus], LaneStatus]
+    `radar`: the conflict radar (`live.radar_watch`), looked at before the lanes are read; `ranks`:
+    the best-of groups' ranks; `output_chunk`: the most output one read takes."""
 
-    def _init_scanner(self) -> None:
-        self._watched: dict[str, Watched] = {}
+    def __init__(self, paths: StatePaths, store: LaneStore, radar: RadarWatch, ranks: GroupRanks,
+                 output_chunk: int) -> None:
+        self.paths = paths
+        self.store = store
+        self.radar = radar
+        self.ranks = ranks
+        self.output_chunk = output_chunk
+        self.watched: dict[str, Watched] = {}
         self._output_lanes: set[str] | None = None
         self._follow_from: dict[str, int] = {}  # newly followed lane -> its output size when followed
-        #: Calls of `_scan_lane`, for tests that prove an idle tick looks at no lane.
+        #: Calls of `scan_lane`, for tests that prove an idle tick looks at no lane.
         self.lane_scans = 0
 
     # following output --------------------------------------------------------------------------
@@ -85,7 +86,7 @@ class LaneScanner:
     @output_lanes.setter
     def output_lanes(self, lanes: set[str] | None) -> None:
         old = self._output_lanes
-        for lane_id in (lanes or set()) - (old if old is not None else set(self._watched)):
+        for lane_id in (lanes or set()) - (old if old is not None else set(self.watched)):
             self._follow_from[lane_id] = _size(self.paths.lane(lane_id).output)
         self._output_lanes = None if lanes is None else set(lanes)
 
@@ -108,34 +109,34 @@ class LaneScanner:
         self._follow_from[lane_id] = from_offset
         return True
 
-    def _followed(self) -> Collection[str]:
-        return self._watched.keys() if self._output_lanes is None else self._output_lanes
+    def followed(self) -> Collection[str]:
+        return self.watched.keys() if self._output_lanes is None else self._output_lanes
 
     # scanning ------------------------------------------------------------------------------------
-    def _scan(self, initial: bool, only: set[str] | None = None) -> list[EngineEvent]:
+    def scan(self, initial: bool, only: set[str] | None = None) -> list[EngineEvent]:
         """Scan every lane (`only` None) or just these; a lane whose record is gone is removed."""
         out: list[EngineEvent] = []
-        moved = self.radar_refresh()  # the conflict radar, when due: lanes whose findings changed are re-read
+        moved = self.radar.refresh()  # the conflict radar, when due: lanes whose findings changed are re-read
         for lane_id in moved:
-            if lane_id in self._watched:
-                self._watched[lane_id].record_sig = (-1, -1)
+            if lane_id in self.watched:
+                self.watched[lane_id].record_sig = (-1, -1)
         for lane_id, size in list(self._follow_from.items()):
-            if lane_id in self._watched:
-                self._watched[lane_id].output_offset = size
-                self._watched[lane_id].text.reset()
+            if lane_id in self.watched:
+                self.watched[lane_id].output_offset = size
+                self.watched[lane_id].text.reset()
             self._follow_from.pop(lane_id, None)
         if only is None:
             present = set(self.paths.lane_ids())
-            candidates = sorted(present | set(self._watched))
+            candidates = sorted(present | set(self.watched))
         else:
-            candidates = sorted(only | (moved & set(self._watched)))
+            candidates = sorted(only | (moved & set(self.watched)))
             present = {lane_id for lane_id in candidates if self._exists(lane_id)}
         for lane_id in candidates:
             if lane_id not in present:
-                if self._watched.pop(lane_id, None) is not None:
+                if self.watched.pop(lane_id, None) is not None:
                     out.append(LaneRemoved(lane_id))
                 continue
-            self._scan_lane(lane_id, self._watched.setdefault(lane_id, Watched()), initial, out)
+            self.scan_lane(lane_id, self.watched.setdefault(lane_id, Watched()), initial, out)
         self._rank_groups(out)
         return out
 
@@ -148,11 +149,11 @@ class LaneScanner:
     def _rank_groups(self, out: list[EngineEvent]) -> None:
         """Best-of groups: a member whose rank changed gets it in the LaneChanged this scan already
         carries, or in a new one (`decisions.ranking`; nothing to do without a group)."""
-        current = [w.status for w in self._watched.values() if w.status is not None]
+        current = [w.status for w in self.watched.values() if w.status is not None]
         if not any(s.group for s in current):
             return
-        for status in with_ranks(current, self._ranks.ranks(current)):
-            watched = self._watched[status.id]
+        for status in with_ranks(current, self.ranks.ranks(current)):
+            watched = self.watched[status.id]
             if status is watched.status:
                 continue
             watched.status = status
@@ -162,11 +163,11 @@ class LaneScanner:
             else:
                 out[out.index(old)] = LaneChanged(status.id, status, old.previous_state)
 
-    def _scan_lane(self, lane_id: str, watched: Watched, initial: bool, out: list[EngineEvent]) -> None:
+    def scan_lane(self, lane_id: str, watched: Watched, initial: bool, out: list[EngineEvent]) -> None:
         self.lane_scans += 1
         lane = self.paths.lane(lane_id)
         # Output first, the record last: a subscriber sees every line before the state that ends it.
-        self._scan_output(lane_id, watched, initial, out)
+        self.scan_output(lane_id, watched, initial, out)
         size = _size(lane.samples)
         if size != watched.samples_size:
             watched.samples_size = size
@@ -176,7 +177,7 @@ class LaneScanner:
                 if sample.problems:
                     log.warning("samples.jsonl of %s: %s (dropped)", lane_id, "; ".join(sample.problems))
                 if "files" in sample.active:
-                    self.radar_touched(lane_id)  # the supervisor saw the worktree change
+                    self.radar.touch(lane_id)  # the supervisor saw the worktree change
                 if watched.status is not None:
                     watched.status = watched.status.with_sample(sample)
                 out.append(MetersSampled(lane_id, sample))
@@ -192,7 +193,7 @@ class LaneScanner:
                         watched.record_sig = (-1, -1)  # `lock` never writes lane.json: re-read the status
         sig = _sig(lane.record)
         if sig != watched.record_sig:
-            self.radar_touched(lane_id)
+            self.radar.touch(lane_id)
             watched.record_sig = sig
             try:
                 record = self.store.read(lane_id)
@@ -204,12 +205,12 @@ class LaneScanner:
                 previous, watched.state = watched.state, None
                 out.append(LaneChanged(lane_id, watched.status, previous))
                 return
-            watched.status = self.with_conflicts(lane_status(self.store, record))
+            watched.status = self.radar.with_conflicts(lane_status(self.store, record))
             previous, watched.state = watched.state, record.state
-            self._scan_output(lane_id, watched, initial, out)  # lines written before this record
+            self.scan_output(lane_id, watched, initial, out)  # lines written before this record
             out.append(LaneChanged(lane_id, watched.status, previous))
 
-    def _scan_output(self, lane_id: str, watched: Watched, initial: bool, out: list[EngineEvent]) -> None:
+    def scan_output(self, lane_id: str, watched: Watched, initial: bool, out: list[EngineEvent]) -> None:
         followed = self._output_lanes is None or lane_id in self._output_lanes
         if not followed:
             return  # nobody reads this lane's output now: it stays on disk, unread and unstatted
@@ -228,11 +229,11 @@ class LaneScanner:
             if text := watched.text.feed(data):  # offsets cover exactly the bytes of `text`
                 out.append(OutputAppended(lane_id, start + skipped - held, text, skipped, end - watched.text.pending))
 
-    def _output_grew(self) -> set[str]:
+    def output_grew(self) -> set[str]:
         """Followed lanes whose output size moved since the last read: one stat each, no read."""
         grew = set()
-        for lane_id in list(self._followed()):
-            watched = self._watched.get(lane_id)
+        for lane_id in list(self.followed()):
+            watched = self.watched.get(lane_id)
             if watched is not None and (lane_id in self._follow_from
                                         or _size(self.paths.lane(lane_id).output) != watched.output_offset):
                 grew.add(lane_id)

@@ -1,6 +1,6 @@
 """The dashboard's side of the watch lease: the lane on screen is read by its supervisor at the live pace.
 
-Mixed into `live.engine.Engine`. A supervisor reads a lane's output every `REST_S` while someone
+A part of `live.engine.Engine`. A supervisor reads a lane's output every `REST_S` while someone
 watches it and every `UNWATCHED_REST_S` otherwise (`lanes.cadence`), and only the engine knows
 which lanes are watched: the ones whose output it follows (`output_lanes`, the lane on the
 dashboard's screen). So each tick, every followed lane whose lease is older than `RENEW_S` gets a
@@ -36,35 +36,36 @@ ASK_TIMEOUT_S = 5.0
 
 
 class WatchLeases:
-    """Mixed into `Engine`: needs `runner_of` (`remote_tick`) and `watch.LaneScanner`'s `_output_lanes`
-    (None: the engine streams every lane, for a caller other than the dashboard, and takes no lease)."""
+    """`runner_of`: the runner that has a lane (`remote_tick`); `followed`: the lanes whose output the
+    engine follows (`watch.LaneScanner.output_lanes`; None: the engine streams every lane, for a caller
+    other than the dashboard, and takes no lease)."""
 
-    _output_lanes: set[str] | None
-    runner_of: Callable[[str], Awaitable[Runner]]
-
-    def _init_leases(self) -> None:
-        self._leased: dict[str, float] = {}  # lane -> when its lease was last asked for (monotonic)
+    def __init__(self, runner_of: Callable[[str], Awaitable[Runner]],
+                 followed: Callable[[], set[str] | None]) -> None:
+        self.runner_of = runner_of
+        self.followed = followed
+        self.leased: dict[str, float] = {}  # lane -> when its lease was last asked for (monotonic)
         self._lease_task: asyncio.Task[None] | None = None
         #: Leases asked for, for tests (which wait on it instead of on wall-clock time).
-        self.leases_asked = 0
+        self.asked = 0
 
-    def lease_soon(self, now: float) -> None:
+    def soon(self, now: float) -> None:
         """Start one background batch of lease requests for the followed lanes that are due."""
-        lanes = self._output_lanes or set()
-        for lane_id in set(self._leased) - lanes:
-            del self._leased[lane_id]  # no longer on screen: its lease lapses by itself
+        lanes = self.followed() or set()
+        for lane_id in set(self.leased) - lanes:
+            del self.leased[lane_id]  # no longer on screen: its lease lapses by itself
         if self._lease_task is not None and not self._lease_task.done():
             return
-        due = sorted(lane for lane in lanes if now - self._leased.get(lane, float("-inf")) >= RENEW_S)
+        due = sorted(lane for lane in lanes if now - self.leased.get(lane, float("-inf")) >= RENEW_S)
         if not due:
             return
         for lane_id in due:
-            self._leased[lane_id] = now
+            self.leased[lane_id] = now
         self._lease_task = asyncio.create_task(self._ask_leases(due), name="lanes-engine-watch-leases")
 
     async def _ask_leases(self, lanes: Collection[str]) -> None:
         for lane_id in lanes:
-            self.leases_asked += 1
+            self.asked += 1
             try:
                 runner = await self.runner_of(lane_id)
                 await asyncio.wait_for(runner.watch(lane_id, LEASE_S), ASK_TIMEOUT_S)
@@ -73,7 +74,7 @@ class WatchLeases:
             except Exception:  # a lease is an optimisation: never a reason to stop the watch loop
                 log.exception("the watch lease request for %s failed", lane_id)
 
-    async def stop_leases(self) -> None:
+    async def stop(self) -> None:
         """Wait for a batch under way (each request is bounded by `ASK_TIMEOUT_S`)."""
         task, self._lease_task = self._lease_task, None
         if task is not None:

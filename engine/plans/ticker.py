@@ -1,9 +1,9 @@
 """The dashboard's side of the plans: the `Engine` ticks every open plan and keeps their statuses.
 
-Mixed into `live.engine.Engine`. Every `plan_tick_s` its watch loop calls `tick_plans_soon`, which
+A part of `live.engine.Engine`. Every `tick_s` its watch loop calls `soon`, which
 starts one tick in the background (never two at once, and never in the way of the watch loop: a
 tick may be starting lanes). A plan whose plan supervisor runs is only looked at — the supervisor
-ticks it — unless the lead asks (`advance_plans`, the Plan pane's key). `plan_statuses()` is what
+ticks it — unless the lead asks (`advance`, the Plan pane's key). `statuses()` is what
 the Plan pane reads: the newest statuses, kept in memory, so reading them costs nothing.
 """
 
@@ -14,6 +14,7 @@ import contextlib
 import logging
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from lanes_tui.engine.config.settings import Config
@@ -28,41 +29,40 @@ log = logging.getLogger(__name__)
 
 
 class PlanTicker:
-    """Mixed into `Engine`: needs `repo`, `config` and `_emit()`."""
+    """`emit`: how a plan's failed tick reaches the engine's subscribers (once per new problem)."""
 
-    repo: Path
-    config: Config
-    #: Seconds between two plan ticks of the dashboard's engine.
-    plan_tick_s: float = 2.0
-    _plan_statuses: tuple[TicketStatus, ...] = ()
-    _plan_task: asyncio.Task[list[str]] | None = None
-    _last_plan_tick: float = -math.inf
-    _plan_problem: str | None = None
+    def __init__(self, repo: Path, config: Config, emit: Callable[[EngineEvent], None]) -> None:
+        self.repo = repo
+        self.config = config
+        self.emit = emit
+        #: Seconds between two plan ticks of the dashboard's engine.
+        self.tick_s = 2.0
+        self._plan_statuses: tuple[TicketStatus, ...] = ()
+        self._plan_task: asyncio.Task[list[str]] | None = None
+        self._last_plan_tick = -math.inf
+        self._plan_problem: str | None = None
 
-    def _emit(self, event: EngineEvent) -> None:
-        raise NotImplementedError
-
-    def plan_statuses(self) -> list[TicketStatus]:
+    def statuses(self) -> list[TicketStatus]:
         """Every open plan's tickets, as of the last tick (the Plan pane)."""
         return list(self._plan_statuses)
 
-    async def advance_plans(self) -> list[str]:
+    async def advance(self) -> list[str]:
         """Tick every open plan now, also those a plan supervisor runs; the lanes started."""
         if self._plan_task is not None and not self._plan_task.done():
             with contextlib.suppress(Exception):
                 await self._plan_task
         return await self._tick_plans(force=True)
 
-    def tick_plans_soon(self, now: float) -> None:
+    def soon(self, now: float) -> None:
         """Start a plan tick in the background when one is due and none runs."""
-        if now - self._last_plan_tick < self.plan_tick_s:
+        if now - self._last_plan_tick < self.tick_s:
             return
         if self._plan_task is not None and not self._plan_task.done():
             return
         self._last_plan_tick = now
         self._plan_task = asyncio.create_task(self._tick_plans(), name="lanes-engine-plans")
 
-    async def stop_plan_ticks(self) -> None:
+    async def stop(self) -> None:
         """Cancel a tick in progress (`aclose`); a lane it was starting still starts, in its thread."""
         task, self._plan_task = self._plan_task, None
         if task is not None and not task.done():
@@ -92,6 +92,6 @@ class PlanTicker:
             statuses.extend(decision.statuses)
         self._plan_statuses = tuple(statuses)
         if problem is not None and problem != self._plan_problem:
-            self._emit(EngineNotice(problem, "error"))  # once per new problem, not every tick
+            self.emit(EngineNotice(problem, "error"))  # once per new problem, not every tick
         self._plan_problem = problem
         return started

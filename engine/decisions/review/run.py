@@ -33,6 +33,7 @@ from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.lane_diff import lane_diff, work_digest
 from lanes_tui.engine.decisions.packet import read_packet, write_packet
+from lanes_tui.engine.decisions.results import ReviewVerdict
 from lanes_tui.engine.decisions.review.prompt import (
     detail_from_verdict,
     read_only_argv,
@@ -269,7 +270,7 @@ def _state_after(detail: dict[str, Any], gates_ok: bool, before_state: str, befo
     return "ready", f"gates passed; review MISSING: {detail['reason']}"
 
 
-async def review_by_lead(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None) -> dict[str, Any]:
+async def review_by_lead(repo: Path, config: Config, lane_id: str, *, clock: Clock | None = None) -> ReviewVerdict:
     """`lanes-tui review ID`: review (again) a lane nobody runs, under the lane's operation lock."""
     with lane_operation(StatePaths(repo), lane_id, "review"):
         store = LaneStore(StatePaths(repo), clock)
@@ -278,7 +279,7 @@ async def review_by_lead(repo: Path, config: Config, lane_id: str, *, clock: Clo
         detail = await review_lane(repo, config, store, record, by_lead=True, clock=clock)
         if detail is None:  # only when stopped while waiting for a slot
             raise LanesError(f"the review of {lane_id} was stopped before it ran")
-        return detail
+        return ReviewVerdict.from_json(detail, lane=lane_id)
 
 
 def _ensure_reviewable(record: LaneRecord) -> None:

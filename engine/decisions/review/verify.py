@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import getpass
 from pathlib import Path
-from typing import Any
 
 from lanes_tui.engine.config.settings import Config
 from lanes_tui.engine.core.clock import Clock, RealClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.lane_diff import work_digest
 from lanes_tui.engine.decisions.packet import build_packet, read_packet, write_packet
+from lanes_tui.engine.decisions.results import Verification
 from lanes_tui.engine.git import git_snapshot
 from lanes_tui.engine.git.commands import run_git
 from lanes_tui.engine.git.lane_paths import locate_lane, working_tree
@@ -45,7 +45,7 @@ def lead_name(repo: Path) -> str:
 
 
 def verify_lane(repo: Path, config: Config, lane_id: str, evidence: str, *, by: str | None = None,
-                clock: Clock | None = None) -> dict[str, Any]:
+                clock: Clock | None = None) -> Verification:
     """Record the lead's verification in the lane's packet and events; returns it."""
     text = evidence.strip()
     if not text:
@@ -72,4 +72,4 @@ def verify_lane(repo: Path, config: Config, lane_id: str, evidence: str, *, by: 
         packet["verification"] = done
         write_packet(lane, packet)
         store.event(lane_id, "verified", by=done["by"], evidence=text[:200], diff_digest=done["diff_digest"])
-        return done
+        return Verification.from_json(done)
