@@ -56,6 +56,7 @@ _EXPORTS: dict[str, str] = {
     # config
     "Config": "config.settings", "load_config": "config.settings",
     "write_default_config": "config.write", "set_config_value": "config.write",
+    "set_user_config_value": "config.write",
     "read_layers": "config.layers", "PRESETS": "config.providers", "provider_family": "config.families",
     "gemini_setup_problems": "config.gemini_setup:problems", "is_gemini": "config.gemini_setup",
     "refused_providers": "config.provider_errors",
@@ -133,7 +134,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.config.provider_errors import refused_providers
     from lanes_tui.engine.config.providers import PRESETS
     from lanes_tui.engine.config.settings import Config, load_config
-    from lanes_tui.engine.config.write import set_config_value, write_default_config
+    from lanes_tui.engine.config.write import set_config_value, set_user_config_value, write_default_config
     from lanes_tui.engine.core.ansi import strip_ansi, terminal_text
     from lanes_tui.engine.core.clock import Clock, RealClock
     from lanes_tui.engine.core.debug import report_modules_at_exit
@@ -273,7 +274,8 @@ __all__ = [  # the door's names, sorted; the same as `_EXPORTS` and the TYPE_CHE
     "readable_lines", "reconcile", "refused_providers", "relayed_create", "report_modules_at_exit",
     "repository_file", "resume_plan", "review_detail", "run_locked", "scope_problem", "scorecard_baseline",
     "scorecard_compare", "scorecard_prepare", "scorecard_record", "scorecard_tasks", "send_to_lane",
-    "set_config_value", "split_lane_id", "start_demo_lanes", "stop_lane", "stop_lanes", "strip_ansi",
+    "set_config_value", "set_user_config_value", "split_lane_id", "start_demo_lanes", "stop_lane", "stop_lanes",
+    "strip_ansi",
     "stuck_accepts", "supervisor_alive", "terminal_text", "trusted_hooks", "validate_lane_id", "validate_qid",
     "verification", "wait_for_answer", "write_ci_findings", "write_default_config",
 ]

@@ -321,3 +321,92 @@ async def test_every_action_is_in_the_command_palette(engine: FakeEngine) -> Non
         await pilot.pause(0.3)
         assert isinstance(app.screen, ConfirmModal)
     assert commands(engine) == [("plan_accept", "ready-a1")]
+
+
+async def test_every_tab_has_a_key_named_in_the_help_and_remappable(engine: FakeEngine) -> None:
+    """Issue 32: Gates, Worktrees and Plan had no key. 1–5 show the tabs in order; `[keys]` remaps them."""
+    from textual.widgets import TabbedContent
+
+    from lanes_tui.app.dashboard.keys import help_rows
+
+    engine.config = engine.config.__class__(**{**engine.config.__dict__, "keys": {"tab_plan": "L"}})
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(pilot, "busy-a1")
+        tabs = app.screen.query_one(TabbedContent)
+        shown = []
+        for key in ("3", "4", "L", "2", "1"):
+            await pilot.press(key)
+            await pilot.pause()
+            shown.append(tabs.active)
+        assert shown == ["tab-gates", "tab-worktrees", "tab-plan", "tab-diff", "tab-output"]
+        await pilot.press("5")  # remapped away
+        await pilot.pause()
+        assert tabs.active == "tab-output"
+    assert ("gates", "busy-a1") in engine.calls and ("diff", "busy-a1") in engine.calls  # each tab loaded
+    rows = dict(help_rows({"tab_plan": "L"}))
+    assert [rows[k] for k in ("1", "2", "3", "4", "L")] == [
+        "show the Output tab", "show the Diff tab (the selected lane's diff)",
+        "show the Gates tab: the selected lane's last gate run (g runs them again)",
+        "show the Worktrees tab: where each lane works, and how far it is from its target",
+        "show the Plan tab: the open plans' tickets"]
+
+
+async def test_send_refuses_a_lane_that_is_not_running_before_the_dialog(engine: FakeEngine) -> None:
+    """Issue 32: `T` on a lane that ended let the lead type, then refused; now it refuses at once, with why."""
+    from lanes_tui.widgets import ReasonModal
+
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await select(pilot, "broken-a1")
+        await pilot.press("T")
+        await pilot.pause()
+        assert not isinstance(app.screen, ReasonModal)
+        assert notes(app)[-1] == ("Send: broken-a1 is not running (rejected: rejected for a test): no agent takes "
+                                  "a line; `r` relaunches it with a note")
+        await select(pilot, "ready-a1")
+        await pilot.press("T")
+        await pilot.pause()
+        assert not isinstance(app.screen, ReasonModal) and "ready-a1 is not running (ready" in notes(app)[-1]
+        await select(pilot, "busy-a1")  # running: the dialog opens as before
+        await pilot.press("T")
+        await pilot.pause()
+        assert isinstance(app.screen, ReasonModal)
+        await pilot.press("escape")
+        await pilot.pause()
+    assert [c for c in engine.calls if c[0] == "send"] == []
+
+
+async def test_the_theme_chosen_in_the_palette_is_kept_in_the_user_config(engine: FakeEngine) -> None:
+    """Issue 32: the theme picked with "Change theme" was forgotten. It goes to the lead's own config
+    (`$XDG_CONFIG_HOME/lanes-tui/config.toml`, a tmp folder under the tests) and comes back at the next start."""
+    import os
+
+    from lanes_tui.engine import load_config
+
+    user_file = Path(os.environ["XDG_CONFIG_HOME"]) / "lanes-tui" / "config.toml"
+    app = make_app(engine)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert app.theme != "nord" and not user_file.exists()
+        app.action_change_theme()
+        await pilot.pause()
+        await pilot.press(*"nord")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.theme == "nord"
+        for _ in range(100):  # written in a worker thread
+            if user_file.exists():
+                break
+            await pilot.pause(0.05)
+    assert 'theme = "nord"' in user_file.read_text()
+    assert load_config(engine.repo).dashboard.theme == "nord"
+
+    again = FakeEngine(engine.repo, [lane("ready-a1", "ready")])
+    again.config = load_config(engine.repo)  # the real loader: the user's file under the repository's
+    app = make_app(again)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await pilot.pause()
+        assert app.theme == "nord"
+    assert user_file.read_text().count("theme") == 1  # restoring it wrote nothing

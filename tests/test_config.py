@@ -19,7 +19,12 @@ from lanes_tui.engine.config.settings import (
     load_config,
     parse_config,
 )
-from lanes_tui.engine.config.write import default_config_text, set_config_value, write_default_config
+from lanes_tui.engine.config.write import (
+    default_config_text,
+    set_config_value,
+    set_user_config_value,
+    write_default_config,
+)
 from lanes_tui.engine.core.errors import ConfigError, LanesError
 from lanes_tui.engine.state.model import TASK_TYPES
 from lanes_tui.engine.state.paths import default_worktree_root
@@ -270,6 +275,8 @@ BAD = [
     ("[chains]\nbackend = [\"codex\", \"codex\"]\n", "chains.backend", 2, "twice"),
     ("[chains]\nbackend = \"codex\"\n", "chains.backend", 2, "array of strings"),
     ("[keys]\naccept = 1\n", "keys.accept", 2, "must be a string"),
+    ("[dashboard]\ntheme = 1\n", "dashboard.theme", 2, "must be a string"),
+    ("[dashboard]\ntehme = \"nord\"\n", "dashboard.tehme", 2, "did you mean 'theme'"),
 ]
 
 
@@ -289,6 +296,23 @@ def test_bad_config_names_key_line_and_fix(project: Path, snippet: str, key: str
     assert text in message
     assert error.fix, "every refusal says how to fix it"
     assert " — " in message
+
+
+def test_the_dashboard_keeps_a_setting_in_the_leads_own_file(project: Path) -> None:
+    """`[dashboard] theme` goes to `$XDG_CONFIG_HOME/lanes-tui/config.toml` (created, then edited with its
+    comments kept), checked as the repository reads it before anything is written."""
+    import os
+
+    user = Path(os.environ["XDG_CONFIG_HOME"]) / "lanes-tui" / "config.toml"
+    assert load_config(project).dashboard.theme is None
+    assert set_user_config_value(project, "dashboard.theme", "nord") == user
+    user.write_text("# the lead's own providers\n" + user.read_text())
+    set_user_config_value(project, "dashboard.theme", "gruvbox")
+    assert user.read_text().startswith("# the lead's own providers\n")
+    assert load_config(project).dashboard.theme == "gruvbox"
+    with pytest.raises(ConfigError, match=r"dashboard\.colour"):
+        set_user_config_value(project, "dashboard.colour", "red")
+    assert "colour" not in user.read_text()
 
 
 def test_load_config_reports_the_file_path(project: Path) -> None:

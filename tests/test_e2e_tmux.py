@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -135,6 +136,68 @@ def test_demo_as_a_lead_uses_it(tmux: Tmux, tmp_path: Path) -> None:
     finally:
         for demo_repo in tmp_path.glob("lanes-demo-*/calculator"):
             asyncio.run(_stop_all(demo_repo))
+
+
+@pytest.mark.parametrize("how", ["SIGHUP", "SIGTERM"])
+def test_a_demo_ended_by_a_hangup_or_sigterm_cleans_up_as_q_does(tmux: Tmux, tmp_path: Path, how: str) -> None:
+    """Issue 32: a demo whose terminal went (SIGHUP: here tmux's own, as the session is killed) or that was
+    sent SIGTERM left its lanes running and its repository behind. Now nothing of it is left."""
+    tmux.start([sys.executable, "-m", "lanes_tui.app", "--demo", "--demo-dir", str(tmp_path)], tmp_path)
+    try:
+        tmux.wait_screen(lambda s: "question-a1" in s and "busy-cpu-a1" in s)
+        repo = next(tmp_path.glob("lanes-demo-*/calculator"))
+        dashboard = next(p for p in psutil.process_iter() if _safe(p) and str(tmp_path) in " ".join(p.cmdline())
+                         and "lanes_tui.app" in " ".join(p.cmdline()) and "tmux" not in p.cmdline()[0])  # (its server's
+        # command line names the dashboard's too)
+        assert [lane for lane in StatePaths(repo).lane_ids() if supervisor_alive(repo, lane)], "lanes are running"
+        if how == "SIGHUP":
+            tmux.kill()  # the terminal goes: tmux hangs up on the pane's processes
+        else:
+            dashboard.send_signal(signal.SIGTERM)
+        dashboard.wait(90)  # not our child: psutil says only that it ended
+        assert not list(tmp_path.glob("lanes-demo-*")), "the demo's repository and worktrees are removed"
+        assert _processes_under(tmp_path) == [], "no process of the demo is left"
+    finally:
+        for demo_repo in tmp_path.glob("lanes-demo-*/calculator"):
+            asyncio.run(_stop_all(demo_repo))
+
+
+def test_a_notification_leaves_no_column_behind(tmux: Tmux, repo: Path) -> None:
+    """Issue 32: in tmux, a column stayed where a notification had been. It was the Output pane's empty
+    scrollbar tracks, dark (`$scrollbar-background`) at its right edge and bottom while it had nothing to
+    scroll, beside where the toast's edge had been. After a toast comes and goes, every cell inside the
+    Output pane has the pane's own background, as tmux holds the screen."""
+    import pyte
+
+    tmux.start([sys.executable, "-m", "lanes_tui.app", "--repo", str(repo)], repo)
+    try:
+        tmux.wait_screen(lambda s: "palette" in s and "Output" in s)
+        tmux.keys("k")  # no lane to kill: a warning toast over the bottom right, the Output pane's edge included
+        tmux.wait_screen(lambda s: "select a lane first" in s, timeout=15)
+        tmux.wait_screen(lambda s: "select a lane first" not in s, timeout=30)
+        screen = pyte.Screen(120, 36)
+        pyte.Stream(screen).feed(tmux.run("capture-pane", "-e", "-p", "-t", tmux.session).replace("\n", "\r\n"))
+        rows = ["".join(screen.buffer[y][x].data for x in range(120)) for y in range(36)]
+        top = next(y for y, row in enumerate(rows) if row.startswith("╭─ Output"))
+        right = rows[top].index("╮")
+        bottom = next(y for y in range(top + 1, 36) if rows[y].startswith("╰"))
+        inside = {screen.buffer[y][x].bg for y in range(top + 1, bottom) for x in range(1, right)}
+        assert len(inside) == 1, f"the Output pane's inside has several backgrounds: {inside}"
+        tmux.keys("q")
+    finally:
+        tmux.kill()
+
+
+def _processes_under(folder: Path) -> list[str]:
+    """The processes that run from `folder` or name it: a lane's supervisor, agent or gate."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if str(folder) in " ".join(proc.cmdline()) or proc.cwd().startswith(str(folder)):
+                found.append(f"{proc.pid} {' '.join(proc.cmdline())}")
+        except psutil.Error:  # gone, a zombie, or not ours to read
+            continue
+    return found
 
 
 def row_state(screen: str, lane: str) -> str | None:

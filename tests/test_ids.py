@@ -57,3 +57,21 @@ def test_a_short_hash_only_when_nothing_is_left() -> None:
 def test_ids_still_refuse_what_git_or_a_path_would_not_take(bad: str) -> None:
     with pytest.raises(LanesError):
         validate_lane_id(bad)
+
+
+@pytest.mark.parametrize(("text", "slug"), [
+    ("Add a subtract function to the calculator module", "add-a-subtract-function-to-the"),
+    ("Refactor the authentication middleware for sessions", "refactor-the-authentication"),
+    ("Supercalifragilisticexpialidocious-and-then-some more", "supercalifragilisticexpialidocio"),  # one long word
+    ("Fix the flaky login test in CI.", "fix-the-flaky-login-test-in-ci"),  # 30: not cut at all
+])
+def test_a_long_title_is_cut_after_a_whole_word(text: str, slug: str) -> None:
+    """Issue 32: `add-a-subtract-function-to-the-calc` read as a different word; the cut now falls
+    between words, unless the first word alone runs past half the limit."""
+    assert slugify(text) == slug
+    assert len(slug) <= 32 and validate_slug(slug) == slug
+
+
+def test_a_long_title_in_a_wide_script_is_cut_by_bytes_after_a_whole_word() -> None:
+    slug = slugify(" ".join(["𠀀" * 10] * 6))  # four bytes a character: the byte cap cuts, at a word
+    assert slug == "-".join(["𠀀" * 10] * 2) and len(lane_id_for(slug, 999).encode()) <= MAX_ID_BYTES

@@ -18,6 +18,7 @@ from textual.widgets import DataTable
 
 from lanes_tui.engine.state.samples import parse_sample
 from lanes_tui.widgets import LanesTable
+from lanes_tui.widgets._keyed_view import WholeCellBar
 from lanes_tui.widgets._row_lines import cell_segments
 from tests.snapshot_apps.widget_apps import LANES, NOW, WidgetHost, lane
 
@@ -58,6 +59,11 @@ class _Stock(DataTable[Text]):
     _Stock { height: 1fr; border: round $panel; border-title-color: $text-muted; }
     _Stock:focus { border: round $primary; border-title-color: $primary; }
     """
+
+    def on_mount(self) -> None:
+        """The list panes' scrollbars are drawn in whole cells (issue 32): the one difference we chose."""
+        self.vertical_scrollbar.renderer = WholeCellBar  # type: ignore[misc]
+        self.horizontal_scrollbar.renderer = WholeCellBar  # type: ignore[misc]
 
 
 async def _screens(table: Any, lanes: list[Any], moves: list[str]) -> list[str]:

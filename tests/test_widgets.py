@@ -191,6 +191,64 @@ async def test_lanes_best_of_group_is_shown_together_best_first() -> None:
         assert [plain(table, k, "id") for k in keys(table)] == ["fix-login-a1", "add-cache-a1"]
 
 
+async def test_a_long_lane_id_is_ellipsised_and_does_not_widen_the_column() -> None:
+    """Issue 32: one long id (here a hand-given 58-character slug) widened the lane column for every
+    row; it is cut with `…` (its attempt kept), while the cursor, the selection and the tooltip keep it whole."""
+    long_id = "migrate-the-billing-service-to-the-new-payments-provider-a1"
+    table = LanesTable()
+    app = WidgetHost(table, lambda t: t.sync([LANES[0], lane(long_id, "running")], NOW))
+    async with app.run_test(size=(160, 36)) as pilot:
+        await pilot.pause()
+        assert plain(table, "fix-login-a1", "id") == "fix-login-a1"
+        shown = plain(table, long_id, "id")
+        assert shown == "migrate-the-billing…-a1" and len(shown) <= 28
+        header = table.render_line(0).text
+        assert header.index("task") <= 28 + 3, header  # the id column: at most 28 wide, plus its padding
+        table.focus()
+        table.move_cursor(row=table.get_row_index(long_id))
+        await pilot.pause()
+        assert table.selected_lane == long_id
+        assert str(table.tooltip).splitlines()[0] == long_id
+
+
+def screen_text(app: Any) -> str:
+    """Every character on the screen, as the SVG screenshot writes them (spaces as spaces)."""
+    import html
+    import re
+
+    return html.unescape("".join(re.findall(r">([^<>]*)</text>", app.export_screenshot()))).replace("\xa0", " ")
+
+
+EIGHTHS = set("▉▊▋▌▍▎▏▁▂▃▄▅▆▇")
+"""The scrollbars' thumb ends in Textual's own renderer."""
+
+
+async def test_the_list_panes_draw_no_stray_scrollbar_glyphs() -> None:
+    """Issue 32: the panes' horizontal scrollbars showed as stray `▍▋▎▉` glyphs under the tables. A
+    table wider than its pane has its scrollbar, drawn in whole cells; one with room for no row above a
+    scrollbar gets none, so its one row is readable."""
+    table = LanesTable()
+    app = WidgetHost(table, lambda t: t.sync([*LANES, *(lane(f"more-{i}-a1", "running") for i in range(9))], NOW))
+    async with app.run_test(size=(80, 12)) as pilot:
+        await pilot.pause()
+        for x, y in ((0, 0), (7, 3), (23, 5)):  # thumb positions that fall between cells
+            table.scroll_to(x=x, y=y, animate=False)
+            await pilot.pause()
+            assert table.show_horizontal_scrollbar and table.show_vertical_scrollbar
+            assert not EIGHTHS & set(screen_text(app)), (x, y)
+
+    inbox = InboxPane()
+    app = WidgetHost(inbox, lambda w: w.sync(QUESTIONS[:1], NOW))
+    async with app.run_test(size=(32, 12)) as pilot:  # narrower than the question's title
+        inbox.styles.height = 4  # its border, the header and one line: the 1-row gap of a crowded side column
+        await pilot.pause()
+        assert not inbox.show_horizontal_scrollbar
+        assert QUESTIONS[0].question.lane in screen_text(app) and not EIGHTHS & set(screen_text(app))
+        inbox.styles.height = 5  # a line more: a row and the scrollbar under it
+        await pilot.pause()
+        assert inbox.show_horizontal_scrollbar and QUESTIONS[0].question.lane in screen_text(app)
+
+
 async def test_lanes_recolour_on_theme_change() -> None:
     table = LanesTable()
     app = WidgetHost(table, lambda t: t.sync(LANES, NOW))

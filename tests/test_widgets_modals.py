@@ -220,8 +220,29 @@ async def test_help_lists_keys_and_closes() -> None:
         app = ModalHost(lambda: HelpScreen(rows))
         async with app.run_test(size=(120, 36)) as pilot:
             await pilot.pause()
-            table = app.screen.query_one("#help-keys")
-            assert table.row_count == 2  # type: ignore[attr-defined]
+            assert isinstance(app.screen, HelpScreen) and app.screen.row_count == 2
             await pilot.press(key)
             await pilot.pause()
         assert app.results == [None], key
+
+
+async def test_help_wraps_every_description_instead_of_cutting_it() -> None:
+    """Issue 32: the help's table cut a description at the dialog's edge. Every key's whole text is on
+    the screen now, wrapped, at the dashboard's smallest usable width."""
+    from textual.geometry import Region
+
+    from lanes_tui.app.dashboard.keys import help_rows
+
+    rows = help_rows()
+    app = ModalHost(lambda: HelpScreen(rows))
+    async with app.run_test(size=(80, 30)) as pilot:
+        await pilot.pause()
+        cells = list(app.screen.query(".help-does").results(Static))[1:]  # after the header's
+        assert len(cells) == len(rows)
+        wrapped = 0
+        for cell, (_key, does) in zip(cells, rows, strict=True):
+            lines = cell.render_lines(Region(0, 0, cell.outer_size.width, cell.outer_size.height))
+            drawn = " ".join("".join(segment.text for segment in line).strip() for line in lines)
+            assert " ".join(drawn.split()) == " ".join(does.split()), does
+            wrapped += len(lines) > 1
+        assert wrapped >= 5  # the long ones take several lines

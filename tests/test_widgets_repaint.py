@@ -195,6 +195,7 @@ class _AlwaysThumb(OutputPane):
     """The pane with Textual's own scrollbar handling: the thumb is kept up to date at the tail too, and
     the scroll range is set through the layout reactive."""
 
+    DEFAULT_CLASSES = ""  # its scrollbars always shown, as Textual shows them
     watch_scroll_y = ScrollView.watch_scroll_y
 
     def _set_scroll_range(self) -> None:

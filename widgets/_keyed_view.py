@@ -22,6 +22,7 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size, Spacing
 from textual.scroll_view import ScrollView
+from textual.scrollbar import ScrollBarRender
 from textual.strip import Strip
 
 from lanes_tui.fast.framed_rows import use_framed_rows
@@ -29,8 +30,26 @@ from lanes_tui.widgets._format import tone_style
 from lanes_tui.widgets._row_lines import PADDING, Cell, Frame, row_line, text_width
 
 
+class WholeCellBar(ScrollBarRender):
+    """A scrollbar whose thumb is whole cells: no eighth blocks (`▉▊▋▌▍▎▏`, `▁▂▃▄▅▆▇`) at its ends.
+
+    Those glyphs are the thumb's colour on the track's; where the two colours come out alike (tmux's
+    256 colours) the thumb vanishes and the glyph stays, a stray mark under or beside the table.
+    """
+
+    HORIZONTAL_BARS: ClassVar[list[str]] = [" "] * 8
+    VERTICAL_BARS: ClassVar[list[str]] = [" "] * 8
+
+
 class KeyedView(ScrollView, can_focus=True):
     """Rows of `Cell`s under COLUMNS' labels, keyed; `KeyedTable` (its subclass) diff-updates them."""
+
+    DEFAULT_CSS = """
+    KeyedView.-short {
+        overflow-x: hidden;
+    }
+    """
+    """`-short`: no row would show above a horizontal scrollbar (`on_resize`), so it gets none."""
 
     COMPONENT_CLASSES: ClassVar[set[str]] = {"keyed-table--header", "keyed-table--cursor", "keyed-table--hover"}
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -77,7 +96,14 @@ class KeyedView(ScrollView, can_focus=True):
         Subclasses must not call this (Textual runs each class's `on_mount` itself).
         """
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self._restyle())
+        # Per instance, as `ScrollBar.renderer`'s docstring shows (typed a ClassVar all the same).
+        self.horizontal_scrollbar.renderer = WholeCellBar  # type: ignore[misc]
+        self.vertical_scrollbar.renderer = WholeCellBar  # type: ignore[misc]
         self._set_virtual_size()
+
+    def on_resize(self, _event: events.Resize) -> None:
+        """Below the header, one row and a scrollbar, the scrollbar would take the only row's line."""
+        self.set_class(self.size.height < 3, "-short")
 
     @property
     def row_count(self) -> int:

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
-from textual.widgets import DataTable, Label, Markdown, Static
+from textual.containers import HorizontalGroup, Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import Label, Markdown, Static
 
 from lanes_tui.widgets._dialog import Dialog
 
@@ -25,7 +25,11 @@ decide: **accept** (commit and merge), **abandon**, or **recover**. Lanes keep r
 
 
 class HelpScreen(Dialog[None]):
-    """Keys as (key, what it does) pairs; escape, q or ? closes."""
+    """Keys as (key, what it does) pairs; escape, q or ? closes.
+
+    One row of two Statics per key, not a DataTable: a table cell is one line, so a description
+    longer than the dialog was cut; a Static wraps to whatever width the dialog has.
+    """
 
     DEFAULT_CSS = """
     HelpScreen #dialog {
@@ -40,6 +44,25 @@ class HelpScreen(Dialog[None]):
         max-height: 20;
         margin-top: 1;
     }
+    HelpScreen .help-row {
+        height: auto;
+    }
+    HelpScreen .help-row.-odd {
+        background: $boost;
+    }
+    HelpScreen .help-head {
+        text-style: bold;
+        background: $panel;
+    }
+    HelpScreen .help-key {
+        text-style: bold;
+        padding: 0 1;
+    }
+    HelpScreen .help-does {
+        width: 1fr;
+        height: auto;
+        padding: 0 1;
+    }
     """
 
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -52,19 +75,27 @@ class HelpScreen(Dialog[None]):
         self.intro = intro
 
     def compose(self) -> ComposeResult:
+        key_width = max((len(key) for key, _ in self.keys), default=3) + 2  # the padding
         with Vertical(id="dialog"):
             yield Label("Help", classes="title")
             yield Markdown(self.intro)
-            table: DataTable[Text] = DataTable(id="help-keys", cursor_type="none", zebra_stripes=True)
-            yield table
+            with VerticalScroll(id="help-keys"):
+                yield self._row("key", "does", key_width, classes="help-row help-head")
+                for index, (key, does) in enumerate(self.keys):
+                    yield self._row(key, does, key_width, classes="help-row -odd" if index % 2 else "help-row")
             yield Static("escape / q / ? close", classes="hint")
 
-    def on_mount(self) -> None:
-        table = self.query_one("#help-keys", DataTable)
-        table.add_column("key", key="key")
-        table.add_column("does", key="does")
-        for key, does in self.keys:
-            table.add_row(Text(key, style="bold"), Text(does), key=key)
+    @staticmethod
+    def _row(key: str, does: str, key_width: int, *, classes: str) -> HorizontalGroup:
+        """One key and what it does, as plain text (help texts hold `[keys]`, never markup)."""
+        key_cell = Static(Content(key), classes="help-key")
+        key_cell.styles.width = max(key_width, 5)
+        return HorizontalGroup(key_cell, Static(Content(does), classes="help-does"), classes=classes)
+
+    @property
+    def row_count(self) -> int:
+        """How many keys the help lists."""
+        return len(self.query(".help-row").exclude(".help-head"))
 
     def action_close(self) -> None:
         self.dismiss(None)

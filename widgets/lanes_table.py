@@ -176,8 +176,8 @@ class LanesTable(KeyedTable):
         live = lane.live
         rss = lane.rss_bytes
         return (
-            Cell(f"{mark} {lane.id}" + (f" #{lane.rank}" if lane.rank else "") if mark else lane.id,
-                 bold=lane.rank == 1),
+            Cell(f"{mark} {_short_id(lane.id)}" + (f" #{lane.rank}" if lane.rank else "") if mark
+                 else _short_id(lane.id), bold=lane.rank == 1),
             Cell(fmt.truncate(lane.task, 18)),
             Cell(fmt.truncate(_provider_model(lane), 22)),
             Cell(state, "error" if lane.problem else fmt.STATE_TONE.get(state, "")),
@@ -205,7 +205,27 @@ class LanesTable(KeyedTable):
         """The full reason of the highlighted lane, since the "why" column is cut short."""
         state, reason = self._states.get(self.selected_key or "", ("", ""))
         # Content, not str: a str tooltip is parsed as markup, and reasons quote commands.
-        self.tooltip = Content(f"{state}: {reason}") if state else None
+        key = self.selected_key or ""
+        named = f"{key}\n" if len(key) > MAX_ID_WIDTH else ""  # the id cut in its column, in full
+        self.tooltip = Content(f"{named}{state}: {reason}") if state else None
+
+
+#: The widest lane id the `lane` column shows whole: one long id does not widen it for every row. A longer
+#: one is cut with `…`; the tooltip and the Output tab name it in full.
+MAX_ID_WIDTH = 28
+
+
+def _short_id(lane_id: str) -> str:
+    """The lane id as the column shows it: its attempt (`-a2`) kept, since relaunches differ only there,
+    and the slug cut after a whole word where one ends in the second half (`add-a-subtract…-a1`)."""
+    if len(lane_id) <= MAX_ID_WIDTH:
+        return lane_id
+    attempt = lane_id[lane_id.rfind("-a"):]
+    if not attempt[2:].isdigit():
+        attempt = ""
+    room = MAX_ID_WIDTH - 1 - len(attempt)
+    end = lane_id.rfind("-", 0, room + 1)
+    return lane_id[:end if end >= room // 2 else room] + "…" + attempt
 
 
 #: Where the elapsed cell is in a row (`COLUMNS`): the one cell that changes with the clock alone.

@@ -61,6 +61,10 @@ class OutputPane(ScrollView, can_focus=True):
     """Shows one lane's output; `show` replaces it, `append` adds to it if it is the lane shown."""
 
     ALLOW_SELECT = True
+    DEFAULT_CLASSES = "-tail"
+    """A new pane is at its end (nothing to scroll yet), so its scrollbars start hidden: shown while nothing
+    scrolled, their empty tracks were a dark column and row at the pane's edges (`$scrollbar-background`),
+    left on the screen, as a lead saw it, where a notification had been (issue 32)."""
     DEFAULT_CSS = """
     OutputPane {
         background: $surface;

@@ -19,11 +19,14 @@ from textual import work
 from textual.app import SuspendNotSupported
 
 from lanes_tui.app.dashboard.flows import DecisionFlows
-from lanes_tui.engine import LanesError, conversation, lane_hands
+from lanes_tui.engine import RECOVERABLE, LanesError, conversation, lane_hands
 from lanes_tui.widgets import ReasonModal
 from lanes_tui.widgets.conversation import ConversationScreen
 
 __all__ = ["HandsFlows"]
+
+#: The states in which a lane's agent runs and may take a line from the lead.
+SENDABLE_STATES = ("running", "waiting")
 
 
 class HandsFlows(DecisionFlows):
@@ -92,7 +95,7 @@ class HandsFlows(DecisionFlows):
     @work(group="hands-send", exclusive=True)
     async def action_send_line(self) -> None:
         lane = self._need_lane()
-        if lane is None:
+        if lane is None or not self._takes_a_line(lane):
             return
         text = await self.app.push_screen_wait(ReasonModal(
             f"Send to {lane}", ["One line for the agent: a user message for a conversation (claude stream-json) "
@@ -104,3 +107,20 @@ class HandsFlows(DecisionFlows):
         reply = await self._guard(lambda: engine.send(lane, text))
         if reply is not None:
             self.app.notify(f"{lane}: {text}", title=f"Sent ({reply.get('via')})")
+
+    def _takes_a_line(self, lane: str) -> bool:
+        """Whether the lane's agent runs, from the status on screen: a lane that ended is refused before
+        the lead types a word, with its state and what to do instead (the supervisor refuses anyway)."""
+        status = self.lanes.get(lane)
+        if status is None or status.state in SENDABLE_STATES:
+            return True
+        if status.state in ("queued", "launching"):
+            then = "its agent has not started yet: send once the lane is running"
+        elif status.state in RECOVERABLE:  # a relaunch is how such a lane gets more to do
+            then = f"no agent takes a line; `{self.lanes_app.engine.config.keys.get('recover', 'r')}` relaunches " \
+                   "it with a note"
+        else:
+            then = "no agent takes a line"
+        self.app.notify(f"{lane} is not running ({status.state}: {status.state_reason}): {then}",
+                        title="Send", severity="warning")
+        return False

@@ -53,6 +53,16 @@ KEYS: tuple[Key, ...] = (
         "launch the open plans' tickets that can start now (blockers accepted, files free); the Plan tab lists them",
         show=False),  # the footer is full: the Plan pane's border and `?` name it
     Key("output", "o", "output", "Output", "show the selected lane's output", show=False),
+    # Every tab has a key, in the tabs' order (`o` and `d` above stay); `?` names them.
+    Key("tab_output", "1", "show_tab('tab-output')", "Output tab", "show the Output tab", show=False),
+    Key("tab_diff", "2", "show_tab('tab-diff')", "Diff tab", "show the Diff tab (the selected lane's diff)",
+        show=False),
+    Key("tab_gates", "3", "show_tab('tab-gates')", "Gates tab",
+        "show the Gates tab: the selected lane's last gate run (g runs them again)", show=False),
+    Key("tab_worktrees", "4", "show_tab('tab-worktrees')", "Worktrees tab",
+        "show the Worktrees tab: where each lane works, and how far it is from its target", show=False),
+    Key("tab_plan", "5", "show_tab('tab-plan')", "Plan tab", "show the Plan tab: the open plans' tickets",
+        show=False),
     Key("raw_output", "w", "toggle_raw", "Raw/readable",
         "Output pane: a structured (claude, codex, gemini) lane's raw JSON lines, or back to the readable "
         "conversation (the pane's title says which)", show=False),

@@ -356,6 +356,10 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Fast
     def action_output(self) -> None:
         self.query_one(TabbedContent).active = "tab-output"
 
+    def action_show_tab(self, tab: str) -> None:
+        """The tab keys (`keys.py`: 1–5): the tab's own load runs on `TabActivated`."""
+        self.query_one(TabbedContent).active = tab
+
     def action_toggle_raw(self) -> None:
         """The Output pane between the readable conversation and the raw lines: the tail is loaded
         again in the other form, and the stream goes on from its end, as on a lane switch."""

@@ -116,15 +116,18 @@ def user_config_path(environ: Mapping[str, str]) -> tuple[Path | None, bool]:
     return Path(base) / "lanes-tui" / "config.toml", False
 
 
-def read_layers(repo: Path, environ: Mapping[str, str] | None = None, *, repo_text: str | None = None) -> Layers:
+def read_layers(repo: Path, environ: Mapping[str, str] | None = None, *, repo_text: str | None = None,
+                user_text: str | None = None) -> Layers:
     """The user's file (if there is one) under the repository's (if there is one).
 
-    `repo_text` stands in for the repository's file (the writer validates an edit before saving it).
+    `repo_text` and `user_text` stand in for those files (the writer validates an edit before saving it).
     """
     env = os.environ if environ is None else environ
     found: list[Layer] = []
     path, named = user_config_path(env)
-    if path is not None:
+    if path is not None and user_text is not None:
+        found.append(Layer("user", path, user_text, parse_toml(user_text, path)))
+    elif path is not None:
         user = _read("user", path, required=named)
         if user is not None:
             found.append(user)

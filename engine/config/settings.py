@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 from lanes_tui.engine.config import providers as pv
 from lanes_tui.engine.config.caps_keys import parse_caps
+from lanes_tui.engine.config.dashboard import DashboardConfig, parse_dashboard
 from lanes_tui.engine.config.gates import GatesConfig, parse_gates
 from lanes_tui.engine.config.key_lines import did_you_mean, find_key_line, shown
 from lanes_tui.engine.config.layers import Layers, parse_toml, read_layers
@@ -112,6 +113,8 @@ class Config:
     notify: NotifyConfig = field(default_factory=NotifyConfig)
     #: `[runner]`: where lanes run (`config.runner`); this machine unless the lead sets a Ray cluster.
     runner: RunnerSettings = field(default_factory=RunnerSettings)
+    #: `[dashboard]`: the lead's theme (`config.dashboard`), written there by the dashboard itself.
+    dashboard: DashboardConfig = field(default_factory=DashboardConfig)
     #: Every file read, lowest first: the lead's own (`config.layers`), then `.lanes/config.toml`. Not
     #: compared: the same values read from other files are the same config.
     files: tuple[Path, ...] = field(default=(), compare=False)
@@ -137,10 +140,10 @@ class Config:
 
 # --- Reading ---------------------------------------------------------------------------------------
 
-def load_config(repo: Path) -> Config:
+def load_config(repo: Path, *, layers: Layers | None = None) -> Config:
     """The config of `repo`: the lead's own file under `.lanes/config.toml` (`config.layers`); no file
-    at all means all defaults."""
-    return _Parser("", None, repo, read_layers(repo)).parse()
+    at all means all defaults. `layers`: those files as an edit would leave them (its check)."""
+    return _Parser("", None, repo, layers if layers is not None else read_layers(repo)).parse()
 
 
 def parse_config(text: str, *, path: Path | None, repo: Path, layered: bool = False) -> Config:
@@ -157,7 +160,7 @@ def _field_names(cls: type[Any], *, skip: tuple[str, ...] = ()) -> tuple[str, ..
     return tuple(f.name for f in dataclasses.fields(cls) if f.name not in skip)
 
 
-_TABLES = ("lanes", "chains", "providers", "gates", "keys", "tiers", "review", "notify", "runner")
+_TABLES = ("lanes", "chains", "providers", "gates", "keys", "tiers", "review", "notify", "runner", "dashboard")
 
 
 
@@ -201,6 +204,7 @@ class _Parser:
             review=parse_review(self, data.get("review", {}), providers),
             notify=parse_notify(self, data.get("notify", {})),
             runner=parse_runner(self, data.get("runner", {})),
+            dashboard=parse_dashboard(self, data.get("dashboard", {})),
             files=tuple(layer.path for layer in self.layers.layers) if self.layers is not None else
             tuple(p for p in (self.path,) if p is not None),
         )

@@ -7,18 +7,20 @@ imports tomlkit, and nothing a lane runs imports this module.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import tomlkit
 
 from lanes_tui.engine.config import providers as pv
-from lanes_tui.engine.config.settings import DEFAULT_CHAINS, GatesConfig, LanesSettings, parse_config
+from lanes_tui.engine.config.layers import USER_CONFIG_ENV, read_layers, user_config_path
+from lanes_tui.engine.config.settings import DEFAULT_CHAINS, GatesConfig, LanesSettings, load_config, parse_config
 from lanes_tui.engine.core.atomic import write_text_atomic
 from lanes_tui.engine.core.errors import ConfigError, LanesError
 from lanes_tui.engine.state.paths import StatePaths, default_worktree_root
 
-__all__ = ["default_config_text", "set_config_value", "write_default_config"]
+__all__ = ["default_config_text", "set_config_value", "set_user_config_value", "write_default_config"]
 
 
 def default_config_text(repo: Path) -> str:
@@ -112,6 +114,31 @@ def set_config_value(path: Path, dotted_key: str, value: object, *, repo: Path |
     The edited text is validated before it replaces the file, so an edit can never leave a config the
     dashboard would refuse to start with. `repo` defaults to the folder holding `.lanes/`.
     """
+    new_text = _edited(path, dotted_key, value)
+    # Checked over the lead's own file (`config.layers`): the dashboard reads both when it starts.
+    parse_config(new_text, path=path, repo=repo if repo is not None else path.parent.parent, layered=True)
+    write_text_atomic(path, new_text, mode=None)  # an existing config keeps its mode (atomic writes do)
+
+
+def set_user_config_value(repo: Path, dotted_key: str, value: object) -> Path:
+    """Set one key in the lead's own config (`config.layers`), creating it if need be; returns its path.
+
+    For what belongs to the lead rather than to a repository (the dashboard's theme). Validated as
+    `repo` would read it, with its own file over this one, before anything is written.
+    """
+    path, _named = user_config_path(os.environ)
+    if path is None:
+        raise LanesError("no home folder is known, so there is no user config file to write",
+                         f"set HOME, XDG_CONFIG_HOME or {USER_CONFIG_ENV}")
+    new_text = _edited(path, dotted_key, value)
+    load_config(repo, layers=read_layers(repo, user_text=new_text))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(path, new_text, mode=None)
+    return path
+
+
+def _edited(path: Path, dotted_key: str, value: object) -> str:
+    """The text of `path` (empty if it does not exist) with one key set, every comment kept."""
     parts = dotted_key.split(".")
     if len(parts) < 2 or not all(parts):
         raise LanesError(f"invalid config key {dotted_key!r}", "use table.key, e.g. lanes.max_parallel")
@@ -133,7 +160,4 @@ def set_config_value(path: Path, dotted_key: str, value: object, *, repo: Path |
     elif isinstance(value, tuple):
         value = list(value)
     container[parts[-1]] = value
-    new_text = tomlkit.dumps(doc)
-    # Checked over the lead's own file (`config.layers`): the dashboard reads both when it starts.
-    parse_config(new_text, path=path, repo=repo if repo is not None else path.parent.parent, layered=True)
-    write_text_atomic(path, new_text, mode=None)  # an existing config keeps its mode (atomic writes do)
+    return tomlkit.dumps(doc)

@@ -61,12 +61,24 @@ def slugify(text: str, *, limit: int = 32) -> str:
     """A readable slug from prompt text: `Fix the login bug!` → `fix-the-login-bug`, `Ελέγξτε τη
     σύνδεση` → `ελέγξτε-τη-σύνδεση`; `task-<8 hex>` of the text when no letter or digit is left."""
     slug = _NOT_WORD_RE.sub("-", unicodedata.normalize("NFKC", text).lower().replace("_", "-")).strip("-")
-    slug = slug[:limit].rstrip("-")
+    slug = _cut_at_word(slug, limit)
     while len(slug.encode()) > MAX_ID_BYTES - 8:  # room for "-a" and the attempt
-        slug = slug[:-1].rstrip("-")
+        slug = _cut_at_word(slug, len(slug) - 1)
     if not SLUG_RE.match(slug) or not _short_and_normal(slug):  # a leading mark, a lowercasing quirk
         slug = ""
     return slug or "task-" + sha256_hex(text.encode("utf-8", "surrogatepass"))[:8]
+
+
+def _cut_at_word(slug: str, limit: int) -> str:
+    """`slug` in at most `limit` characters, cut after a whole word when one ends in the second half.
+
+    A cut mid-word (`add-a-subtract-function-to-the-calc`) reads as a different word; a first word
+    longer than half the limit is cut where the limit falls, as before.
+    """
+    if len(slug) <= limit:
+        return slug
+    end = slug.rfind("-", 0, limit + 1)  # a `-` right at the limit: the word before it is whole
+    return (slug[:end] if end >= limit // 2 else slug[:limit]).rstrip("-")
 
 
 def _short_and_normal(name: str) -> bool:
