@@ -62,6 +62,8 @@ async def test_at_80x24_the_question_is_named_and_the_side_panes_are_tabs(engine
         assert text.startswith("question-a1 waits ") and "Deploy the calculator to staging?" in text
         assert app.screen.query_one(LanesTable).shown_columns == ["id", "state", "why"]
         assert app.screen.query_one(Footer).compact
+        in_footer = {found.binding.id for found in screen.active_bindings.values() if found.binding.show}
+        assert {"help", "quit", "answer_yes", "accept"} <= in_footer and "start" not in in_footer
         assert shown(app, "#output") and not shown(app, "#inbox")
         tabs = screen.query_one("#detail", TabbedContent)
         tabs.active = "tab-inbox"
@@ -70,6 +72,7 @@ async def test_at_80x24_the_question_is_named_and_the_side_panes_are_tabs(engine
         inbox = screen.query_one(InboxPane)
         assert inbox.region.width >= 78 and inbox.region.height >= 8  # the bottom's rows, full width
         assert inbox.row_keys == [q.question.id for q in engine.questions()]
+        assert inbox.shown_columns == ["lane", "title", "age", "state"]
         tabs.active = "tab-stalls"
         await pilot.pause()
         assert shown(app, "#stalls") and not shown(app, "#inbox")
@@ -84,6 +87,8 @@ async def test_at_160x48_the_side_panes_have_their_column(engine: FakeEngine) ->
         assert all(shown(app, pane) for pane in ("#output", "#inbox", "#stalls", "#meters"))
         assert app.screen.query_one(InboxPane).region.height >= 5
         assert app.screen.query_one(LanesTable).shown_columns == [key for key, _ in LanesTable.COLUMNS]
+        assert app.screen.query_one(InboxPane).shown_columns == [key for key, _ in InboxPane.COLUMNS]
+        assert "start" in {found.binding.id for found in app.screen.active_bindings.values() if found.binding.show}
         assert "question-a1 waits " in bar_text(app)  # named in every layout
         tabs = app.screen.query_one("#detail", TabbedContent)
         assert all(tabs.get_tab(tab).display is False for tab in ("tab-inbox", "tab-stalls", "tab-meters"))

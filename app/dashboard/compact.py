@@ -19,17 +19,19 @@ brings its tab up; the focus before the notice comes back after it).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator
 from typing import Any
 
 from textual import events, on
+from textual.binding import ActiveBinding
 from textual.css.query import NoMatches
 from textual.geometry import Size
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
-from lanes_tui.widgets import LanesTable
+from lanes_tui.widgets import InboxPane, LanesTable
 
 __all__ = ["SIDE_TABS", "SMALLEST", "WIDE", "CompactLayout", "lane_columns", "layout_for"]
 
@@ -42,6 +44,11 @@ NARROW_WIDTH = 100
 #: The tabs that stand for the side panes while compact: tab id → (label, pane id).
 SIDE_TABS = {"tab-inbox": ("Inbox", "inbox"), "tab-stalls": ("Stalls", "stalls"), "tab-meters": ("Meters", "meters")}
 MODES = ("wide", "compact", "tiny")
+#: The footer's keys while compact (binding ids): answer, decide, help, quit. At 80 columns all eleven
+#: did not fit and `? Help` and `q Quit` were the ones cut; the others stay on their keys and in `?`.
+COMPACT_FOOTER = frozenset({"accept", "abandon", "recover", "answer_yes", "answer_no", "help", "quit"})
+#: The Inbox's columns below `NARROW_WIDTH`: which lane asks what, since when, and where it stands.
+INBOX_NARROW = ("lane", "title", "age", "state")
 
 
 def layout_for(size: Size) -> str:
@@ -108,6 +115,7 @@ class CompactLayout(Screen[None]):
         try:
             tabs = self.query_one("#detail", TabbedContent)
             self.query_one(LanesTable).show_columns(lane_columns(size.width))
+            self.query_one(InboxPane).show_columns(INBOX_NARROW if size.width < NARROW_WIDTH else None)
         except NoMatches:  # not composed yet, or closing
             return
         mode = layout_for(size)
@@ -161,6 +169,17 @@ class CompactLayout(Screen[None]):
         self.set_class(shown is not None, "-side")
         for _label, pane in SIDE_TABS.values():
             self.set_class(pane == shown, f"-side-{pane}")
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """While compact, the footer shows only `COMPACT_FOOTER`'s keys of this screen (every key still works)."""
+        active = super().active_bindings
+        if self.size_mode != "compact":
+            return active
+        return {key: ActiveBinding(found.node, dataclasses.replace(found.binding, show=False), found.enabled,
+                                   found.tooltip)
+                if found.node is self and found.binding.show and found.binding.id not in COMPACT_FOOTER else found
+                for key, found in active.items()}
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Behind the size notice the dashboard's keys do nothing (`q` is the App's and still quits)."""
