@@ -3,11 +3,12 @@
 At 80×24 the wide layout gave the Inbox and Stalls panes no rows at all (an open question was only a
 count), the Lanes table four columns (`state` cut to `accep`) and a cut footer; at 100×30 one row each.
 So below `WIDE` (120×32) the side panes become tabs beside Output: the bottom half shows one pane at a
-time, full width, and the attention bar names the oldest open question (`ages`). Compared at 80×24: the
-side panes stacked under the tabs left Inbox and Stalls 2–3 rows each and Output 4; as tabs, the one
-shown gets the bottom's 10 rows and 80 columns (Inbox shows lane, question and age in full). The Lanes
+time, full width, and the attention bar names the oldest open question (`ages`). Measured at 80×24 (the
+panes' regions in a test app): the side panes stacked under Output gave Output 4 rows (2 lines of text)
+and Inbox and Stalls 2 rows each, their borders and nothing inside; as tabs, the pane shown gets 10–11
+rows and all 80 columns (the Inbox then shows lane, question, age and state in full). The Lanes
 table keeps id, state and why below 100 columns, and the clocks too up to 120 (`LanesTable.*_COLUMNS`);
-the footer turns compact. Below `SMALLEST` (60×18) nothing fits: a notice says what size is needed and
+the footer keeps the keys to answer and decide (`COMPACT_FOOTER`). Below `SMALLEST` (60×18) nothing fits: a notice says what size is needed and
 the app keeps running (the lanes belong to their supervisors), and a resize back restores it.
 
 Switched live at every resize. No widget is mounted, moved or removed: the side panes stay where they
