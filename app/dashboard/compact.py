@@ -8,8 +8,9 @@ panes' regions in a test app): the side panes stacked under Output gave Output 4
 and Inbox and Stalls 2 rows each, their borders and nothing inside; as tabs, the pane shown gets 10–11
 rows and all 80 columns (the Inbox then shows lane, question, age and state in full). The Lanes
 table keeps id, state and why below 100 columns, and the clocks too up to 120 (`LanesTable.*_COLUMNS`);
-the footer keeps the keys to answer and decide (`COMPACT_FOOTER`). Below `SMALLEST` (60×18) nothing fits: a notice says what size is needed and
-the app keeps running (the lanes belong to their supervisors), and a resize back restores it.
+the footer keeps the keys to answer and decide (`COMPACT_FOOTER`). Below `SMALLEST` (60×18) nothing
+fits: a notice says what size is needed and the app keeps running (the lanes belong to their
+supervisors), and a resize back restores it.
 
 Switched live at every resize. No widget is mounted, moved or removed: the side panes stay where they
 are composed and CSS classes on the screen decide what shows (`lanes.tcss`), with three empty tabs
