@@ -176,3 +176,18 @@ async def test_a_relaunched_lane_leaves_the_counts_and_sorts_last(tmp_path: Path
         await pilot.press("O")  # by attention
         await pilot.pause()
         assert app.screen.query_one(LanesTable).row_keys == ["ready-a1", "stall-a2", "stall-a1"]
+
+
+async def test_a_resize_under_a_dialog_is_taken_when_it_closes(engine: FakeEngine) -> None:
+    app = make_app(engine)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        dashboard = app.screen
+        await pilot.press("question_mark")  # the help dialog covers the dashboard
+        await pilot.pause()
+        assert app.screen is not dashboard
+        await _resize(pilot, 80, 24)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is dashboard and dashboard.has_class("-compact")
+        assert dashboard.query_one(LanesTable).shown_columns == ["id", "state", "why"]

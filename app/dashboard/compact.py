@@ -103,14 +103,9 @@ class CompactLayout(Screen[None]):
 
     @on(events.Resize)
     def _resized(self, event: events.Resize) -> None:
+        """Every resize, and the one a screen gets when a dialog over it closes after a resize."""
         if self._laid_out:
             self._fit(event.size)
-
-    @on(events.ScreenResume)
-    def _resumed(self, _event: events.ScreenResume) -> None:
-        """Back from a dialog: the terminal may have been resized under it."""
-        if self._laid_out:
-            self._fit(self.app.size)
 
     def _fit(self, size: Size) -> None:
         """Take the layout for `size` (nothing changes when it is already the one in use)."""
