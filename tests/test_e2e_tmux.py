@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -31,11 +32,12 @@ class Tmux:
         return subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True,
                               check=False).stdout
 
-    def start(self, command: list[str], cwd: Path) -> None:
+    def start(self, command: list[str], cwd: Path, size: tuple[int, int] = (120, 36)) -> None:
         # The size must be right before the app starts: a detached session is born at default-size.
+        width, height = str(size[0]), str(size[1])
         subprocess.run(["tmux", "-L", self.socket, "-f", "/dev/null", "start-server", ";",
-                        "set-option", "-g", "default-size", "120x36", ";",
-                        "new-session", "-d", "-s", self.session, "-x", "120", "-y", "36", "-c", str(cwd),
+                        "set-option", "-g", "default-size", f"{width}x{height}", ";",
+                        "new-session", "-d", "-s", self.session, "-x", width, "-y", height, "-c", str(cwd),
                         # Under pytest the pane's shell environment carries COLUMNS=80 LINES=24, which
                         # Textual would believe over the real pane size.
                         "env", "-u", "COLUMNS", "-u", "LINES", *command], check=True)
@@ -162,6 +164,34 @@ def test_a_demo_ended_by_a_hangup_or_sigterm_cleans_up_as_q_does(tmux: Tmux, tmp
             asyncio.run(_stop_all(demo_repo))
 
 
+#: The attention bar's words for the oldest open question: its lane, its age, its title.
+WAITS = re.compile(r"question-a1 waits (\d+[smhd]\S*): Deploy the calculator")
+
+
+def test_at_80x24_the_open_question_and_its_age_are_on_screen_and_the_age_moves(tmux: Tmux, tmp_path: Path) -> None:
+    """Issue 32's acceptance: readable within 10 s of the question appearing, and the age moves."""
+    tmux.start([sys.executable, "-m", "lanes_tui.app", "--demo", "--keep", "--demo-dir", str(tmp_path)], tmp_path,
+               size=(80, 24))
+    try:
+        tmux.wait_screen(lambda s: "Lanes" in s and "Output" in s)  # the dashboard is drawn
+        asked = _question_file(tmp_path)  # the demo's lane asks: from now, the lead has 10 s to see it
+        first = tmux.wait_screen(lambda s: WAITS.search(s) is not None, timeout=10)
+        age = _age(first)
+        assert asked.exists() and age is not None, first
+        # The age moves without anything else happening: a later screen shows another age.
+        later = tmux.wait_screen(lambda s: _age(s) not in (None, age), timeout=15)
+        assert _age(later) != age
+        assert all(len(line) <= 80 for line in later.splitlines())
+        tmux.keys("q")
+        end = time.monotonic() + 30
+        while tmux.alive() and time.monotonic() < end:  # the session ends with the dashboard
+            time.sleep(0.2)
+        assert not tmux.alive(), "q quits the dashboard"
+    finally:
+        for demo_repo in tmp_path.glob("lanes-demo-*/calculator"):
+            asyncio.run(_stop_all(demo_repo))
+
+
 def test_a_notification_leaves_no_column_behind(tmux: Tmux, repo: Path) -> None:
     """Issue 32: in tmux, a column stayed where a notification had been. It was the Output pane's empty
     scrollbar tracks, dark (`$scrollbar-background`) at its right edge and bottom while it had nothing to
@@ -198,6 +228,23 @@ def _processes_under(folder: Path) -> list[str]:
         except psutil.Error:  # gone, a zombie, or not ours to read
             continue
     return found
+
+
+def _question_file(demo_dir: Path, timeout: float = 120.0) -> Path:
+    """The demo question's file, once the lane has written it (polled: it comes when the lane asks)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        found = [p for p in demo_dir.glob("lanes-demo-*/calculator/.lanes/state/inbox/question-a1/q_*.json")
+                 if p.name.count(".") == 1]
+        if found:
+            return found[0]
+        time.sleep(0.1)
+    raise AssertionError("the demo's question-a1 never asked its question")
+
+
+def _age(screen: str) -> str | None:
+    match = WAITS.search(screen)
+    return match.group(1) if match else None
 
 
 def row_state(screen: str, lane: str) -> str | None:

@@ -69,6 +69,8 @@ class KeyedView(ScrollView, can_focus=True):
         self._columns = [key for key, _ in self.COLUMNS]
         self._widths = [len(label) for _, label in self.COLUMNS]
         """Each column's content width: its widest label or value so far."""
+        self._shown = list(range(len(self._columns)))
+        """The columns drawn, by index (`show_columns`): a narrow screen keeps the ones read first."""
         self._keys: list[str] = []
         """Row keys in display order."""
         self._index: dict[str, int] = {}
@@ -141,6 +143,25 @@ class KeyedView(ScrollView, can_focus=True):
             self._scroll_cursor_into_view(animate=animate)
         self._note_selection()
 
+    @property
+    def shown_columns(self) -> list[str]:
+        """The keys of the columns drawn, left to right."""
+        return [self._columns[i] for i in self._shown]
+
+    def show_columns(self, keys: Sequence[str] | None) -> None:
+        """Draw only these columns (None: all), in COLUMNS order; the others keep their values.
+
+        For a narrow terminal: a column cut at the right edge is worse than one not drawn (the lead
+        read `accep` for `accepted`). Changing the set rebuilds every line once, like a column growing.
+        """
+        wanted = set(self._columns if keys is None else keys)
+        shown = [i for i, key in enumerate(self._columns) if key in wanted]
+        if shown != self._shown:
+            self._shown = shown
+            self._layout += 1
+            self._set_virtual_size()
+            self.refresh()
+
     def _measure_soon(self) -> None:
         """Widen the columns for the new values when the table is next idle (before its next frame).
 
@@ -175,7 +196,7 @@ class KeyedView(ScrollView, can_focus=True):
             self.refresh()
 
     def _set_virtual_size(self) -> None:
-        size = Size(sum(width + 2 * PADDING for width in self._widths), len(self._keys) + 1)
+        size = Size(sum(self._widths[i] + 2 * PADDING for i in self._shown), len(self._keys) + 1)
         if size != self.virtual_size:
             self.virtual_size = size
 
@@ -236,8 +257,9 @@ class KeyedView(ScrollView, can_focus=True):
         return self._line(index, self._cells[key], cursor, hover, frame)
 
     def _line(self, index: int, cells: Sequence[Cell], cursor: bool, hover: bool, frame: Frame) -> Strip:
-        toned = [(cell, None if index < 0 else self._tone(cell)) for cell in cells]
-        return row_line(index, toned, self._widths, cursor, hover, frame, self.app.console, self.app.console_options)
+        toned = [(cells[i], None if index < 0 else self._tone(cells[i])) for i in self._shown]
+        widths = [self._widths[i] for i in self._shown]
+        return row_line(index, toned, widths, cursor, hover, frame, self.app.console, self.app.console_options)
 
     def _refresh_row(self, index: int) -> None:
         """Repaint row `index`'s line if it is in view (a row outside the window is not repainted)."""

@@ -22,6 +22,10 @@ SORT_MODES = ("oldest", "attention", "newest", "id")
 _ATTENTION = {"waiting": 0, "stalled": 0, "rejected": 1, "conflict": 1, "lost": 1, "ready": 2,
               "queued": 3, "launching": 3, "running": 3, "checking": 3, "reviewing": 3}
 _REST = 4
+#: A lane relaunched as a newer attempt (`superseded_by`) needs nobody whatever its state says (a
+#: stalled attempt stays `stalled`): the new attempt carries the work, so the old one sorts last
+#: (`wait --any` skips it too: `engine/live/queries.py`).
+_SUPERSEDED = 5
 
 #: States that are one thing to the lead's eye: a lane going from queued to running has not changed
 #: in a way worth a mark.
@@ -31,7 +35,9 @@ _QUIET = frozenset({"running", "checking", "reviewing"})
 
 
 def attention(lane: LaneStatus) -> int:
-    """0 (needs the lead now) … 4 (history); see `_ATTENTION`."""
+    """0 (needs the lead now) … 4 (history), 5 for a lane relaunched as a newer attempt; see `_ATTENTION`."""
+    if lane.superseded_by:
+        return _SUPERSEDED
     if lane.problem:
         return 1
     if lane.state == "exited":

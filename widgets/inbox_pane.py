@@ -67,6 +67,16 @@ class InboxPane(KeyedTable):
         rows: list[Row] = [(q.question.id, self._row(q, now)) for q in shown]
         self._apply(rows)
 
+    def tick(self, now: float) -> None:
+        """The clock moved to `now`: rewrite only the age cells whose text changed.
+
+        The list changes only when a question comes or goes, so without this an age read `1s` for a
+        minute. Each changed age repaints its one row (`_update_cells`); past a minute an age changes
+        once a minute (`fmt.elapsed`), so a tick usually repaints the young questions alone.
+        """
+        for key, view in self._questions.items():
+            self._update_cells(key, {"age": _age(view, now)})
+
     def _row(self, view: QuestionView, now: float) -> tuple[Cell, ...]:
         state = "by rule" if by_rule(view) else view.state
         q = view.question
@@ -74,7 +84,7 @@ class InboxPane(KeyedTable):
         return (
             Cell(q.lane),
             Cell(fmt.truncate(q.title, 70)),
-            Cell(fmt.elapsed(now - q.created) if q.created else "", right=True),
+            _age(view, now),
             Cell(state, SHOWN_STATES.get(state, ""), bold=state == "orphaned"),
             Cell(q.kind),
             Cell(q.source),
@@ -82,6 +92,12 @@ class InboxPane(KeyedTable):
 
     def _selection_changed(self, key: str | None) -> None:
         self.post_message(self.QuestionSelected(key))
+
+
+def _age(view: QuestionView, now: float) -> Cell:
+    """How long the question has waited, as the age column shows it."""
+    created = view.question.created
+    return Cell(fmt.elapsed(now - created) if created else "", right=True)
 
 
 def by_rule(view: QuestionView) -> bool:

@@ -54,6 +54,10 @@ class LanesTable(KeyedTable):
     )
     """"why" (the state's reason) comes last: it is the longest, and the one to cut on a narrow screen."""
     TITLE: ClassVar[str] = "Lanes"
+    #: The columns a narrow terminal keeps (`show_columns`): which lane, its state, and why. Below
+    #: 100 columns only these fit; up to 120 the clocks fit too (`app/dashboard/compact.py` decides).
+    NARROW_COLUMNS: ClassVar[tuple[str, ...]] = ("id", "state", "why")
+    MEDIUM_COLUMNS: ClassVar[tuple[str, ...]] = ("id", "state", "elapsed", "idle", "why")
 
     @dataclass
     class LaneSelected(Message):

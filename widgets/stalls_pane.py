@@ -7,7 +7,12 @@ report (`status.stall`, a `StallReport`: idle seconds and the process tree it ki
 report got wrong is in its tooltip). A lane a cap stopped
 (`FAILED-RESOURCE`, `status.fired`) is a finding too — which cap, its value, the peak and what was
 killed — listed until the lead settles or relaunches it, so "it died" is never a mystery. A
-`waiting` lane is never listed: it waits for the lead, not the other way round.
+`waiting` lane is never listed: it waits for the lead, not the other way round, and neither is a lane
+relaunched as a newer attempt (`superseded_by`): the new attempt is the one to watch.
+
+The idle column ticks (`tick`, once a second from the screen): a quiet lane's idle counts on from the
+sample that reported it, a stopped lane's from its report's idle at the time its record was written, so
+the lead sees how long each has waited without a repaint of the rows that did not change.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ class StallsPane(KeyedTable):
     def __init__(self, *, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._trees: dict[str, str] = {}
+        self._idle: dict[str, tuple[float, float]] = {}
+        """Lane id → (idle seconds, the wall-clock time they were true at): what `tick` counts on from."""
 
     @property
     def selected_lane(self) -> str | None:
@@ -49,13 +56,17 @@ class StallsPane(KeyedTable):
         """How many lanes are listed, for the attention bar."""
         return len(self._cells)
 
-    def sync(self, lanes: Sequence[LaneStatus], warn_after_s: float | None) -> None:
+    def sync(self, lanes: Sequence[LaneStatus], warn_after_s: float | None, now: float | None = None) -> None:
         """Pick the quiet, stalled and cap-stopped lanes out of all lane statuses.
 
-        `warn_after_s` None (or 0) lists only the stopped ones, e.g. when the watchdog is off.
+        `warn_after_s` None (or 0) lists only the stopped ones, e.g. when the watchdog is off. With `now`
+        (wall-clock seconds) the idle times count on from when they were true (`tick`); without, they
+        are shown as given.
         """
         found: list[tuple[bool, float, LaneStatus]] = []
         for lane in lanes:
+            if lane.superseded_by:
+                continue
             if lane.state == "stalled":
                 idle = lane.stall.idle_s if lane.stall is not None and lane.stall.idle_s is not None else lane.idle_s
                 found.append((True, float(idle or 0.0), lane))
@@ -66,12 +77,24 @@ class StallsPane(KeyedTable):
         found.sort(key=lambda item: (not item[0], -item[1], item[2].id))
         rows: list[Row] = []
         self._trees = {}
+        anchors = self._idle
+        self._idle = {}
         for stopped, idle, lane in found:
             lane_id = lane.id
             if lane.state != "stalled" and lane.fired:
                 self._trees[lane_id] = _fired_details(lane.fired)
                 rows.append((lane_id, _fired_row(lane_id, lane.fired)))
                 continue
+            if now is not None:
+                known = anchors.get(lane_id)
+                if stopped and lane.updated:  # the report's idle was true when the record was written
+                    self._idle[lane_id] = (idle, lane.updated)
+                elif known is not None and known[0] == idle:  # the same sample again: count on
+                    self._idle[lane_id] = known
+                else:  # a new sample's idle is true from when it is first seen
+                    self._idle[lane_id] = (idle, now)
+                base, since = self._idle[lane_id]
+                idle = base + max(0.0, now - since)
             tree = _tree(lane)
             lines = [_proc_line(p, full=True) for p in tree] or ["no process tree recorded"]
             if lane.stall is not None and lane.stall.problems:  # a hand edit: say what was left out
@@ -80,6 +103,11 @@ class StallsPane(KeyedTable):
             rows.append((lane_id, self._row(lane_id, stopped, idle, lane, tree)))
         self._apply(rows)
         self._set_tooltip()
+
+    def tick(self, now: float) -> None:
+        """The clock moved to `now`: rewrite only the idle cells whose text changed (one row each)."""
+        for lane_id, (base, since) in self._idle.items():
+            self._update_cells(lane_id, {"idle": _idle_cell(base + max(0.0, now - since))})
 
     def _row(self, lane_id: str, stopped: bool, idle: float, lane: LaneStatus,
              tree: Sequence[SampledProc]) -> tuple[Cell, ...]:
@@ -94,7 +122,7 @@ class StallsPane(KeyedTable):
         else:
             count = lane.procs
             procs = f"{count} process{'es' if count != 1 else ''}" if count else "tree unknown"
-        return (Cell(lane_id), status, Cell(fmt.duration(idle), right=True), Cell(procs))
+        return (Cell(lane_id), status, _idle_cell(idle), Cell(procs))
 
     def _selection_changed(self, key: str | None) -> None:
         self._set_tooltip()
@@ -104,6 +132,10 @@ class StallsPane(KeyedTable):
         tree = self._trees.get(self.selected_key or "")
         # Content, not str: a str tooltip is parsed as markup, and command lines contain brackets.
         self.tooltip = Content(tree) if tree else None
+
+
+def _idle_cell(idle: float) -> Cell:
+    return Cell(fmt.duration(idle), right=True)
 
 
 def _cap_fired(lane: LaneStatus) -> bool:

@@ -19,6 +19,8 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
+from lanes_tui.app.dashboard.ages import AgeClock
+from lanes_tui.app.dashboard.compact import CompactLayout
 from lanes_tui.app.dashboard.flows import DecisionFlows
 from lanes_tui.app.dashboard.hands import HandsFlows
 from lanes_tui.app.dashboard.host import DashboardHost
@@ -55,7 +57,8 @@ from lanes_tui.widgets import (
 OPEN_STATES = ("open", "answered")
 
 
-class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, FastScreen[None]):
+class DashboardScreen(CompactLayout, AgeClock, InboxFlows, HandsFlows, DecisionFlows, OverviewFlows,
+                      FastScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = bindings()  # type: ignore[assignment]
     read_ahead: ClassVar[bool] = True
     """Read the tails of the lanes beside the selected one ahead of the cursor (`app.tail_prefetch`)."""
@@ -90,6 +93,7 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Fast
             with TabbedContent(id="detail", initial="tab-output"):
                 with TabPane("Output", id="tab-output"):
                     yield OutputPane(id="output")
+                yield from self.side_tabs()  # Inbox, Stalls, Meters as tabs while compact (`compact`)
                 with TabPane("Diff", id="tab-diff"):
                     yield DiffPane(id="diff")
                 with TabPane("Gates", id="tab-gates"):
@@ -103,6 +107,7 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Fast
                 yield StallsPane(id="stalls")
                 yield MetersPane(id="meters")
         yield Footer()
+        yield self.size_notice_widget()
 
     def on_mount(self) -> None:
         self.query_one("#lanes").border_title = "Lanes"
@@ -117,6 +122,8 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Fast
         self._apply_questions(engine.questions(), notify=False)
         self._known_stalls = {lane_id for lane_id, s in self.lanes.items() if s.state == "stalled"}
         self.query_one(LanesTable).focus()
+        self._start_layout()
+        self._start_clock()
         self._poll_machine()
         self._poll_worktrees()
         self._poll_plans()
@@ -138,8 +145,9 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Fast
         for status in statuses:
             self.lanes[status.id] = status
         rows = sorted(self.lanes.values(), key=lambda s: (s.created, s.id))
-        self.query_one(LanesTable).sync(rows, time.time())
-        self.query_one(StallsPane).sync(rows, self.lanes_app.engine.config.lanes.warn_after_s)
+        now = self._now()
+        self.query_one(LanesTable).sync(rows, now)
+        self.query_one(StallsPane).sync(rows, self.lanes_app.engine.config.lanes.warn_after_s, now)
         self._update_attention()
         if self.selected_lane is None and rows:
             self._select(self.query_one(LanesTable).selected_lane)
@@ -163,7 +171,7 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Fast
 
     def _apply_questions(self, questions: Iterable[QuestionView], *, notify: bool) -> None:
         self.questions = list(questions)
-        self.query_one(InboxPane).sync([q for q in self.questions if self._worth_showing(q)], time.time())
+        self.query_one(InboxPane).sync([q for q in self.questions if self._worth_showing(q)], self._now())
         fresh = [q for q in self.questions if q.state == "open" and q.question.id not in self._known_questions]
         self._known_questions |= {q.question.id for q in self.questions}
         if notify and fresh:
@@ -210,13 +218,24 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Fast
         severity = "error" if message.severity == "error" else "information"
         self.app.notify(message.message, severity=severity)  # type: ignore[arg-type]
 
+    def _now(self) -> float:
+        """The screen's clock (wall-clock seconds): every age and elapsed time on screen is from it."""
+        return time.time()
+
     def _update_attention(self) -> None:
-        open_q = sum(1 for q in self.questions if q.state in OPEN_STATES)
+        # A lane relaunched as a newer attempt (`superseded_by`) needs nobody: `wait --any` skips it too.
+        current = [s for s in self.lanes.values() if not s.superseded_by]
+        open_q = sum(1 for q in self.questions if q.state in OPEN_STATES and not self._superseded(q.question.lane))
         # A lane a cap stopped needs the lead as much as a stalled one: both are in Stalls & caps.
-        stalls = sum(1 for s in self.lanes.values() if s.state == "stalled" or (s.fired and s.state == "exited"))
-        ready = sum(1 for s in self.lanes.values() if s.state == "ready")
+        stalls = sum(1 for s in current if s.state == "stalled" or (s.fired and s.state == "exited"))
+        ready = sum(1 for s in current if s.state == "ready")
         self.query_one(AttentionBar).set_counts(open_q, stalls, ready, self.takeover)
+        self._name_oldest(self._now())
         self.app.title = f"lanes-tui  ?{open_q} !{stalls} ✓{ready}" + (f" ⚑{self.takeover}" if self.takeover else "")
+
+    def _superseded(self, lane_id: str) -> bool:
+        lane = self.lanes.get(lane_id)
+        return lane is not None and bool(lane.superseded_by)
 
     # selection ---------------------------------------------------------------------------------
     @property
