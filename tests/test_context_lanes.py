@@ -8,6 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.engine import LaneStatus
+from lanes_tui.engine.core.clock import FakeClock
+from lanes_tui.engine.live.engine import Engine
+from lanes_tui.engine.state.events import LaneChanged
+from lanes_tui.engine.state.meters import METERS_FILE, RunMeter
+from lanes_tui.engine.state.model import LaneRecord
+from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.store import LaneStore
 from tests.fakes import CLAUDE_TABLE, CODEX_TABLE
 from tests.helpers import cli, run_lane, status, wait_for, wait_state, write_config
 
@@ -63,3 +70,23 @@ def test_codex_lane_without_token_count_has_no_context(repo: Path) -> None:
     row = status(repo, lane)
     assert row["result"] == "OK" and row["tokens"]["input"] == 2000
     assert row["context"] is None  # never the turn totals shown as a context
+
+
+def test_the_live_engine_rereads_a_lane_when_only_its_meters_change(repo: Path) -> None:
+    """The supervisor rewrites `meters.json`, never `lane.json`, while the agent works: the dashboard's
+    engine must still see each new context figure (and nothing when the file did not change)."""
+    paths = StatePaths(repo)
+    paths.ensure()
+    store = LaneStore(paths)
+    store.create(LaneRecord(id="meter-a1", slug="meter", attempt=1, task_type="backend", prompt="p", chain=["claude"],
+                            repo=str(repo), worktree=str(repo.parent / "wt"), branch="lane/meter-a1",
+                            base_sha="0" * 40, target_branch="main", state="running"))
+    engine = Engine(repo)
+    engine._scan(True)
+    meter = RunMeter(paths.lane("meter-a1").dir / METERS_FILE, FakeClock(), provider="claude", model="sonnet")
+    for used in (120_000, 180_000):
+        meter.set_context(used)
+        meter.flush()
+        changed = [e for e in engine._scan(False) if isinstance(e, LaneChanged)]
+        assert [(e.status.state, e.status.context and e.status.context.used) for e in changed] == [("running", used)]
+    assert [e for e in engine._scan(False) if isinstance(e, LaneChanged)] == []

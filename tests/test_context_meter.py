@@ -128,12 +128,14 @@ def test_window_precedence_config_then_reported_then_table(tmp_path: Path) -> No
     assert second.context() is None and second.window() == (400_000, "reported")
     second.set_context(300_000)
     meter = second.context()
-    assert meter == ContextMeter(300_000, 400_000, 0.5, "reported") and meter.near
+    assert meter == ContextMeter(300_000, 400_000, 0.5, "reported")
+    assert meter is not None and meter.near
     configured = RunMeter(path, clock, provider="claude", model="claude-x", context_window=1_000)
     configured.set_context(1_500)
     configured.set_context_window(400_000)
     meter = configured.context()
-    assert meter == ContextMeter(1_500, 1_000, 0.85, "config") and meter.fraction == 1.5
+    assert meter == ContextMeter(1_500, 1_000, 0.85, "config")
+    assert meter is not None and meter.fraction == 1.5
 
 
 def test_a_reviewer_run_keeps_the_agent_meter(tmp_path: Path) -> None:
@@ -159,7 +161,8 @@ def test_a_context_that_is_no_context_reads_as_none(data: object) -> None:
 
 def test_a_bad_threshold_or_source_reads_as_the_default() -> None:
     meter = parse_context({"used": 170_000, "window": 200_000, "warn": float("nan"), "source": "<script>"})
-    assert meter == ContextMeter(170_000, 200_000, 0.85, "default") and meter.near
+    assert meter == ContextMeter(170_000, 200_000, 0.85, "default")
+    assert meter is not None and meter.near
 
 
 def test_status_json_round_trips_the_meter() -> None:
