@@ -82,11 +82,11 @@ def test_the_live_engine_rereads_a_lane_when_only_its_meters_change(repo: Path) 
                             repo=str(repo), worktree=str(repo.parent / "wt"), branch="lane/meter-a1",
                             base_sha="0" * 40, target_branch="main", state="running"))
     engine = Engine(repo)
-    engine._scan(True)
+    engine.scanner.scan(True)
     meter = RunMeter(paths.lane("meter-a1").dir / METERS_FILE, FakeClock(), provider="claude", model="sonnet")
     for used in (120_000, 180_000):
         meter.set_context(used)
         meter.flush()
-        changed = [e for e in engine._scan(False) if isinstance(e, LaneChanged)]
+        changed = [e for e in engine.scanner.scan(False) if isinstance(e, LaneChanged)]
         assert [(e.status.state, e.status.context and e.status.context.used) for e in changed] == [("running", used)]
-    assert [e for e in engine._scan(False) if isinstance(e, LaneChanged)] == []
+    assert [e for e in engine.scanner.scan(False) if isinstance(e, LaneChanged)] == []
