@@ -52,7 +52,8 @@ async def test_ctx_column_shows_the_fraction_and_flags_a_live_lane_near_its_limi
         table.focus()
         await pilot.press("down")
         await pilot.pause()
-        assert str(table.tooltip).endswith("\ncontext: 185.0k of 200.0k tokens (92%), at or past the 85% warning")
+        assert str(table.tooltip) == ("waiting: waiting for a test\n"
+                                      "context: 185.0k of 200.0k tokens (92%), at or past the 85% warning")
 
 
 def test_meters_feed_names_live_lanes_with_a_meter_only() -> None:

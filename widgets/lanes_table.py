@@ -132,8 +132,8 @@ class LanesTable(KeyedTable):
                 cells = (*cells[:ELAPSED], _elapsed(lane, self._now), *cells[ELAPSED + 1:])
             else:
                 cells = self._row(lane, self._now, mark)
-                state = (_shown_state(lane), _why(lane) + _radar_note(lane) + _review_note(lane)
-                         + _group_note(lane, size) + _node_note(lane) + _context_note(lane))
+                state = (_shown_state(lane), _why(lane) + _context_note(lane) + _radar_note(lane)
+                         + _review_note(lane) + _group_note(lane, size) + _node_note(lane))
             built[lane.id] = (lane, mark, size, cells, state)
             self._states[lane.id] = state
             if marked:
