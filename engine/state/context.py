@@ -98,15 +98,17 @@ def parse_context(data: object) -> ContextMeter | None:
     (a count that is no count, a window of 0, a threshold outside (0, 1]): never raises."""
     if not isinstance(data, Mapping):
         return None
-    used, window, warn = data.get("used"), data.get("window"), data.get("warn", DEFAULT_WARN)
-    if not _count(used) or not _count(window) or window == 0:
+    used, window, warn = _count(data.get("used")), _count(data.get("window")), data.get("warn", DEFAULT_WARN)
+    if used is None or not window:
         return None
     if isinstance(warn, bool) or not isinstance(warn, int | float) or not math.isfinite(warn) or not 0 < warn <= 1:
         warn = DEFAULT_WARN
     source = data.get("source")
-    return ContextMeter(int(used), int(window), float(warn),
+    return ContextMeter(used, window, float(warn),
                         source if isinstance(source, str) and source in WINDOW_SOURCES else "default")
 
 
-def _count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _MAX_TOKENS
+def _count(value: object) -> int | None:
+    """A token count from the file: a whole number from 0 below `_MAX_TOKENS`, else None."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value < _MAX_TOKENS
+    return value if ok and isinstance(value, int) else None
