@@ -60,7 +60,7 @@ def test_status_json_lists_every_lane(repo: Path) -> None:
 STATUS_KEYS = ["id", "task", "task_type", "state", "state_reason", "result", "provider", "providers_tried", "chain",
                "attempt", "worktree", "branch", "base_sha", "target_branch", "created", "updated", "idle_s",
                "cpu_percent", "rss_bytes", "procs", "output_bytes", "tokens", "cost_usd", "cost_estimated",
-               "session_id", "stall", "superseded_by", "problem", "lock_wait", "locks", "gate_wait", "fired",
+               "context", "session_id", "stall", "superseded_by", "problem", "lock_wait", "locks", "gate_wait", "fired",
                "conflicts", "plan", "ticket", "scope", "review", "group", "rank", "runner", "node", "lead_note"]
 
 

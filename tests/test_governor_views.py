@@ -237,7 +237,8 @@ def test_the_meters_mapping_adds_caps_and_lock_counts() -> None:
     lanes = [lane("a-a1", "running", locks=3), lane("b-a1", "ready", locks=0), lane("c-a1", "exited", locks=1)]
     assert lock_counts(lanes) == {"a-a1": 3, "c-a1": 1}
     assert meters_mapping({"cpu_percent": 5.0}, CAPS, lanes) == {"cpu_percent": 5.0, "caps": CAPS,
-                                                                 "locks": {"a-a1": 3, "c-a1": 1}, "gate_waits": {}}
+                                                                 "locks": {"a-a1": 3, "c-a1": 1}, "gate_waits": {},
+                                                                 "contexts": {}}
 
 
 async def test_the_dashboard_feeds_the_meters_caps_and_locks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -141,10 +141,15 @@ SHOWN_LANES = [dataclasses.replace(s, review=REVIEWS.get(s.id)) for s in RADAR_L
 SHOWN_LANES = [*SHOWN_LANES[:4], BEST_OF[2], *SHOWN_LANES[4:], BEST_OF[0], BEST_OF[1]]
 
 
+#: Two agents' context meters, one near its limit (the Meters pane's context line).
+CONTEXTS = {"fix-login-a1": {"used": 126_000, "window": 200_000, "fraction": 0.63, "near": False},
+            "add-cache-a1": {"used": 185_000, "window": 200_000, "fraction": 0.925, "near": True}}
+
+
 def _meters(pane: MetersPane) -> None:
     for i, cpu in enumerate([12, 25, 80, 64, 35, 50, 95, 40, 37.4]):
         pane.update_machine(dict(MACHINE, cpu_percent=cpu, spend_usd=0.5 * i, caps=CAPS,
-                                 locks={"tidy-tests-a2": 3, "fix-login-a1": 1}))
+                                 locks={"tidy-tests-a2": 3, "fix-login-a1": 1}, contexts=CONTEXTS))
 
 
 def _output(pane: OutputPane) -> None:

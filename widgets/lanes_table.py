@@ -11,6 +11,9 @@ merge conflicts (N: with how many lanes or the target), else `~N` when it shares
 is kept narrow so the "why" stays in view; the row's tooltip and the Conflicts dialog (`c`) name them.
 The "rev" column is the lane's review verdict (`LaneStatus.review`) as one mark for the same reason:
 `✓` CLEAN, `✗` BLOCKING, `?` MISSING, blank before any review; the tooltip spells it out.
+The "ctx" column is how full the agent's context window is (`LaneStatus.context`: `63%`), in the
+warning tone while a live lane is at or past its threshold (`[lanes] context_warn`, 85 % by default);
+`–` where the provider reports no such figure. The tooltip gives the tokens and the window.
 The lanes of a best-of-N group (`LaneStatus.group`) are shown together, best rank first, where the
 group's first lane would be, tied by a bracket in the id cell (`┬ ├ └`) and suffixed `#rank` once the
 group is ranked; the tooltip names the group. That reordering is display only: the lanes keep their keys.
@@ -50,7 +53,7 @@ class LanesTable(KeyedTable):
     COLUMNS: ClassVar[tuple[tuple[str, str], ...]] = (
         ("id", "lane"), ("task", "task"), ("provider", "provider:model"), ("state", "state"), ("review", "rev"),
         ("attempt", "att"), ("elapsed", "elapsed"), ("idle", "idle"), ("cpu", "CPU %"), ("rss", "RSS"),
-        ("tokens", "tokens"), ("cost", "cost"), ("radar", "radar"), ("why", "why"),
+        ("tokens", "tokens"), ("cost", "cost"), ("context", "ctx"), ("radar", "radar"), ("why", "why"),
     )
     """"why" (the state's reason) comes last: it is the longest, and the one to cut on a narrow screen."""
     TITLE: ClassVar[str] = "Lanes"
@@ -133,8 +136,8 @@ class LanesTable(KeyedTable):
                 cells = (*cells[:ELAPSED], _elapsed(lane, self._now), *cells[ELAPSED + 1:])
             else:
                 cells = self._row(lane, self._now, mark)
-                state = (_shown_state(lane), _why(lane) + _radar_note(lane) + _review_note(lane)
-                         + _group_note(lane, size) + _node_note(lane))
+                state = (_shown_state(lane), _why(lane) + _context_note(lane) + _radar_note(lane)
+                         + _review_note(lane) + _group_note(lane, size) + _node_note(lane))
             built[lane.id] = (lane, mark, size, cells, state)
             self._states[lane.id] = state
             if marked:
@@ -193,6 +196,7 @@ class LanesTable(KeyedTable):
             Cell(fmt.size(rss) if live and rss else "", right=True),
             Cell(fmt.tokens(lane.tokens), right=True),
             Cell(fmt.cost(lane.cost_usd, lane.cost_estimated), right=True),
+            _context(lane),
             _radar(lane),
             Cell(fmt.truncate(_where(lane) + _why(lane), 48),
                  "warning" if _lock_waiting(lane) or lane.state == "unreachable" else ""),
@@ -319,6 +323,25 @@ def _radar(lane: LaneStatus) -> Cell:
         return Cell(f"✗{len(blocking)}", "error")
     sharing = {str(c.get("lane")) for c in lane.conflicts if c.get("kind") == "overlap"}
     return Cell(f"~{len(sharing)}", "warning") if sharing else Cell("")
+
+
+def _context(lane: LaneStatus) -> Cell:
+    """`63%` full; a warning once a live lane is near its limit (an ended one needs nothing); `–`
+    where the provider reports no context. Read by name: an older engine's status has no meter."""
+    meter = getattr(lane, "context", None)
+    if meter is None:
+        return Cell("–", "dim", right=True)
+    return Cell(f"{meter.fraction:.0%}", "warning" if meter.near and lane.live else "", right=True)
+
+
+def _context_note(lane: LaneStatus) -> str:
+    """The context meter for the tooltip: used and window in tokens, and the threshold once reached."""
+    meter = getattr(lane, "context", None)
+    if meter is None:
+        return ""
+    near = f", at or past the {meter.warn:.0%} warning" if meter.near else ""
+    return (f"\ncontext: {fmt.tokens(meter.used)} of {fmt.tokens(meter.window)} tokens "
+            f"({meter.fraction:.0%}){near}")
 
 
 def _radar_note(lane: LaneStatus) -> str:

@@ -3,7 +3,9 @@ running against `max_parallel`, and the spend, with sparklines for CPU and spend
 governor's caps per lane with what enforces each on this machine, and the heavy runs (`lanes-tui
 lock`) each lane took — the caps are why one hungry lane cannot take the machine, so they are shown.
 A lane whose gates wait for the machine's load or a heavy slot adds a line saying so, and for how
-long: a check held back looks like a hang otherwise.
+long: a check held back looks like a hang otherwise. Running agents whose provider reports how full
+their context window is add a `context` line (`a1 126.0k/200.0k 63%`), a lane near its limit in the
+warning tone.
 
 Machine figures arrive every tick. They are turned into `Readings` — rounded to what the eye can
 tell apart — and set on a reactive: when a tick reads the same as the last one the reactive sees an
@@ -12,6 +14,7 @@ equal value and nothing repaints (the ProgressBar pattern). The sparklines keep 
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -28,6 +31,8 @@ from lanes_tui.widgets import _format as fmt
 HISTORY = 120
 #: Free space below this at the worktree root is shown as an error: worktrees and gates will fail.
 LOW_DISK_BYTES = 5 * 1024**3
+#: The context line names at most this many lanes, the fullest.
+MAX_CONTEXTS = 4
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,8 @@ class Readings:
     locks: tuple[tuple[str, int], ...] = ()
     #: (lane, `load 5.1 > 4.0, 42s`) for each lane whose gates wait (`meters_feed.gate_waits`).
     gate_waits: tuple[tuple[str, str], ...] = ()
+    #: (lane, `126.0k/200.0k 63%`, near its limit) for each live lane with a context meter (`meters_feed.contexts`).
+    contexts: tuple[tuple[str, str, bool], ...] = ()
 
     @classmethod
     def from_mapping(cls, m: Mapping[str, Any]) -> Readings:
@@ -66,6 +73,7 @@ class Readings:
             holders=holders, running=int(m.get("running") or 0), max_parallel=int(m.get("max_parallel") or 0),
             spend=fmt.cost(m.get("spend_usd")) or "$0.00", tokens=fmt.tokens(m.get("tokens")) or "0",
             caps=_caps(m.get("caps")), locks=_locks(m.get("locks")), gate_waits=_gate_waits(m.get("gate_waits")),
+            contexts=_contexts(m.get("contexts")),
         )
 
 
@@ -198,6 +206,11 @@ def _describe(r: Readings) -> Content:
     if r.gate_waits:  # only while a check waits: the pane keeps its three lines otherwise
         waits = "; ".join(f"{lane} {text}" for lane, text in r.gate_waits)
         lines.append(Content.assemble("gates waiting: ", Content.styled(fmt.truncate(waits, 120), "$warning")))
+    if r.contexts:  # only while a running agent reports its context
+        parts: list[Content | str] = ["context"]
+        for lane, text, near in r.contexts:
+            parts += ["  ", f"{fmt.truncate(lane, 24)} ", _val(text, "warning" if near else "")]
+        lines.append(Content.assemble(*parts))
     return Content("\n").join(lines)
 
 
@@ -252,6 +265,23 @@ def _gate_waits(value: Any) -> tuple[tuple[str, str], ...]:
     if not isinstance(value, Mapping):
         return ()
     return tuple(sorted((str(lane), str(text)) for lane, text in value.items() if text))
+
+
+def _contexts(value: Any) -> tuple[tuple[str, str, bool], ...]:
+    """The "contexts" mapping lane → {used, window, fraction, near}, fullest first, at most
+    `MAX_CONTEXTS` (the line must not push the sparklines away); an entry without numbers is left out
+    (any other shape shows nothing)."""
+    if not isinstance(value, Mapping):
+        return ()
+    meters = sorted(((str(lane), m) for lane, m in value.items() if isinstance(m, Mapping)
+                     and all(_number(m.get(k)) for k in ("used", "window", "fraction"))),
+                    key=lambda item: (-item[1]["fraction"], item[0]))
+    return tuple((lane, f"{fmt.tokens(m['used'])}/{fmt.tokens(m['window'])} {m['fraction']:.0%}", m.get("near") is True)
+                 for lane, m in meters[:MAX_CONTEXTS])
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _round(value: Any) -> int | None:

@@ -6,7 +6,7 @@ from one tick to the next: they are computed once per config object — at start
 the engine holds a reloaded config — in a worker thread. The lock counts come from the lane statuses
 the screen already holds (`LaneStatus.locks`), so they cost nothing; so do the gates' waits
 (`LaneStatus.gate_wait`, read from the lane's events with the lock counts), whose length is counted
-here against the wall clock at each tick.
+here against the wall clock at each tick; and so does each live agent's context meter (`LaneStatus.context`).
 """
 
 from __future__ import annotations
@@ -60,10 +60,18 @@ def gate_waits(lanes: Iterable[LaneStatus], now: float) -> dict[str, str]:
     return {lane.id: text for lane in lanes if (text := lane.gate_wait_text(now))}
 
 
+def contexts(lanes: Iterable[LaneStatus]) -> dict[str, dict[str, Any]]:
+    """Lane id → its context meter (used, window, fraction, near) for each live lane whose provider
+    reports one: an ended agent's context fills nothing any more."""
+    return {lane.id: {"used": meter.used, "window": meter.window, "fraction": meter.fraction, "near": meter.near}
+            for lane in lanes if lane.live and (meter := lane.context) is not None}
+
+
 def meters_mapping(machine: Mapping[str, Any], caps: list[dict[str, str]],
                    lanes: Iterable[LaneStatus], now: float | None = None) -> dict[str, Any]:
-    """The engine's machine figures with `caps`, `locks` and `gate_waits` added (`MetersPane.update_machine`'s
-    keys); `now` is the wall clock the waits are counted to (this moment when None)."""
+    """The engine's machine figures with `caps`, `locks`, `gate_waits` and `contexts` added
+    (`MetersPane.update_machine`'s keys); `now` is the wall clock the waits are counted to (this moment
+    when None)."""
     lanes = list(lanes)
     return {**machine, "caps": caps, "locks": lock_counts(lanes),
-            "gate_waits": gate_waits(lanes, time.time() if now is None else now)}
+            "gate_waits": gate_waits(lanes, time.time() if now is None else now), "contexts": contexts(lanes)}

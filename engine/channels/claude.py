@@ -9,7 +9,10 @@ When the `result` line arrives the run is over: stdin is closed so the CLI exits
 
 Meters: `assistant` lines carry the usage of their message so far, and a message is printed several
 times as it grows, so usage is kept per `message.id` and replaced, never summed per line; the
-`result` line's totals and `total_cost_usd` replace the live figures at the end.
+`result` line's totals and `total_cost_usd` replace the live figures at the end. The same usage's
+prompt (input + cache reads + cache writes) of the latest main-thread message is how full the context
+is (`state.context`; a sub-agent's messages, with a `parent_tool_use_id`, have a context of their
+own), and the `result` line's `modelUsage` names the window.
 
 API errors are read from Claude's structured fields (`claude_errors`: the `error` of an API-error
 `assistant` line, the `result` line's `api_error_status`, `api_retry` lines) and reported through
@@ -43,7 +46,12 @@ from lanes_tui.engine.channels.claude_errors import (
     result_error,
     retry_delay,
 )
-from lanes_tui.engine.channels.claude_wire import claude_usage, control_response, user_message
+from lanes_tui.engine.channels.claude_wire import (
+    claude_context_window,
+    claude_usage,
+    control_response,
+    user_message,
+)
 from lanes_tui.engine.config.cli_facts import CLAUDE_PERMISSION_ARGS
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.inbox.store import Question, QuestionView
@@ -141,7 +149,10 @@ class ClaudeStreamChannel(Channel):
             message = msg.get("message")
             self._api_error(assistant_error(msg, self.limit_reset_at))
             if isinstance(message, Mapping) and isinstance(message.get("id"), str) and "usage" in message:
-                meters.set_message(message["id"], claude_usage(message["usage"]))
+                usage = claude_usage(message["usage"])
+                meters.set_message(message["id"], usage)
+                if msg.get("parent_tool_use_id") is None:
+                    meters.set_context(usage.input)
         elif kind == "system" and msg.get("subtype") == "api_retry":
             retry = retry_delay(msg)
             if retry is not None:
@@ -177,6 +188,7 @@ class ClaudeStreamChannel(Channel):
             self.error = None  # the turn succeeded after all: an earlier error was retried away
         if "usage" in msg:
             self.ctx.meters.set_total(claude_usage(msg["usage"]))
+        self.ctx.meters.set_context_window(claude_context_window(msg, self.ctx.meters.model))
         cost = msg.get("total_cost_usd")
         if isinstance(cost, int | float) and not isinstance(cost, bool) and cost >= 0:
             self.ctx.meters.set_cost(float(cost), "reported")

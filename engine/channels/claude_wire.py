@@ -1,6 +1,7 @@
 """Claude's stream-json as bytes and numbers: the prompt as its one `user` line, a `control_response`
-line, and a usage object in the meters' semantics. Split from `channels.claude` (the protocol's state:
-pending requests, questions, answers) so the wire format is read and tested on its own.
+line, a usage object in the meters' semantics, and the model's context window from the `result` line.
+Split from `channels.claude` (the protocol's state: pending requests, questions, answers) so the wire
+format is read and tested on its own.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 from lanes_tui.engine.channels.base import number
 from lanes_tui.engine.state.meters import Usage
 
-__all__ = ["claude_usage", "control_response", "user_message"]
+__all__ = ["claude_context_window", "claude_usage", "control_response", "user_message"]
 
 
 def claude_usage(usage: Any) -> Usage:
@@ -24,6 +25,20 @@ def claude_usage(usage: Any) -> Usage:
     write = number(usage.get("cache_creation_input_tokens"))
     return Usage(input=fresh + read + write, cached_input=read, cache_write=write,
                  output=number(usage.get("output_tokens")))
+
+
+def claude_context_window(result: Mapping[str, Any], model: str) -> int:
+    """The window Claude reports for `model` in the `result` line (`modelUsage.<model>.contextWindow`),
+    or 0. `modelUsage` may name several models (a small one for side tasks): the run's own model is
+    looked up by name; with no match, only a lone entry is trusted."""
+    usage = result.get("modelUsage")
+    if not isinstance(usage, Mapping):
+        return 0
+    entry = usage.get(model)
+    if not isinstance(entry, Mapping):
+        entries = [value for value in usage.values() if isinstance(value, Mapping)]
+        entry = entries[0] if len(entries) == 1 else {}
+    return number(entry.get("contextWindow"))
 
 
 def control_response(request_id: str, response: Mapping[str, Any] | None = None, *,

@@ -6,6 +6,13 @@ and `cache_write_input_tokens` are parts of `input_tokens`, `reasoning_output_to
 `output_tokens`; turns add up. Codex prints no cost, so the meters estimate one from their price table
 and label it as estimated. `codex exec` has no answer channel: it decides up front.
 
+Context meter (`state.context`): `turn.completed`'s usage is the thread's total over every model
+request (codex-rs `usage_from_last_total`; the recorded sample's 3600 input tokens are three requests
+of 1200), so it says nothing about how full the window is and is never shown as such. Codex's own
+`token_count` event does say it — `info.last_token_usage.input_tokens` of the latest request against
+`info.model_context_window` — and is read wherever it appears: bare, in the `{"id", "msg"}` envelope of
+codex's protocol stream, or as a rollout file's `event_msg` payload.
+
 Errors (Codex CLI 0.169): an API error is an `{"type":"error","message":…}` line, and the turn ends
 with `{"type":"turn.failed","error":{"message":…}}`; the message is codex's rendering of the HTTP
 status and body (it carries no status field of its own), so `provider_error` reads the kind from the
@@ -58,6 +65,19 @@ def codex_usage(usage: object) -> Usage:
     return Usage(input=total, cached_input=cached, cache_write=written, output=output)
 
 
+def codex_context(msg: Mapping[str, object]) -> tuple[int, int] | None:
+    """(prompt tokens of the latest request, the model's window or 0) from a `token_count` event in
+    any of its envelopes, or None for any other line (or a count before the first request: info null)."""
+    for event in (msg, msg.get("msg"), msg.get("payload")):
+        if isinstance(event, Mapping) and event.get("type") == "token_count":
+            info = event.get("info")
+            last = info.get("last_token_usage") if isinstance(info, Mapping) else None
+            if not isinstance(info, Mapping) or not isinstance(last, Mapping):
+                return None
+            return number(last.get("input_tokens")), number(info.get("model_context_window"))
+    return None
+
+
 def provider_error(message: str) -> str | None:
     """The ERROR_KINDS kind of one codex error message, or None for one it does not say."""
     for kind, pattern in KINDS:
@@ -104,6 +124,9 @@ class CodexChannel(Channel):
         elif kind == "turn.failed":
             error = msg.get("error")
             self._error(error.get("message") if isinstance(error, Mapping) else None)
+        elif (context := codex_context(msg)) is not None:
+            self.ctx.meters.set_context(context[0])
+            self.ctx.meters.set_context_window(context[1])
 
     def _error(self, message: object) -> None:
         if not isinstance(message, str) or not message:

@@ -91,6 +91,11 @@ class ProviderConfig:
     #: The model family (`anthropic`, `openai`, `google`, `sim`, …): a reviewer must come from another
     #: family than the lane's writers. "" derives it from `model` (see `provider_family`).
     family: str = ""
+    #: The model's context window in tokens for the context meter (`state.context`); 0: what the CLI
+    #: reports, else the model family's window.
+    context_window: int = 0
+    #: Flag the lane from this fraction of the window; 0: `[lanes] context_warn`.
+    context_warn: float = 0.0
 
     def render_argv(self, prompt_text: str, worktree: Path) -> list[str]:
         """The argv to exec (never through a shell): placeholders filled element by element.
@@ -284,6 +289,8 @@ PROVIDERS_HELP = (
     '  env = ["NAME", "PREFIX_*"]  environment variables the agent gets besides the base set and',
     "                      the preset's own credentials (docs/providers.md); everything else is dropped",
     '  family = "openai"   the model family, for [review] (default: the preset\'s, or derived from model)',
+    "  context_window = N  the model's context window in tokens (default: what the CLI reports, else",
+    "                      the model family's); context_warn = 0.85 flags the lane from 85 % full",
     "Example:",
     "[providers.codex]",
     'effort = "high"',

@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 from lanes_tui.engine.config import providers as pv
 from lanes_tui.engine.config.caps_keys import parse_caps
+from lanes_tui.engine.config.context_keys import parse_context_warn, parse_provider_context
 from lanes_tui.engine.config.dashboard import DashboardConfig, parse_dashboard
 from lanes_tui.engine.config.gates import GatesConfig, parse_gates
 from lanes_tui.engine.config.key_lines import did_you_mean, find_key_line, shown
@@ -31,6 +32,7 @@ from lanes_tui.engine.config.tiers import TierConfig, parse_tiers
 from lanes_tui.engine.config.worktree_keys import SETUP_TIMEOUT_S, parse_worktree_keys
 from lanes_tui.engine.core.errors import ConfigError, LanesError
 from lanes_tui.engine.core.sizes import MIN_MEMORY_BYTES, machine_memory
+from lanes_tui.engine.state.context import DEFAULT_WARN
 from lanes_tui.engine.state.model import TASK_TYPES
 from lanes_tui.engine.state.paths import default_worktree_root, inside
 
@@ -74,6 +76,8 @@ class LanesSettings:
     allow_uncontained: bool = False
     max_cost_usd: float = 0.0  # spend cap per lane: on reaching it the lane pauses and asks
     max_tokens: int = 0
+    #: Flag a lane whose agent's context is at least this full (`state.context`); per provider too.
+    context_warn: float = DEFAULT_WARN
     # A new worktree made ready (`config.worktree_keys`, docs/lanes.md#worktrees-ready-to-work-in).
     copy: tuple[str, ...] = ()  # files copied from the lead checkout, never committed
     setup: tuple[str, ...] = ()  # commands run in the worktree before the agent, under its caps
@@ -300,6 +304,7 @@ class _Parser:
             target_branch=None if target is None else self.string("lanes.target_branch", target),
             warn_idle_s=None if warn is None else self.number("lanes.warn_idle_s", warn, positive=True),
             attempts=self.attempts(raw.get("attempts", DEFAULT_ATTEMPTS)),
+            context_warn=parse_context_warn(self, "lanes.context_warn", raw.get("context_warn", DEFAULT_WARN)),
             **parse_caps(self, raw), **parse_worktree_keys(self, raw),
         )
 
@@ -350,6 +355,7 @@ class _Parser:
             values["family"] = self.string(f"{key}.family", table["family"]).strip()
         if "max" in table:
             values["max"] = self.integer(f"{key}.max", table["max"], minimum=1)
+        values.update(parse_provider_context(self, key, table))
         if "env" in table:
             values["env"] = self.env_patterns(f"{key}.env", table["env"])
         if "writable" in table:

@@ -61,6 +61,8 @@ def default_config_text(repo: Path) -> str:
          "run lanes even where the kernel cannot confine their writes (no Landlock)")
     _add(table, "max_cost_usd", lanes.max_cost_usd, "spend cap per lane: reached, the lane pauses and asks; 0: none")
     _add(table, "max_tokens", lanes.max_tokens, "token cap per lane, the same way; 0: none")
+    _add(table, "context_warn", lanes.context_warn, "flag a lane whose agent's context window is this full "
+         "(a fraction; [providers.NAME] context_warn for one provider)")
     doc.add("lanes", table)
     table = tomlkit.table()
     table.add(tomlkit.comment("task type -> providers, first tried first; OUT-OF-BUDGET moves on to the "

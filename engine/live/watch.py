@@ -36,6 +36,7 @@ from lanes_tui.engine.state.events import (
     OutputAppended,
     StallDetected,
 )
+from lanes_tui.engine.state.meters import METERS_FILE
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.samples import parse_sample, parse_stall
 from lanes_tui.engine.state.status import LaneStatus, corrupt_status, lane_status
@@ -53,6 +54,8 @@ class Watched:
     output_offset: int = 0
     text: Utf8Stream = field(default_factory=Utf8Stream)  # kept across reads: no character cut in two
     events_size: int = 0
+    #: `meters.json` (tokens, cost, the context meter): the supervisor rewrites it, never lane.json.
+    meters_sig: tuple[int, int] = (0, 0)
     state: str | None = None
     status: LaneStatus | None = None
 
@@ -191,6 +194,10 @@ class LaneScanner:
                         out.append(StallDetected(lane_id, parse_stall(event["stall"])))
                     if str(event.get("type", "")).startswith("lock-"):
                         watched.record_sig = (-1, -1)  # `lock` never writes lane.json: re-read the status
+        meters = _sig(lane.dir / METERS_FILE)
+        if meters != watched.meters_sig:  # at most every FLUSH_S while an agent reports usage
+            watched.meters_sig = meters
+            watched.record_sig = (-1, -1)  # re-read the status: its tokens, cost and context moved
         sig = _sig(lane.record)
         if sig != watched.record_sig:
             self.radar.touch(lane_id)

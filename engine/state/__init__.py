@@ -6,6 +6,7 @@ the per-lane operation lock), `record_cache` (every record, re-read only when it
 `status` (the typed `LaneStatus` of `status --json` and the dashboard),
 `events` (the frozen events the engine streams), `samples` (what the watchdog writes, typed once:
 `MeterSample`s of samples.jsonl and the `StallReport`), `meters` (tokens and cost in meters.json),
+`context` (how full an agent's context window is: the meter's window table and its typed reading),
 `lock_events` (the `lock-*` events an agent's `lanes-tui lock` appends to its lane, and the wait and
 counts read back from them), `allow` (the lead's "allow always" rules for a lane's permission
 prompts, in `allow.json`), `seals` (the sha256 of `lane.json`, `packet.json` and `receipt.json` as

@@ -19,6 +19,10 @@ Token semantics, the same for every provider so the sums mean something:
 * `output` — generated tokens.
 
 `total` = `input` + `output`.
+
+Besides the sums, a run keeps how full its agent's context window is (`state.context`): the prompt of
+the latest request, set by the channels that can read it, with the window it is measured against.
+It is the current run's only (another provider's agent in the chain has a context of its own).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from lanes_tui.engine.core.atomic import read_json, write_json_atomic
 from lanes_tui.engine.core.clock import Clock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.schema import NewerSchema, check_schema, stamped
+from lanes_tui.engine.state.context import DEFAULT_WARN, ContextMeter, parse_context, window_for
 
 log = logging.getLogger(__name__)
 
@@ -133,17 +138,28 @@ class RunMeter:
     `set_message` (Claude's live usage: the latest figures of a message replace the earlier ones),
     `add_turn` (Codex turns and aider messages: each adds), and `set_total` (a final summary that
     replaces both). Cost is either reported by the CLI (`set_cost`) or estimated from `PRICES`.
+    The context meter: `set_context` (the latest request's prompt) and `set_context_window` (the
+    window the CLI reported); `context_window` > 0 is the lead's `[providers.NAME] context_window`.
+    A new run starts without a meter (a new agent process: the chain's next provider has a context of
+    its own) unless it `measures_context` not at all, as a reviewer, which keeps the agent's.
     """
 
     def __init__(self, path: Path, clock: Clock, *, provider: str, model: str,
-                 flush_s: float = FLUSH_S) -> None:
+                 flush_s: float = FLUSH_S, context_window: int = 0, context_warn: float = DEFAULT_WARN,
+                 measures_context: bool = True) -> None:
         self.path = path
         self.clock = clock
         self.provider = provider
         self.model = model
         self.flush_s = flush_s
+        self.context_window = context_window
+        self.context_warn = context_warn
+        #: False for a run that is not the lane's agent (a reviewer): the agent's last meter is kept.
+        self.measures_context = measures_context
+        self._context_used: int | None = None
+        self._reported_window: int | None = None
         self.session_id: str | None = None
-        self._previous = _read_runs(path)
+        self._previous, self._kept_context = _read_file(path)
         self._messages: dict[str, Usage] = {}
         self._turns = Usage()
         self._total: Usage | None = None
@@ -187,6 +203,18 @@ class RunMeter:
             self.session_id = session_id
             self._dirty = True
 
+    def set_context(self, used: int) -> None:
+        """The prompt of the agent's latest request, in tokens (cached or not): how full its context is."""
+        if used > 0 and used != self._context_used:
+            self._context_used = used
+            self._dirty = True
+
+    def set_context_window(self, window: int) -> None:
+        """The model's window as the CLI reports it (kept in the run record for the runs after)."""
+        if window > 0 and window != self._reported_window:
+            self._reported_window = window
+            self._dirty = True
+
     # --- reading ---------------------------------------------------------------------------------
 
     def usage(self) -> Usage:
@@ -208,10 +236,32 @@ class RunMeter:
         usd = estimate_usd(self.model, usage)
         return (usd, "estimated") if usd is not None else (None, None)
 
+    def context(self) -> ContextMeter | None:
+        """This run's context meter; None until the CLI reported a request's prompt (or never does)."""
+        if not self.measures_context:
+            return self._kept_context
+        if self._context_used is None:
+            return None
+        window, source = self.window()
+        return ContextMeter(self._context_used, window, self.context_warn, source)
+
+    def window(self) -> tuple[int, str]:
+        """The window and where it came from: the lead's config, what this CLI reported (in this run,
+        or in an earlier run of the same model), else the model's family (`state.context`)."""
+        if self.context_window > 0:
+            return self.context_window, "config"
+        reported = self._reported_window or next(
+            (_count(run.get("context_window")) for run in reversed(self._previous)
+             if run.get("model") == self.model and _count(run.get("context_window"))), 0)
+        return (reported, "reported") if reported else window_for(self.model)
+
     def run_record(self) -> dict[str, Any]:
         usd, source = self.cost()
-        return {"provider": self.provider, "model": self.model, "session_id": self.session_id,
-                **self.usage().to_json(), "usd": usd, "usd_source": source}
+        record = {"provider": self.provider, "model": self.model, "session_id": self.session_id,
+                  **self.usage().to_json(), "usd": usd, "usd_source": source}
+        if self._reported_window:
+            record["context_window"] = self._reported_window
+        return record
 
     def snapshot(self) -> dict[str, Any]:
         """The whole `meters.json`: lane totals over every run, and the runs themselves."""
@@ -226,6 +276,7 @@ class RunMeter:
                 usd = (usd or 0.0) + run_usd
                 estimated = estimated or run.get("usd_source") == "estimated"
         source = None if usd is None else ("estimated" if estimated else "reported")
+        context = self.context()
         return {
             "tokens": total.to_json(),
             "cost_usd": None if usd is None else round(usd, 6),
@@ -233,6 +284,7 @@ class RunMeter:
             "usd_source": source,
             "session_id": self.session_id or _last_session(self._previous),
             "runs": runs,
+            "context": None if context is None else context.to_json(),
             "updated": self.clock.time(),
         }
 
@@ -280,7 +332,8 @@ def dollars(value: Any) -> float | None:
 
 def lane_figures(data: Any) -> dict[str, Any]:
     """The figures `status` shows from a `meters.json` read back (anyone can edit it): token counts
-    as `_count` reads them, the cost a finite number or None, `cost_estimated` true or false."""
+    as `_count` reads them, the cost a finite number or None, `cost_estimated` true or false, the
+    `context` a `ContextMeter` or None."""
     if not isinstance(data, dict):
         return {}
     tokens = data.get("tokens")
@@ -288,22 +341,27 @@ def lane_figures(data: Any) -> dict[str, Any]:
         "tokens": {str(k): _count(v) for k, v in tokens.items()} if isinstance(tokens, dict) else None,
         "cost_usd": dollars(data.get("cost_usd")),
         "cost_estimated": data.get("cost_estimated") is True,
+        "context": parse_context(data.get("context")),
     }
 
 
-def _read_runs(path: Path) -> list[dict[str, Any]]:
+def _read_file(path: Path) -> tuple[list[dict[str, Any]], ContextMeter | None]:
+    """The runs already in the file, and its context meter (kept by a run that measures none)."""
     try:
         data = read_json(path)
     except (FileNotFoundError, ValueError, OSError):
-        return []
+        return [], None
     try:  # a newer file is refused (rewritten in this format, it would lose what this version cannot read)
         check_schema(data, "meters.json", f"meters.json of {path.parent.name}")
     except NewerSchema:
         raise
     except LanesError:
-        return []
-    runs = data.get("runs") if isinstance(data, dict) else None
-    return [run for run in runs if isinstance(run, dict)] if isinstance(runs, list) else []
+        return [], None
+    if not isinstance(data, dict):
+        return [], None
+    runs = data.get("runs")
+    return ([run for run in runs if isinstance(run, dict)] if isinstance(runs, list) else [],
+            parse_context(data.get("context")))
 
 
 def _last_session(runs: list[dict[str, Any]]) -> str | None:

@@ -18,6 +18,7 @@ from lanes_tui.engine.core.atomic import read_json
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.schema import NewerSchema, check_schema
 from lanes_tui.engine.core.waits import load_text, span
+from lanes_tui.engine.state.context import ContextMeter, parse_context
 from lanes_tui.engine.state.lock_events import read_lock_view
 from lanes_tui.engine.state.meters import lane_figures
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
@@ -64,6 +65,9 @@ class LaneStatus:
     tokens: Mapping[str, Any] | int | None = None
     cost_usd: float | None = None
     cost_estimated: bool = False
+    #: How full the running agent's context window is (`state.context`); None where the provider does
+    #: not report the latest request's prompt (codex `exec --json`, gemini, aider, sim).
+    context: ContextMeter | None = None
     session_id: str | None = None
     #: The watchdog's report when it stopped the lane (idle seconds, the tree it killed).
     stall: StallReport | None = None
@@ -147,6 +151,7 @@ class LaneStatus:
         data = asdict(self)
         del data["tree"]
         data["stall"] = None if self.stall is None else self.stall.to_json()
+        data["context"] = None if self.context is None else self.context.to_json()
         data["providers_tried"] = [dict(p) for p in self.providers_tried]
         data["chain"] = list(self.chain)
         data["conflicts"] = [{**c, "files": list(c.get("files") or ())} for c in self.conflicts]
@@ -164,6 +169,8 @@ class LaneStatus:
         values["scope"] = tuple(str(x) for x in values.get("scope") or ())
         if values.get("stall") is not None:
             values["stall"] = parse_stall(values["stall"])
+        if "context" in values and not isinstance(values["context"], ContextMeter):
+            values["context"] = parse_context(values["context"])
         if values.get("tree") is not None:
             values["tree"] = parse_tree(values["tree"])
         return cls(**values)
@@ -208,6 +215,7 @@ def lane_status(store: LaneStore, record: LaneRecord) -> LaneStatus:
         tokens=meters.get("tokens"),
         cost_usd=meters.get("cost_usd"),
         cost_estimated=bool(meters.get("cost_estimated", False)),
+        context=meters.get("context"),
         session_id=record.session_id,
         stall=None if record.stall is None else parse_stall(record.stall),
         superseded_by=record.superseded_by,

@@ -292,7 +292,9 @@ class Supervisor:
 
     def _channel(self, provider: ProviderConfig, attempt: ProviderAttempt, inbox: Any) -> Channel:
         """The provider's channel, wired to this lane's inbox, meters and session record."""
-        meter = RunMeter(self.lane.dir / METERS_FILE, self.clock, provider=provider.name, model=provider.model)
+        meter = RunMeter(self.lane.dir / METERS_FILE, self.clock, provider=provider.name, model=provider.model,
+                         context_window=provider.context_window,
+                         context_warn=provider.context_warn or self.config.lanes.context_warn)
         self.meter = meter  # the spend guard reads the lane's totals from the current run's meter
         context = ChannelContext(lane=self.record.id, attempt=self.record.attempt, provider=provider,
                                  inbox=inbox, meters=meter, clock=self.clock,

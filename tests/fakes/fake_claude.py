@@ -14,6 +14,8 @@ preamble comes before the task) picks what it does:
 * `rules`: asks `can_use_tool` for Bash `pytest -q`, then `pytest tests/test_calc.py`, then
   `pytest -q; rm -rf build` (ids `req_rule_1` … `req_rule_3`), one after the other, each after the
   previous answer, and says `rules: ` with each decision (an "allow always" rule test).
+* `context`: as `permission`, but first a sub-agent's message (`parent_tool_use_id` set) whose large
+  prompt is the sub-agent's context, not the lane's (the context meter must skip it);
 * `chat`: says "ready for messages", then answers each stream-json `user` message the lead sends
   (`lanes-tui send`, attach) with an assistant line `ack: <text>`, until the message `done` (or a
   minute without one) ends the turn with the result.
@@ -120,12 +122,12 @@ def chat() -> str:
             return f"chat done after {_acks} message(s)"
 
 
-def assistant(msg_id: str, text: str, usage: dict) -> None:
+def assistant(msg_id: str, text: str, usage: dict, parent: str | None = None) -> None:
     emit({"type": "assistant", "message": {"id": msg_id, "type": "message", "role": "assistant",
                                            "model": "claude-sonnet-4-5-20250929",
                                            "content": [{"type": "text", "text": text}],
                                            "stop_reason": None, "usage": usage},
-          "parent_tool_use_id": None, "session_id": SESSION})
+          "parent_tool_use_id": parent, "session_id": SESSION})
 
 
 def usage(inp: int, read: int, write: int, out: int) -> dict:
@@ -168,6 +170,9 @@ def main() -> int:
     # The same message twice as it grows: a meter must replace, not add.
     assistant("msg_01", "Let me clean the build folder.", usage(10, 100, 20, 5))
     assistant("msg_01", "Let me clean the build folder.", usage(10, 100, 20, 50))
+    if mode == "context":  # a Task sub-agent's request: its own 150k-token context
+        assistant("msg_sub_01", "Looking through the build folder.", usage(50_000, 100_000, 0, 30),
+                  parent="toolu_task_01")
     request_id = "req_fake_0001"
     if mode == "rules":
         return rules()
@@ -219,7 +224,8 @@ def finish(text: str) -> int:
           "total_cost_usd": 0.0123, "usage": usage(17, 300, 20, 59),
           "modelUsage": {"claude-sonnet-4-5-20250929": {"inputTokens": 17, "outputTokens": 59,
                                                          "cacheReadInputTokens": 300,
-                                                         "cacheCreationInputTokens": 20, "costUSD": 0.0123}},
+                                                         "cacheCreationInputTokens": 20, "costUSD": 0.0123,
+                                                         "contextWindow": 200000, "maxOutputTokens": 64000}},
           "permission_denials": []})
     # stdin stays open until the result; then the channel must close it.
     deadline = time.monotonic() + 10

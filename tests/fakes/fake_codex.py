@@ -6,6 +6,9 @@ the real one. Each turn appends a line to `codex-work.txt` in its working folder
 apply_patch would: a lane that ran it changed something (an agent that changes nothing is NO-CHANGES).
 
 A prompt containing `turns N` runs N turns (usage per turn: input 1000 of which 600 cached, output 100).
+A prompt containing `token_count` also prints, before each `turn.completed`, the `token_count` event of
+codex's protocol stream (`{"id", "msg"}`: the latest request's usage and the model's window) that codex
+0.169's `exec --json` does not print: the context meter reads it where it appears.
 """
 
 from __future__ import annotations
@@ -45,6 +48,12 @@ def main() -> int:
                                                  "changes": [{"path": "codex-work.txt", "kind": "update"}]}})
         emit({"type": "item.completed", "item": {"id": f"item_{turn * 2 + 1}", "type": "agent_message",
                                                  "text": f"Turn {turn + 1} done."}})
+        if "token_count" in prompt:  # the latest request's prompt grows with the thread: 1000 per turn
+            last = {"input_tokens": 1000 * (turn + 1), "cached_input_tokens": 600, "output_tokens": 100,
+                    "reasoning_output_tokens": 0, "total_tokens": 1000 * (turn + 1) + 100}
+            emit({"id": str(turn), "msg": {"type": "token_count", "info": {
+                "total_token_usage": last, "last_token_usage": last, "model_context_window": 272000},
+                "rate_limits": None}})
         emit({"type": "turn.completed", "usage": {"input_tokens": 1000, "cached_input_tokens": 600,
                                                   "output_tokens": 100}})
     return 0

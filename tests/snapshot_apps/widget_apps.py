@@ -38,8 +38,10 @@ def lane(lane_id: str, state: str, **extra: Any) -> LaneStatus:
 
 
 LANES: list[LaneStatus] = [
-    lane("fix-login-a1", "running", providers_tried=[{"provider": "claude", "model": "sonnet"}], provider="claude"),
-    lane("add-cache-a1", "waiting", state_reason="a question is open in the inbox", idle_s=30.0),
+    lane("fix-login-a1", "running", providers_tried=[{"provider": "claude", "model": "sonnet"}], provider="claude",
+         context={"used": 126_000, "window": 200_000, "warn": 0.85, "source": "reported"}),
+    lane("add-cache-a1", "waiting", state_reason="a question is open in the inbox", idle_s=30.0,
+         context={"used": 185_000, "window": 200_000, "warn": 0.85, "source": "table"}),
     lane("slow-docs-a1", "stalled", state_reason="no activity for 900.0s", cpu_percent=0.0, rss_bytes=0,
          stall={"idle_s": 900.0, "idle_timeout_s": 900, "at": NOW - 100,
                 "tree": [{"pid": 4242, "ppid": 1, "name": "python", "cmdline": "python -m sim [x]",

@@ -177,7 +177,9 @@ async def _run_reviewer(repo: Path, config: Config, store: LaneStore, record: La
     """The reviewer as the supervisor runs an agent: own session, watchdog, limit, meters to the lane."""
     paths = StatePaths(repo)
     lane = paths.lane(record.id)
-    meter = RunMeter(lane.dir / METERS_FILE, clock, provider=provider.name, model=provider.model)
+    # measures_context=False: the reviewer's context is not the lane agent's, whose meter stays shown.
+    meter = RunMeter(lane.dir / METERS_FILE, clock, provider=provider.name, model=provider.model,
+                     measures_context=False)
     channel = make_channel(ChannelContext(lane=record.id, attempt=record.attempt, provider=provider, inbox=None,
                                           meters=meter, clock=clock))
     env = lane_environment(os.environ, lane_id=record.id, attempt=record.attempt, state_dir=paths.state,
