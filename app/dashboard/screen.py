@@ -19,6 +19,7 @@ from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
+from lanes_tui.app.dashboard.comment_flows import CommentFlows
 from lanes_tui.app.dashboard.flows import DecisionFlows
 from lanes_tui.app.dashboard.hands import HandsFlows
 from lanes_tui.app.dashboard.host import DashboardHost
@@ -55,7 +56,7 @@ from lanes_tui.widgets import (
 OPEN_STATES = ("open", "answered")
 
 
-class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, FastScreen[None]):
+class DashboardScreen(InboxFlows, HandsFlows, CommentFlows, DecisionFlows, OverviewFlows, FastScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = bindings()  # type: ignore[assignment]
     read_ahead: ClassVar[bool] = True
     """Read the tails of the lanes beside the selected one ahead of the cursor (`app.tail_prefetch`)."""
@@ -267,8 +268,9 @@ class DashboardScreen(InboxFlows, HandsFlows, DecisionFlows, OverviewFlows, Fast
     @work(group="diff", exclusive=True)
     async def _load_diff(self, lane_id: str) -> None:
         text = await self.lanes_app.engine.diff(lane_id)
+        kept = len(await self.lanes_app.engine.kept_comments(lane_id))  # hunk comments for its next attempt
         if lane_id == self.selected_lane:
-            self.query_one(DiffPane).show(lane_id, text)
+            self.query_one(DiffPane).show(lane_id, text, kept=kept)
 
     @work(group="gates", exclusive=True)
     async def _load_gates(self, lane_id: str) -> None:
