@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from textual.pilot import Pilot
 
 from lanes_tui.engine import conversation, diff_hunks, hunk_at
@@ -105,6 +106,46 @@ def test_diff_hunks_find_each_hunk_its_file_and_the_lines_it_covers() -> None:
     assert hunk_at(hunks, "calc.py", 2) is hunks[0] and hunk_at(hunks, "calc.py", 11) is hunks[1]
     assert hunk_at(hunks, "calc.py", 5) is None and hunk_at(hunks, "other.py", 1) is None
     assert diff_hunks("(no changes yet)") == [] and diff_hunks("") == []
+
+
+def test_broadcast_reports_each_lane_and_the_store_reads_only_what_it_wrote(tmp_path: Path) -> None:
+    from lanes_tui.engine import LanesError, new_comment, send_to_lanes
+    from lanes_tui.engine.lanes.control_client import Refused
+    from lanes_tui.engine.state.comments import drop_comments, keep_comment, read_comments
+
+    async def send(lane_id: str, text: str) -> dict[str, Any]:
+        if lane_id == "plain-a1":
+            raise Refused("lane plain-a1 takes no messages: its agent (channel plain) read its prompt")
+        if lane_id == "gone-a1":
+            raise LanesError("lane gone-a1 is not running (state exited): no live supervisor to talk to")
+        return {"ok": True, "via": "pty"}
+
+    report = asyncio.run(send_to_lanes(["a-a1", "plain-a1", "gone-a1", "a-a1"], "hi", send))
+    assert [(r.lane_id, r.sent, r.refused) for r in report.results] == [
+        ("a-a1", True, False), ("plain-a1", False, True), ("gone-a1", False, False)]  # each lane once
+    assert not report.ok and report.delivered == ["a-a1"]
+    assert report.lines() == ["sent to a-a1 (pty)", "skipped plain-a1: lane plain-a1 takes no messages: its agent "
+                              "(channel plain) read its prompt", "skipped gone-a1: lane gone-a1 is not running "
+                              "(state exited): no live supervisor to talk to"]
+
+    lane = tmp_path / "lane"
+    lane.mkdir()
+    (lane / "lane.json").write_text("{}")
+    first = new_comment("calc.py", "@@ -1 +1 @@", ["-a", "+b", "x" * 1000], "  rename it  ")
+    assert first.text == "rename it" and first.lines[2].endswith("…") and len(first.lines[2]) == 301
+    assert first.one_line() == "The lead commented on calc.py @@ -1 +1 @@ [-a | +b]: rename it"
+    second = new_comment("b.py", "@@ -2 +2 @@", ["+c"], "and this")
+    keep_comment(lane, first)
+    assert [c.id for c in keep_comment(lane, second)] == [first.id, second.id]
+    raw = json.loads((lane / "comments.json").read_text())
+    raw["comments"].append({"file": 3, "text": "malformed"})  # an agent could write here: skipped, not trusted
+    (lane / "comments.json").write_text(json.dumps(raw))
+    assert read_comments(lane) == [first, second]
+    assert drop_comments(lane, [first.id]) == 1 and read_comments(lane) == [second]
+    assert drop_comments(lane, [second.id]) == 1 and not (lane / "comments.json").exists()
+    for bad, says in (("", "is empty"), ("x" * 9000, "more than 8,192"), ("a\x00b", "NUL")):
+        with pytest.raises(LanesError, match=says):
+            new_comment("calc.py", "@@ -1 +1 @@", [], bad)
 
 
 # --- a comment reaches the running agent; an ended lane keeps it for its relaunch ---------------------

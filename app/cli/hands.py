@@ -24,17 +24,10 @@ from lanes_tui.engine import (
     Config,
     LanesError,
     StatePaths,
-    comment_on_lane,
-    diff_hunks,
-    hunk_at,
-    lane_diff,
     load_config,
-    new_comment,
     peek_output,
     peek_screen,
-    running_lanes,
     send_to_lane,
-    send_to_lanes,
     validate_lane_id,
 )
 
@@ -126,6 +119,8 @@ def cmd_send(args: argparse.Namespace) -> int:
     lanes, text = _lanes_and_text(args.words, args.all_running)
     repo = repo_of(args)
     if args.all_running or len(lanes) > 1:
+        from lanes_tui.engine import running_lanes  # here: the one-lane `send` loads no more than it did
+
         return _send_many(repo, running_lanes(repo) if args.all_running else lanes, text, args.json)
     args.lane_id, args.text = lanes[0], text
     try:
@@ -158,6 +153,8 @@ def _lanes_and_text(words: list[str], all_running: bool) -> tuple[list[str], str
 
 def _send_many(repo: Path, lanes: list[str], text: str, as_json: bool) -> int:
     """One message to each lane; every lane named must exist (nothing is sent otherwise)."""
+    from lanes_tui.engine import send_to_lanes
+
     if not lanes:
         raise LanesError("no lane is running: nothing to send to", "`lanes-tui status` lists the lanes")
     paths = StatePaths(repo)
@@ -179,6 +176,8 @@ def _send_many(repo: Path, lanes: list[str], text: str, as_json: bool) -> int:
 
 
 def cmd_comment(args: argparse.Namespace) -> int:
+    from lanes_tui.engine import comment_on_lane, diff_hunks, hunk_at, lane_diff, new_comment
+
     file, _, line = args.where.rpartition(":")
     if not file or not line.isdigit():
         raise LanesError(f"{args.where!r} is not FILE:LINE", "name a line of the new file, e.g. src/auth.py:42")
