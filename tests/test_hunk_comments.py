@@ -156,15 +156,14 @@ def test_a_comment_reaches_the_running_agent_with_its_hunk(repo: Path) -> None:
     lane = chat_lane(repo, "chat")
     try:
         worktree = Path(status(repo, lane)["worktree"])
-        (worktree / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")
+        (worktree / "calc.py").write_text("def add(a, b):\n    return a - b\n", encoding="utf-8")  # was a + b
         sent = cli(repo, "comment", lane, "calc.py:2", "this subtracts: make it add", "--json")
         assert sent.returncode == 0, sent.stderr
         body = json.loads(sent.stdout)
-        assert body["header"].startswith("@@ -0,0 +1,2 @@")
-        assert {k: body[k] for k in ("lane", "file", "delivered", "via", "kept")} == {
-            "lane": lane, "file": "calc.py", "delivered": True, "via": VIA, "kept": 0}
+        assert body == {"lane": lane, "file": "calc.py", "header": "@@ -1,2 +1,2 @@", "delivered": True, "via": VIA,
+                        "kept": 0}
         got = wait_for(lambda: [a for a in acks(repo, lane) if "this subtracts" in a], timeout=60)[0]
-        assert "calc.py @@ -0,0 +1,2 @@" in got and "+def add(a, b):" in got and "+    return a - b" in got
+        assert "calc.py @@ -1,2 +1,2 @@" in got and "-    return a + b" in got and "+    return a - b" in got
         assert got.endswith("The lead's comment: this subtracts: make it add")
         assert [e["via"] for e in events(repo, lane, "send")] == [VIA]  # recorded as the lead's send
         assert not (lane_dir(repo, lane) / "comments.json").exists(), "delivered: nothing is kept"
@@ -174,37 +173,37 @@ def test_a_comment_reaches_the_running_agent_with_its_hunk(repo: Path) -> None:
 
 def test_a_comment_on_an_ended_lane_is_in_its_next_attempts_prompt(repo: Path) -> None:
     write_config(repo)
-    first = run_lane(repo, "write calc.py x = 1\n", lane_id="calc")
+    first = run_lane(repo, "write total.py x = 1\n", lane_id="calc")
     wait_state(repo, first)
     assert status(repo, first)["state"] == "ready"
     assert "nothing to recover" in one_line_refusal(cli(repo, "recover", first, "--relaunch"))
 
-    kept = cli(repo, "comment", first, "calc.py:1", "name it total, not x")
+    kept = cli(repo, "comment", first, "total.py:1", "name it total, not x")
     assert kept.returncode == 0, kept.stderr
     assert "the comment is kept (1 in all) for its next attempt" in kept.stdout
     saved = json.loads((lane_dir(repo, first) / "comments.json").read_text())["comments"]
     assert [(c["file"], c["header"], c["lines"][0], c["text"]) for c in saved] == [
-        ("calc.py", "@@ -0,0 +1 @@", "+x = 1", "name it total, not x")]
+        ("total.py", "@@ -0,0 +1 @@", "+x = 1", "name it total, not x")]
     assert events(repo, first, "comment-kept")[0]["text"] == "name it total, not x"
     shown = cli(repo, "recover", first, check=True).stdout  # a ready lane with comments may be relaunched
-    assert "your comment on calc.py @@ -0,0 +1 @@: name it total, not x" in shown
+    assert "your comment on total.py @@ -0,0 +1 @@: name it total, not x" in shown
 
     proc = cli(repo, "recover", first, "--relaunch", check=True)
     second = proc.stdout.strip().splitlines()[-1]
     wait_state(repo, second)
     prompt = json.loads((lane_dir(repo, second) / "lane.json").read_text())["prompt"]
-    assert "> The lead's comments on your diff:\n> On calc.py @@ -0,0 +1 @@:\n>     +x = 1\n" in prompt
+    assert "> The lead's comments on your diff:\n> On total.py @@ -0,0 +1 @@:\n>     +x = 1\n" in prompt
     assert "> name it total, not x\n" in prompt
     assert prompt.index("## Findings from attempt 1") < prompt.index("> The lead's comments on your diff:")
     assert not (lane_dir(repo, first) / "comments.json").exists(), "handed over: cleared"
     assert events(repo, first, "relaunched")[-1]["comments"] == 1
     assert status(repo, second)["state"] == "ready", "the quoted comment is prose to the sim, not a step"
 
-    assert "relaunched as calc-a2" in one_line_refusal(cli(repo, "comment", first, "calc.py:1", "again"))
-    assert "no hunk of calc-a2's diff holds calc.py:9" in one_line_refusal(
-        cli(repo, "comment", second, "calc.py:9", "x"))
-    assert "is not FILE:LINE" in one_line_refusal(cli(repo, "comment", second, "calc.py", "x"))
-    assert "the comment is empty" in one_line_refusal(cli(repo, "comment", second, "calc.py:1", "  "))
+    assert "relaunched as calc-a2" in one_line_refusal(cli(repo, "comment", first, "total.py:1", "again"))
+    assert "no hunk of calc-a2's diff holds total.py:9" in one_line_refusal(
+        cli(repo, "comment", second, "total.py:9", "x"))
+    assert "is not FILE:LINE" in one_line_refusal(cli(repo, "comment", second, "total.py", "x"))
+    assert "the comment is empty" in one_line_refusal(cli(repo, "comment", second, "total.py:1", "  "))
 
 
 # --- one message to several lanes ----------------------------------------------------------------------
