@@ -143,8 +143,8 @@ class LanesTable(KeyedTable):
                  or order.matches(lane, self.filter_text, _shown_state(lane), _provider_model(lane))]
         if self.sort_mode != order.SORT_MODES[0]:
             lanes = order.ordered(lanes, self.sort_mode)
-        known = {lane.id for lane in self._lanes}
-        self.marked = {lane_id: None for lane_id in self.marked if lane_id in known}
+        present = {lane.id for lane in self._lanes}
+        self.marked = {lane_id: None for lane_id in self.marked if lane_id in present}
         flagged = bool(self.marked) or any(self._is_unseen(lane) for lane in lanes)
         rows: list[Row] = []
         self._states = {}
