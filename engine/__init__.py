@@ -118,6 +118,11 @@ _EXPORTS: dict[str, str] = {
     "lane_hands": "lanes.control_client", "open_attach": "lanes.control_client",
     "peek_output": "lanes.control_client", "peek_screen": "lanes.control_client",
     "send_to_lane": "lanes.control_client",
+    # the lead's hunk comments and one message to several lanes
+    "HunkComment": "state.comments", "new_comment": "state.comments", "Broadcast": "decisions.comment",
+    "CommentOutcome": "decisions.comment", "comment_on_lane": "decisions.comment",
+    "kept_comments": "decisions.comment", "running_lanes": "decisions.comment", "send_to_lanes": "decisions.comment",
+    "Hunk": "core.hunks", "diff_hunks": "core.hunks", "hunk_at": "core.hunks",
     # the demo
     "Demo": "sim.demo", "build_demo": "sim.demo", "start_demo_lanes": "sim.demo",
 }
@@ -139,6 +144,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.core.clock import Clock, RealClock
     from lanes_tui.engine.core.debug import report_modules_at_exit
     from lanes_tui.engine.core.errors import ConfigError, LanesError
+    from lanes_tui.engine.core.hunks import Hunk, diff_hunks, hunk_at
     from lanes_tui.engine.core.ids import split_lane_id, validate_lane_id
     from lanes_tui.engine.core.limits import (
         MAX_PLAN_BYTES,
@@ -158,6 +164,14 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.decisions.api import Decisions
     from lanes_tui.engine.decisions.ci_findings import CiFindings
     from lanes_tui.engine.decisions.ci_findings import write_findings as write_ci_findings
+    from lanes_tui.engine.decisions.comment import (
+        Broadcast,
+        CommentOutcome,
+        comment_on_lane,
+        kept_comments,
+        running_lanes,
+        send_to_lanes,
+    )
     from lanes_tui.engine.decisions.finish import FinishReport
     from lanes_tui.engine.decisions.gates.log import GateReport, GateStepView, duration_text, gate_files_line
     from lanes_tui.engine.decisions.gates.plan import describe_gates
@@ -235,6 +249,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.plans.validate import check_report, load_plan
     from lanes_tui.engine.procs.cgroup import detect as detect_containment
     from lanes_tui.engine.sim.demo import Demo, build_demo, start_demo_lanes
+    from lanes_tui.engine.state.comments import HunkComment, new_comment
     from lanes_tui.engine.state.events import (
         EngineEvent,
         EngineNotice,
@@ -254,28 +269,35 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
 __all__ = [  # the door's names, sorted; the same as `_EXPORTS` and the TYPE_CHECKING imports (test_layout)
     "LIVE_STATES", "MAX_PLAN_BYTES", "MAX_PROMPT_BYTES", "NEEDS_LEAD_STATES", "PRESETS", "QUESTION_STATES",
     "RECOVERABLE", "RESULTS", "SETTLED_STATES", "STATES", "TASK_TYPES", "AbandonPlan", "AcceptOutcome",
-    "AcceptPlan", "ChecksOutcome", "CiFindings", "Clock", "Config", "ConfigError", "Decisions", "Demo", "Engine",
+    "AcceptPlan", "Broadcast", "ChecksOutcome", "CiFindings", "Clock", "CommentOutcome", "Config", "ConfigError",
+    "Decisions", "Demo", "Engine",
     "EngineEvent", "EngineNotice", "Findings", "FinishReport", "GateLine", "GateReport", "GateStepView",
-    "GitWatchChanged", "InboxStore", "LaneChanged", "LaneRecord", "LaneRemoved", "LaneStatus", "LanesError",
+    "GitWatchChanged", "Hunk", "HunkComment", "InboxStore", "LaneChanged", "LaneRecord", "LaneRemoved", "LaneStatus",
+    "LanesError",
     "LaunchRequest", "MeterSample", "MetersSampled", "OutputAppended", "Packet", "PlanSummary", "PullRequest",
     "QuestionView", "QuestionsChanged", "QueuePlan", "QueueReport", "ReadableStream", "RealClock", "ReviewVerdict",
     "SampledProc", "StallDetected", "StallReport",
     "StatePaths", "StopReport", "StuckAccept", "TicketStatus", "Turn", "Verification", "accept_git_config",
     "amend_plan", "build_demo", "cancel_plan", "check_capped", "check_gh", "check_prompt", "check_report",
+    "comment_on_lane",
     "confined", "confirm_git_watch", "conversation", "describe_confinement", "describe_gates",
     "describe_heavy_slots", "describe_limit", "describe_review", "describe_verification", "describe_watch_limit",
-    "detect_containment", "duration_text", "find_pr", "find_repo_root", "follow_checks", "gate_files_line",
+    "detect_containment", "diff_hunks", "duration_text", "find_pr", "find_repo_root", "follow_checks",
+    "gate_files_line",
     "gate_runner_problems", "gemini_setup_problems", "git_watch_warnings", "governor_summary", "group_members",
-    "install_pre_push", "is_gemini", "lane_caps", "lane_diff", "lane_hands", "lane_settled", "lane_statuses",
+    "hunk_at",
+    "install_pre_push", "is_gemini", "kept_comments", "lane_caps", "lane_diff", "lane_hands", "lane_settled",
+    "lane_statuses",
     "lanes_needing_lead", "launch_group", "launch_lane", "launch_plan", "live_lane_ids", "load_config", "load_plan",
+    "new_comment",
     "open_attach", "open_pr", "parse_bytes", "parse_percent", "passed_env_names", "peek_output", "peek_screen",
     "phase_prompt", "plan_log", "plan_names", "plan_statuses", "plan_summaries", "programme_branch",
     "provider_family", "push_branch", "push_url", "rank_group", "read_lane", "read_layers", "read_text_file",
     "readable_lines", "reconcile", "refused_providers", "relayed_create", "report_modules_at_exit",
-    "repository_file", "resume_plan", "review_detail", "run_locked", "scope_problem", "scorecard_baseline",
-    "scorecard_compare", "scorecard_prepare", "scorecard_record", "scorecard_tasks", "send_to_lane",
-    "set_config_value", "set_user_config_value", "split_lane_id", "start_demo_lanes", "stop_lane", "stop_lanes",
-    "strip_ansi",
+    "repository_file", "resume_plan", "review_detail", "run_locked", "running_lanes", "scope_problem",
+    "scorecard_baseline", "scorecard_compare", "scorecard_prepare", "scorecard_record", "scorecard_tasks",
+    "send_to_lane", "send_to_lanes", "set_config_value", "set_user_config_value", "split_lane_id",
+    "start_demo_lanes", "stop_lane", "stop_lanes", "strip_ansi",
     "stuck_accepts", "supervisor_alive", "terminal_text", "trusted_hooks", "validate_lane_id", "validate_qid",
     "verification", "wait_for_answer", "write_ci_findings", "write_default_config",
 ]

@@ -18,6 +18,7 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.decisions.abandon import AbandonPlan
 from lanes_tui.engine.decisions.accept import AcceptOutcome
 from lanes_tui.engine.decisions.accept_plan import AcceptPlan
+from lanes_tui.engine.decisions.comment import Broadcast, CommentOutcome, comment_on_lane, kept_comments, send_to_lanes
 from lanes_tui.engine.decisions.finish import FinishReport
 from lanes_tui.engine.decisions.queue import QueueEntry, QueuePlan, QueueReport, QueueStep
 from lanes_tui.engine.decisions.recover import Findings
@@ -27,6 +28,7 @@ from lanes_tui.engine.inbox.view import QuestionView
 from lanes_tui.engine.lanes.control_client import send_to_lane
 from lanes_tui.engine.lanes.launcher import LaunchRequest
 from lanes_tui.engine.state.allow import AllowRule
+from lanes_tui.engine.state.comments import HunkComment
 from lanes_tui.engine.state.events import EngineEvent, LaneChanged, QuestionsChanged
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.status import LaneStatus
@@ -180,6 +182,19 @@ class FakeEngine:
         """As the Engine's: the lane's supervisor, through its control socket (a real one in tests)."""
         self.calls.append(("send", (lane_id, text)))
         return await asyncio.to_thread(send_to_lane, self.repo, lane_id, text)
+
+    async def broadcast(self, lane_ids: list[str], text: str) -> Broadcast:
+        """As the Engine's: each lane through `send` (real supervisors in tests, or refused)."""
+        self.calls.append(("broadcast", (tuple(lane_ids), text)))
+        return await send_to_lanes(lane_ids, text, self.send)
+
+    async def comment(self, lane_id: str, comment: HunkComment) -> CommentOutcome:
+        """As the Engine's: the real lane's agent, or its state folder (`decisions.comment`)."""
+        self.calls.append(("comment", (lane_id, comment.file, comment.header, comment.text)))
+        return await comment_on_lane(self.repo, lane_id, comment, self.send)
+
+    async def kept_comments(self, lane_id: str) -> list[HunkComment]:
+        return kept_comments(self.repo, lane_id)
 
     async def check(self, lane_id: str) -> Packet:
         self.calls.append(("check", lane_id))

@@ -28,6 +28,9 @@ whose id, task, state or provider hold every word typed; and a lane whose state 
 lead last selected it, into one that may need them (not back to running), has a `•` before its id
 until it is selected again. What was seen is kept in memory for this dashboard session: at its start
 every lane counts as seen.
+
+Marks (`toggle_mark`, space in the dashboard) pick lanes for one message to several (`T`): a marked
+lane has a `✓` before its id and the title counts them; a lane that is gone loses its mark.
 """
 
 from __future__ import annotations
@@ -81,6 +84,8 @@ class LanesTable(KeyedTable):
         self._seen: dict[str, str] = {}
         """Lane id → its state when the lead last selected it (or first saw it: `_lane_order.seen_state`)."""
         self._lanes: list[LaneStatus] = []
+        self.marked: dict[str, None] = {}
+        """The marked lanes, in the order they were marked (a dict: ordered, one entry each)."""
         self._now = 0.0
         self._shown_title = ""
         """The border title last set: setting one repaints the whole table, even to the same text."""
@@ -106,6 +111,26 @@ class LanesTable(KeyedTable):
             self._seen.setdefault(lane.id, order.seen_state(lane))  # first sight is the baseline
         self._show_rows()
 
+    @property
+    def marked_lanes(self) -> list[str]:
+        """The marked lanes that still exist, in the order they were marked."""
+        known = {lane.id for lane in self._lanes}
+        return [lane_id for lane_id in self.marked if lane_id in known]
+
+    def toggle_mark(self, lane_id: str) -> bool:
+        """Mark the lane, or unmark it; returns whether it is marked now."""
+        if lane_id in self.marked:
+            del self.marked[lane_id]
+        else:
+            self.marked[lane_id] = None
+        self._show_rows()
+        return lane_id in self.marked
+
+    def clear_marks(self) -> None:
+        if self.marked:
+            self.marked = {}
+            self._show_rows()
+
     def cycle_sort(self) -> str:
         """The next sort order (`_lane_order.SORT_MODES`); returns its name."""
         modes = order.SORT_MODES
@@ -125,7 +150,9 @@ class LanesTable(KeyedTable):
                  or order.matches(lane, self.filter_text, _shown_state(lane), _provider_model(lane))]
         if self.sort_mode != order.SORT_MODES[0]:
             lanes = order.ordered(lanes, self.sort_mode)
-        marked = any(self._is_unseen(lane) for lane in lanes)
+        present = {lane.id for lane in self._lanes}
+        self.marked = {lane_id: None for lane_id in self.marked if lane_id in present}
+        flagged = bool(self.marked) or any(self._is_unseen(lane) for lane in lanes)
         rows: list[Row] = []
         self._states = {}
         built: dict[str, tuple[LaneStatus, str, int, tuple[Cell, ...], tuple[str, str]]] = {}
@@ -140,9 +167,9 @@ class LanesTable(KeyedTable):
                          + _review_note(lane) + _group_note(lane, size) + _node_note(lane))
             built[lane.id] = (lane, mark, size, cells, state)
             self._states[lane.id] = state
-            if marked:
-                cells = (Cell(("• " if self._is_unseen(lane) else "  ") + cells[0].text, cells[0].tone,
-                              bold=cells[0].bold), *cells[1:])
+            if flagged:
+                flag = "✓ " if lane.id in self.marked else "• " if self._is_unseen(lane) else "  "
+                cells = (Cell(flag + cells[0].text, cells[0].tone, bold=cells[0].bold), *cells[1:])
             rows.append((lane.id, cells))
         self._built = built
         self._apply(rows)
@@ -158,6 +185,8 @@ class LanesTable(KeyedTable):
             parts.append(f"by {self.sort_mode}")
         if self.filter_text:
             parts.append(f"/{self.filter_text} {shown} of {len(self._lanes)}")
+        if self.marked:
+            parts.append(f"{len(self.marked)} marked: T sends to them")
         return " · ".join(parts)
 
     def _lane(self, lane_id: str) -> LaneStatus | None:

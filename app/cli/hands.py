@@ -1,14 +1,17 @@
-"""The lead's hands on a running lane: `attach`, `send`, `peek` (docs/dashboard.md#attach-send-peek).
+"""The lead's hands on a running lane: `attach`, `send`, `peek`, `comment` (docs/dashboard.md#attach-send-peek).
 
 They talk to the lane's supervisor through its control socket (`engine.supervisor.control`).
 `peek` without `--screen` reads the lane's output.log and works on any lane, running or not.
-Exit codes: 0 done; 1 the lane refused (`send` mid-redraw, to a closed input, to a plain lane);
-2 no such lane, the lane is not running, or a usage error.
+`send A B C -- TEXT` and `send --all-running TEXT` send one message to several lanes; `comment ID
+FILE:LINE TEXT` comments on the hunk of the lane's diff holding that line (`engine.decisions.comment`).
+Exit codes: 0 done; 1 the lane refused (`send` mid-redraw, to a closed input, to a plain lane), or with
+several lanes, at least one was skipped; 2 no such lane, the lane is not running, or a usage error.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import sys
@@ -20,6 +23,7 @@ from lanes_tui.app.cli.lanes import repo_of
 from lanes_tui.engine import (
     Config,
     LanesError,
+    StatePaths,
     load_config,
     peek_output,
     peek_screen,
@@ -45,17 +49,38 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     p.set_defaults(func=cmd_attach)
 
     p = sub.add_parser(
-        "send", help="send one message to a running lane",
+        "send", help="send one message to a running lane, or to several",
+        usage="lanes-tui send ID TEXT | ID ID ... -- TEXT | --all-running TEXT [--json]",
         description="A claude stream-json lane gets a user message; a terminal lane gets the text and Enter, "
                     "once its screen is still (refused while it redraws, or while a prompt of it waits in the "
-                    "inbox). Recorded in the lane's events. Exit 0 delivered; 1 the lane refused (say why); "
-                    "2 no such lane or not running.",
-        epilog='example: lanes-tui send fix-login-a1 "also update the changelog"')
-    p.add_argument("lane_id", metavar="ID", help="the lane")
-    p.add_argument("text", metavar="TEXT", help="the message")
+                    "inbox). Recorded in the lane's events. Several lanes (ID ID ... -- TEXT, or --all-running): "
+                    "each that cannot take it is listed as skipped, with why. Exit 0 delivered (to every lane); "
+                    "1 the lane refused (say why), or some lane was skipped; 2 no such lane or not running (one "
+                    "lane), or a usage error.",
+        epilog='examples: lanes-tui send fix-login-a1 "also update the changelog"  ·  lanes-tui send fix-a1 '
+               'docs-a1 -- "rebase on main first"  ·  lanes-tui send --all-running "commit what you have"')
+    p.add_argument("words", nargs="+", metavar="ID",
+                   help="the lane (or lanes), then the message: ID TEXT, or ID ID ... -- TEXT")
+    p.add_argument("--all-running", action="store_true",
+                   help="every lane whose agent runs (running, or waiting on you); then TEXT alone")
     p.add_argument("--json", action="store_true", help='one object: {"lane", "sent", "via"} or {"lane", "sent": '
-                                                       'false, "error"}')
+                                                       'false, "error"}; several lanes: {"sent": [...], "skipped": '
+                                                       '[{"lane", "why"}], "ok"}')
     p.set_defaults(func=cmd_send)
+
+    p = sub.add_parser(
+        "comment", help="comment on a hunk of a lane's diff: to its agent, or kept for its next attempt",
+        description="FILE:LINE names a line of the new file in the lane's diff (`lanes-tui diff ID`); the hunk "
+                    "holding it, with the comment, goes to the running agent as `send` does; a lane that has "
+                    "ended keeps it, and `recover ID --relaunch` puts it in the next attempt's findings. Exit 0 "
+                    "sent or kept; 1 the running lane refused; 2 no such lane, no hunk there, or a usage error.",
+        epilog='example: lanes-tui comment fix-login-a1 src/auth.py:42 "check the token expiry here too"')
+    p.add_argument("lane_id", metavar="ID", help="the lane")
+    p.add_argument("where", metavar="FILE:LINE", help="a changed line of the new file, as the diff numbers it")
+    p.add_argument("text", metavar="TEXT", help="the comment")
+    p.add_argument("--json", action="store_true",
+                   help='one object: {"lane", "file", "header", "delivered", "via", "kept"}')
+    p.set_defaults(func=cmd_comment)
 
     p = sub.add_parser(
         "peek", help="the last lines of a lane's output, or a terminal lane's live screen",
@@ -91,7 +116,13 @@ def cmd_attach(args: argparse.Namespace) -> int:
 
 
 def cmd_send(args: argparse.Namespace) -> int:
+    lanes, text = _lanes_and_text(args.words, args.all_running)
     repo = repo_of(args)
+    if args.all_running or len(lanes) > 1:
+        from lanes_tui.engine import running_lanes  # here: the one-lane `send` loads no more than it did
+
+        return _send_many(repo, running_lanes(repo) if args.all_running else lanes, text, args.json)
+    args.lane_id, args.text = lanes[0], text
     try:
         reply = _send(repo, args.lane_id, args.text)
     except LanesError as exc:
@@ -105,6 +136,76 @@ def cmd_send(args: argparse.Namespace) -> int:
         print(json.dumps({"lane": args.lane_id, "sent": True, "via": reply.get("via")}))
     else:
         print(f"sent to {args.lane_id} ({reply.get('via')})")
+    return 0
+
+
+def _lanes_and_text(words: list[str], all_running: bool) -> tuple[list[str], str]:
+    """`ID TEXT`, `ID ID ... [--] TEXT` (argparse has taken the `--`: the text is the last word) or,
+    with --all-running, `TEXT` alone."""
+    if all_running:
+        if len(words) != 1:
+            raise LanesError("--all-running takes the message alone", 'quote it: lanes-tui send --all-running "TEXT"')
+        return [], words[0]
+    if len(words) < 2:
+        raise LanesError("send needs a lane and a message", 'lanes-tui send ID "TEXT" (or ID ID ... -- "TEXT")')
+    return [validate_lane_id(w) for w in words[:-1]], words[-1]
+
+
+def _send_many(repo: Path, lanes: list[str], text: str, as_json: bool) -> int:
+    """One message to each lane; every lane named must exist (nothing is sent otherwise)."""
+    from lanes_tui.engine import send_to_lanes
+
+    if not lanes:
+        raise LanesError("no lane is running: nothing to send to", "`lanes-tui status` lists the lanes")
+    paths = StatePaths(repo)
+    unknown = [lane for lane in lanes if not paths.lane(lane).record.is_file()]
+    if unknown:
+        raise LanesError(f"no such lane {', '.join(unknown)}", "`lanes-tui status` lists the lanes; nothing was sent")
+
+    async def send(lane_id: str, message: str) -> dict[str, Any]:
+        return await asyncio.to_thread(_send, repo, lane_id, message)
+
+    report = asyncio.run(send_to_lanes(lanes, text, send))
+    if as_json:
+        print(json.dumps({"sent": [{"lane": r.lane_id, "via": r.via} for r in report.results if r.sent],
+                          "skipped": [{"lane": r.lane_id, "why": r.why} for r in report.skipped], "ok": report.ok}))
+    else:
+        for line in report.lines():
+            print(line)
+    return 0 if report.ok else REFUSED
+
+
+def cmd_comment(args: argparse.Namespace) -> int:
+    from lanes_tui.engine import comment_on_lane, diff_hunks, hunk_at, lane_diff, new_comment
+
+    file, _, line = args.where.rpartition(":")
+    if not file or not line.isdigit():
+        raise LanesError(f"{args.where!r} is not FILE:LINE", "name a line of the new file, e.g. src/auth.py:42")
+    repo = repo_of(args)
+    hunks = diff_hunks(lane_diff(repo, load_config(repo), args.lane_id).text())
+    hunk = hunk_at(hunks, file, int(line))
+    if hunk is None:
+        files = sorted({h.file for h in hunks})
+        raise LanesError(f"no hunk of {args.lane_id}'s diff holds {file}:{line}",
+                         "`lanes-tui diff " + args.lane_id + "` shows the hunks"
+                         + (f" (files: {', '.join(files[:5])})" if files else " (it has none)"))
+    comment = new_comment(hunk.file, hunk.header, hunk.lines, args.text)
+
+    async def send(lane_id: str, message: str) -> dict[str, Any]:
+        return await asyncio.to_thread(_send, repo, lane_id, message)
+
+    try:
+        outcome = asyncio.run(comment_on_lane(repo, args.lane_id, comment, send))
+    except LanesError as exc:
+        if not getattr(exc, "refused", False):
+            raise
+        print(f"lanes-tui: {exc}", file=sys.stderr)
+        return REFUSED
+    if args.json:
+        print(json.dumps({"lane": args.lane_id, "file": hunk.file, "header": hunk.header,
+                          "delivered": outcome.delivered, "via": outcome.via, "kept": outcome.kept}))
+    else:
+        print(outcome.describe())
     return 0
 
 

@@ -32,7 +32,7 @@ COMMAND_MODULES: dict[str, str] = {
     "lock": "lock",
     "plan": "plan",
     "review": "review", "verify": "review",
-    "attach": "hands", "send": "hands", "peek": "hands",
+    "attach": "hands", "send": "hands", "peek": "hands", "comment": "hands",
     "stop": "stop",
     "scorecard": "scorecard",
     "providers": "config", "show-chain": "config", "doctor": "config",
@@ -51,7 +51,7 @@ RAW_OUTPUT = frozenset({None, "attach"})
 #: only ask or look (`inbox` lists the lane's own questions there); `lock` is the agent's own (it runs
 #: the agent's heavy commands in a heavy slot).
 LEAD_ONLY = frozenset({"answer", "accept", "abandon", "recover", "finish", "run", "init", "check", "review",
-                       "verify", "stop", "attach", "send", "scorecard", "ci"})
+                       "verify", "stop", "attach", "send", "comment", "scorecard", "ci"})
 
 
 class OneLineParser(argparse.ArgumentParser):

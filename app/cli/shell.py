@@ -17,7 +17,7 @@ from pathlib import Path
 
 #: Commands whose positional argument is a lane id, and those whose is a question id.
 LANE_COMMANDS = ("status", "wait", "check", "accept", "abandon", "recover", "diff", "review", "verify",
-                 "attach", "send", "peek", "stop")
+                 "attach", "send", "peek", "stop", "comment")
 QUESTION_COMMANDS = ("answer",)
 #: Options whose value is a path: the shell completes files for them.
 PATH_OPTIONS = ("--repo", "--demo-dir", "--prompt-file", "--plan", "--note-file")

@@ -6,6 +6,9 @@ brings the dashboard back with the lane still running. A claude stream-json lane
 view (`widgets.conversation`), read from the lane's files, with a message line sent through the
 socket; a conversation lane that has ended opens read-only. A plain lane has nothing to attach to.
 
+With lanes marked (space, `comment_flows`), `T` sends one message to each of them
+(`Engine.broadcast`): the lanes that cannot take it are named with why.
+
 The socket calls block (a few milliseconds; `send` to a terminal may wait up to two seconds for
 the screen to be still), so they run in a thread and never stall the dashboard.
 """
@@ -20,7 +23,7 @@ from textual.app import SuspendNotSupported
 
 from lanes_tui.app.dashboard.flows import DecisionFlows
 from lanes_tui.engine import RECOVERABLE, LanesError, conversation, lane_hands
-from lanes_tui.widgets import ReasonModal
+from lanes_tui.widgets import LanesTable, ReasonModal
 from lanes_tui.widgets.conversation import ConversationScreen
 
 __all__ = ["HandsFlows"]
@@ -94,6 +97,9 @@ class HandsFlows(DecisionFlows):
 
     @work(group="hands-send", exclusive=True)
     async def action_send_line(self) -> None:
+        if self.query_one(LanesTable).marked_lanes:
+            await self._send_to_marked()
+            return
         lane = self._need_lane()
         if lane is None or not self._takes_a_line(lane):
             return
@@ -124,3 +130,21 @@ class HandsFlows(DecisionFlows):
         self.app.notify(f"{lane} is not running ({status.state}: {status.state_reason}): {then}",
                         title="Send", severity="warning")
         return False
+
+    async def _send_to_marked(self) -> None:
+        """One message to each marked lane; the marks go once it is sent (they were for this message)."""
+        table = self.query_one(LanesTable)
+        lanes = table.marked_lanes
+        text = await self.app.push_screen_wait(ReasonModal(
+            f"Send to {len(lanes)} marked lane{'' if len(lanes) == 1 else 's'}",
+            [", ".join(lanes), "One line for each agent, as T sends it to one lane; a lane that cannot take it "
+                               "(not running, a plain lane) is skipped and named. space unmarks a lane."],
+            placeholder="a message"))
+        if text is None:
+            return
+        report = await self._guard(lambda: self.lanes_app.engine.broadcast(lanes, text))
+        if report is None:
+            return
+        table.clear_marks()
+        self.app.notify("\n".join(report.lines()), title=f"Sent to {len(report.delivered)} of {len(report.results)}",
+                        severity="information" if report.ok else "warning", timeout=15)

@@ -79,7 +79,18 @@ KEYS: tuple[Key, ...] = (
     Key("attach", "t", "attach", "Attach",
         "attach to the selected lane: its live terminal (the detach key, ctrl+], returns) or its conversation",
         show=False),
-    Key("send_line", "T", "send_line", "Send", "send the selected lane one line without attaching", show=False),
+    Key("send_line", "T", "send_line", "Send", "send the selected lane one line without attaching (the marked "
+        "lanes, when some are marked: one message to each, and those that cannot take it are named)", show=False),
+    # Hunk comments and one message to several lanes (docs/dashboard.md#hunk-comments-and-broadcast).
+    Key("hunk_next", "right_square_bracket", "hunk(1)", "Next hunk",
+        "Diff tab: mark the next hunk of the selected lane's diff (opens the Diff tab)", show=False),
+    Key("hunk_prev", "left_square_bracket", "hunk(-1)", "Previous hunk", "Diff tab: mark the previous hunk",
+        show=False),
+    Key("comment_hunk", "C", "comment_hunk", "Comment",
+        "comment on the marked hunk: sent to the lane's running agent, or kept for its next attempt (relaunch) "
+        "if it has ended", show=False),
+    Key("mark_lane", "space", "mark_lane", "Mark", "mark or unmark the selected lane for T (one message to several)",
+        show=False),
     Key("next_pane", "tab", "app.focus_next", "Next pane", "move to the next pane", show=False),
     Key("help", "question_mark", "help", "Help", "this help"),
     Key("quit", "q", "app.quit", "Quit", "quit the dashboard; lanes keep running", priority=True),
@@ -103,4 +114,5 @@ def bindings() -> list[Binding]:
 def help_rows(keymap: dict[str, str] | None = None) -> list[tuple[str, str]]:
     """(key, what it does) for the help screen, with the lead's remaps applied."""
     remap = keymap or {}
-    return [(remap.get(k.id, k.key).replace("question_mark", "?").replace("slash", "/"), k.help) for k in KEYS]
+    return [(remap.get(k.id, k.key).replace("question_mark", "?").replace("slash", "/")
+             .replace("right_square_bracket", "]").replace("left_square_bracket", "["), k.help) for k in KEYS]

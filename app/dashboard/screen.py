@@ -20,6 +20,7 @@ from textual.timer import Timer
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
 from lanes_tui.app.dashboard.ages import AgeClock
+from lanes_tui.app.dashboard.comment_flows import CommentFlows
 from lanes_tui.app.dashboard.compact import CompactLayout
 from lanes_tui.app.dashboard.flows import DecisionFlows
 from lanes_tui.app.dashboard.hands import HandsFlows
@@ -57,7 +58,7 @@ from lanes_tui.widgets import (
 OPEN_STATES = ("open", "answered")
 
 
-class DashboardScreen(CompactLayout, AgeClock, InboxFlows, HandsFlows, DecisionFlows, OverviewFlows,
+class DashboardScreen(CompactLayout, AgeClock, InboxFlows, HandsFlows, CommentFlows, DecisionFlows, OverviewFlows,
                       FastScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = bindings()  # type: ignore[assignment]
     read_ahead: ClassVar[bool] = True
@@ -286,8 +287,9 @@ class DashboardScreen(CompactLayout, AgeClock, InboxFlows, HandsFlows, DecisionF
     @work(group="diff", exclusive=True)
     async def _load_diff(self, lane_id: str) -> None:
         text = await self.lanes_app.engine.diff(lane_id)
+        kept = len(await self.lanes_app.engine.kept_comments(lane_id))  # hunk comments for its next attempt
         if lane_id == self.selected_lane:
-            self.query_one(DiffPane).show(lane_id, text)
+            self.query_one(DiffPane).show(lane_id, text, kept=kept)
 
     @work(group="gates", exclusive=True)
     async def _load_gates(self, lane_id: str) -> None:

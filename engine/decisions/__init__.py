@@ -15,7 +15,8 @@ conflicts allow), `ranking` (the ranks of a `run --best-of N` group once all its
 (`finish --pr` through gh, and the pre-push hook `init --hooks` installs and runs: the hook names this
 module's path, so it stays here), `pr_checks` and `ci_findings` (a pull request's CI followed, and its
 failures as findings), `runners` (the runner `[runner] kind` names), `lead_note` (the lead's own
-findings for a relaunch), `api` (`Decisions`: every decision, one method with one signature, for the
+findings for a relaunch), `comment` (a hunk comment to a running agent or kept for the next
+attempt, and one message to several lanes), `api` (`Decisions`: every decision, one method with one signature, for the
 command line and the dashboard), `results` (the typed packet, review verdict and verification it
 returns), and `commands` (`offloaded`: a `Decisions` method run by the Engine in a worker thread).
 Never textual or rich. Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).

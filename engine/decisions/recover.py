@@ -45,6 +45,7 @@ from lanes_tui.engine.decisions.runners import remote_runner
 from lanes_tui.engine.git.lane_paths import git_witness, locate_lane
 from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, leftover_processes, stop_lane, supervisor_alive
 from lanes_tui.engine.lanes.parking import BACKOFF_MARK, PARKED_PREFIX, RESUME_NOW
+from lanes_tui.engine.state.comments import HunkComment, drop_comments, read_comments
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore, lane_operation
@@ -75,6 +76,9 @@ class Findings:
     review: dict[str, Any] | None = None
     #: (what, fix) when `relaunch` would refuse: the task used its `[lanes] attempts`. None otherwise.
     relaunch_refused: tuple[str, str] | None = None
+    #: The lead's comments on hunks of the lane's diff, kept since it ended (`state.comments`): the
+    #: relaunch carries them in its prompt, then drops them.
+    comments: list[HunkComment] = field(default_factory=list)
 
     def describe(self) -> list[str]:
         lines = [f"{self.lane_id}: {self.state} ({self.reason}); result {self.result or '-'}"]
@@ -93,6 +97,7 @@ class Findings:
         if self.review is not None and self.review.get("verdict") == "BLOCKING":
             lines.extend(describe_review(self.review))
         lines.extend(f"your answer: {a}" for a in self.answers)
+        lines.extend(f"your comment on {c.where}: {c.text}" for c in self.comments)
         if self.fired:
             lines.append(f"cap: {self.fired.get('reason', self.fired.get('cap'))}")
         lines.append("recheck: run the gates again on the worktree as it is (ready if they pass)")
@@ -122,6 +127,10 @@ class Findings:
         blocking = review_prompt_block(self.review)
         if blocking:
             body.extend(blocking.splitlines())
+        if self.comments:
+            body.append("The lead's comments on your diff:")
+            for comment in self.comments:
+                body.extend(comment.finding_lines())
         if note:
             body.append("The lead's notes:")
             body.extend(note.splitlines())
@@ -159,7 +168,10 @@ async def _inspect(repo: Path, config: Config, lane_id: str, clock: Clock | None
     # An accepted lane is relaunched only as a follow-up (`relaunch`): its work is merged, and a failed CI
     # check of the pull request carrying it (`lanes-tui ci`) is findings for a next attempt from the target.
     follow = follow_up and record.state == "accepted"
-    if record.state not in RECOVERABLE and hook is None and not follow:
+    # A ready lane the lead commented on (`decisions.comment`) is relaunched with the comments.
+    comments = read_comments(store.lane_paths(lane_id).dir) if local else []
+    reviewed = record.state == "ready" and bool(comments)
+    if record.state not in RECOVERABLE and hook is None and not follow and not reviewed:
         raise LanesError(f"lane {lane_id} is {record.state}; there is nothing to recover")
     if stop_leftovers and local:  # a remote lane has no process on this machine
         stopped = await stop_lane(repo, lane_id)
@@ -177,6 +189,7 @@ async def _inspect(repo: Path, config: Config, lane_id: str, clock: Clock | None
         fired=_fired(record),
         review=review_detail(packet),
         relaunch_refused=attempts_refusal(StatePaths(repo), config, record),
+        comments=comments,
     )
 
 
@@ -293,6 +306,8 @@ async def relaunch(repo: Path, config: Config, lane_id: str, *, clock: Clock | N
     old.superseded_by = new.id
     store.write(old)
     noted = {"note": note[:EVENT_NOTE_CHARS], "note_cut": len(note) > EVENT_NOTE_CHARS} if note else {}
+    if findings.comments:  # handed over: the new attempt's prompt holds them (a comment kept meanwhile stays)
+        noted["comments"] = drop_comments(store.lane_paths(lane_id).dir, [c.id for c in findings.comments])
     store.event(lane_id, "relaunched", next=new.id, fresh=fresh, **noted)
     return new
 

@@ -36,6 +36,7 @@ from lanes_tui.engine.core.limits import read_tail
 from lanes_tui.engine.core.utf8 import decode_span
 from lanes_tui.engine.decisions.api import Decisions
 from lanes_tui.engine.decisions.commands import offloaded
+from lanes_tui.engine.decisions.comment import Broadcast, CommentOutcome, comment_on_lane, kept_comments, send_to_lanes
 from lanes_tui.engine.decisions.ranking import GroupRanks
 from lanes_tui.engine.decisions.reconcile import reconcile
 from lanes_tui.engine.decisions.results import Packet
@@ -55,6 +56,7 @@ from lanes_tui.engine.live.watch import LaneScanner
 from lanes_tui.engine.live.watch_lease import WatchLeases
 from lanes_tui.engine.plans.model import TicketStatus
 from lanes_tui.engine.plans.ticker import PlanTicker
+from lanes_tui.engine.state.comments import HunkComment
 from lanes_tui.engine.state.events import (
     EngineEvent,
     EngineNotice,
@@ -236,6 +238,17 @@ class Engine:
     async def send(self, lane_id: str, text: str) -> dict[str, Any]:
         """A message for the lane's agent, wherever it runs (`lanes-tui send` from the dashboard)."""
         return await self.remote_tick.send(lane_id, text)
+
+    async def broadcast(self, lane_ids: list[str], text: str) -> Broadcast:
+        """One message to several lanes (the marked ones): each that cannot take it is skipped with why."""
+        return await send_to_lanes(lane_ids, text, self.send)
+
+    async def comment(self, lane_id: str, comment: HunkComment) -> CommentOutcome:
+        """A hunk comment: to the running agent, or kept for the lane's next attempt (`decisions.comment`)."""
+        return await comment_on_lane(self.repo, lane_id, comment, self.send, clock=self.clock)
+
+    async def kept_comments(self, lane_id: str) -> list[HunkComment]:
+        return await asyncio.to_thread(kept_comments, self.repo, lane_id)
 
     # decisions: `decisions.api.Decisions`, offloaded; those that change something rescan after
     @property
