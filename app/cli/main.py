@@ -17,9 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
-from lanes_tui.app.cli import voice
 from lanes_tui.app.cli.args import HelpText
-from lanes_tui.app.cli.options import share_globals
 from lanes_tui.engine import LanesError, report_modules_at_exit, terminal_text
 
 if TYPE_CHECKING:
@@ -122,7 +120,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                         help="with --demo: keep the demo repository (and its lanes running) on exit")
     parser.add_argument("--demo-dir", type=Path, default=None, help="with --demo: build the demo under this folder")
     parser.add_argument("-q", "--quiet", action="store_true",
-                        help="print only results and errors (and warnings): no progress or hint lines")
+                        help="only results, errors and warnings: no progress or hint lines")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more detail, and the engine's log on stderr (info; -vv: debug)")
     sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
@@ -131,6 +129,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for module in dict.fromkeys(COMMAND_MODULES.values()):  # in order, each once
         if wanted is None or module == wanted:
             importlib.import_module(f"lanes_tui.app.cli.{module}").add_parsers(sub)
+    from lanes_tui.app.cli.options import share_globals  # not for `--version`, answered before the parser
+
     share_globals(parser)  # `status --repo X` as well as `--repo X status`
     return parser
 
@@ -218,6 +218,8 @@ def _main(arguments: list[str], command: str | None) -> int:
 
         level = cli_log.wanted_level(args.debug, os.environ)
         log = None if level is None else cli_log.start(level, repo, os.environ, arguments)
+    from lanes_tui.app.cli import voice
+
     voice.set_level(voice.QUIET if args.quiet else voice.VERBOSE if args.verbose else voice.NORMAL)
     if args.verbose and command not in RAW_OUTPUT:  # never over the dashboard's or an attached lane's screen
         voice.log_to_stderr(args.verbose)

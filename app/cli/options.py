@@ -10,6 +10,7 @@ command it wins, absent it leaves the top-level value alone. The dashboard-only 
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 #: The destinations of the top-level options accepted after the command too.
 SHARED = ("repo", "debug", "quiet", "verbose")
@@ -21,7 +22,7 @@ def share_globals(parser: argparse.ArgumentParser) -> None:
     shared = [a for a in parser._actions if a.dest in SHARED and a.option_strings]
     for sub in _subparsers(parser):
         taken = set(sub._option_string_actions)
-        group = None
+        group: argparse._ArgumentGroup | None = None
         for action in shared:
             if taken & set(action.option_strings):  # `answer` and `inbox` take their own --repo already
                 continue
@@ -29,8 +30,8 @@ def share_globals(parser: argparse.ArgumentParser) -> None:
             group.add_argument(*action.option_strings, **_copied(action))
 
 
-def _copied(action: argparse.Action) -> dict[str, object]:
-    kwargs: dict[str, object] = {"dest": action.dest, "default": argparse.SUPPRESS, "help": action.help}
+def _copied(action: argparse.Action) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"dest": action.dest, "default": argparse.SUPPRESS, "help": action.help}
     if isinstance(action, argparse._StoreTrueAction):
         kwargs["action"] = "store_true"
     elif isinstance(action, argparse._CountAction):
