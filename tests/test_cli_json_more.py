@@ -5,15 +5,17 @@ one stderr line with stdout empty. Real sim lanes, a real reviewer process, real
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from lanes_tui.engine import stop_lane
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.state.paths import StatePaths
 from tests.conftest import git
-from tests.helpers import cli, wait_state, write_config
+from tests.helpers import cli, wait_for, wait_state, write_config
 
 FAKE = Path(__file__).parent / "fakes" / "fake_reviewer.py"
 WORK = 'write calc.py "def add(a, b): return a + b  # reviewed"\n'
@@ -106,3 +108,17 @@ def test_answer_json(repo: Path) -> None:
     text = store.ask("asker-a1", kind="text", title="Which database?")
     shown = cli(repo, "answer", text.id, "use", "the", "staging", "one")
     assert (shown.returncode, shown.stdout) == (0, f"answered {text.id} use the staging one\n")
+
+
+def test_answer_json_names_a_gone_lane_and_its_relaunch(repo: Path) -> None:
+    write_config(repo)
+    lane = cli(repo, "run", "--prompt", "ask --yes-no --timeout 120 Use the new schema?\nsleep 600\n", "--id",
+               "gone", check=True).stdout.split()[-1]
+    questions = wait_for(lambda: json.loads(cli(repo, "inbox", "--json", check=True).stdout))
+    wait_state(repo, lane, "waiting")
+    asyncio.run(stop_lane(repo, lane))
+    wait_state(repo, lane)
+    answered = parsed(cli(repo, "answer", questions[0]["id"], "yes", "--relaunch", "--json"))
+    assert answered == {"qid": questions[0]["id"], "lane": lane, "answer": "yes", "state": "orphaned",
+                        "lane_gone": True, "relaunched": "gone-a2"}
+    assert cli(repo, "abandon", "gone-a2").returncode == 0
