@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -210,3 +211,41 @@ def test_completion_states_are_the_engines_own() -> None:
     assert LANE_STATES["review"] == LANE_STATES["verify"] == set(STATES) - busy - {"accepted", "abandoned",
                                                                                      "unreachable"}
     assert set().union(*LANE_STATES.values()) <= set(STATES)
+
+
+@pytest.mark.skipif(shutil.which("zsh") is None, reason="zsh is not installed")
+def test_zsh_completes_only_acceptable_lanes(lanes_in_states: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    repo, env = lanes_in_states
+    script = tmp_path / "lanes-tui.zsh"
+    script.write_text(cli(repo, "completion", "zsh", check=True).stdout)
+    stubs = ('compdef() { : }\n'  # the completion system's builtins, stood in by ones that print their words
+             'compadd() { shift $(( ${@[(i)--]} )); print -l -- "$@" }\n'
+             '_describe() { local -a arr; arr=("${(@P)4}"); print -l -- ${arr%%:*} }\n'
+             '_files() { print FILES }\n')
+
+    def complete(*words: str) -> list[str]:
+        line = " ".join(f"'{w}'" for w in words)
+        proc = subprocess.run(["zsh", "-f", "-c", f"{stubs}source {script}\nwords=({line}); CURRENT={len(words)}; "
+                               "_lanes_tui"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return sorted(proc.stdout.split())
+
+    assert complete("lanes-tui", "accept", "--repo", str(repo), "") == ["broken-a1", "lost-a1", "ready-a1"]
+    assert complete("lanes-tui", "--repo", str(repo), "stop", "") == ["asks-a1", "broken-a1", "gates-a1",
+                                                                       "parked-a1", "run-a1"]
+
+
+@pytest.mark.skipif(shutil.which("fish") is None, reason="fish is not installed")
+def test_fish_completes_only_acceptable_lanes(lanes_in_states: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    repo, env = lanes_in_states
+    script = tmp_path / "lanes-tui.fish"
+    script.write_text(cli(repo, "completion", "fish", check=True).stdout)
+
+    def complete(line: str) -> list[str]:
+        proc = subprocess.run(["fish", "--no-config", "-c", f"source {script}; complete -C'{line}'"], cwd=tmp_path,
+                              env=env, capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+        return sorted(row.split("\t")[0] for row in proc.stdout.splitlines())
+
+    assert complete(f"lanes-tui accept --repo {repo} ") == ["broken-a1", "lost-a1", "ready-a1"]
+    assert complete(f"lanes-tui --repo {repo} send ") == ["asks-a1", "broken-a1", "parked-a1", "run-a1"]
