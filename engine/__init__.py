@@ -74,6 +74,7 @@ _EXPORTS: dict[str, str] = {
     "phase_prompt": "plans.phases",
     # plans
     "TicketStatus": "plans.model", "load_plan": "plans.validate", "check_report": "plans.validate",
+    "plan_waves": "plans.validate:waves",
     "plan_statuses": "plans.scheduler", "plan_names": "plans.state", "PlanSummary": "plans.commands",
     "plan_summaries": "plans.commands", "plan_log": "plans.commands", "launch_plan": "plans.commands",
     "amend_plan": "plans.commands", "cancel_plan": "plans.commands", "resume_plan": "plans.commands",
@@ -247,6 +248,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.plans.scorecard_compare import save_baseline as scorecard_baseline
     from lanes_tui.engine.plans.state import plan_names
     from lanes_tui.engine.plans.validate import check_report, load_plan
+    from lanes_tui.engine.plans.validate import waves as plan_waves
     from lanes_tui.engine.procs.cgroup import detect as detect_containment
     from lanes_tui.engine.sim.demo import Demo, build_demo, start_demo_lanes
     from lanes_tui.engine.state.comments import HunkComment, new_comment
@@ -291,7 +293,7 @@ __all__ = [  # the door's names, sorted; the same as `_EXPORTS` and the TYPE_CHE
     "lanes_needing_lead", "launch_group", "launch_lane", "launch_plan", "live_lane_ids", "load_config", "load_plan",
     "new_comment",
     "open_attach", "open_pr", "parse_bytes", "parse_percent", "passed_env_names", "peek_output", "peek_screen",
-    "phase_prompt", "plan_log", "plan_names", "plan_statuses", "plan_summaries", "programme_branch",
+    "phase_prompt", "plan_log", "plan_names", "plan_statuses", "plan_summaries", "plan_waves", "programme_branch",
     "provider_family", "push_branch", "push_url", "rank_group", "read_lane", "read_layers", "read_text_file",
     "readable_lines", "reconcile", "refused_providers", "relayed_create", "report_modules_at_exit",
     "repository_file", "resume_plan", "review_detail", "run_locked", "running_lanes", "scope_problem",

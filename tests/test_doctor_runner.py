@@ -21,7 +21,7 @@ from lanes_tui.engine.state.store import LaneStore
 from tests.conftest import git
 from tests.helpers import cli, write_config
 
-FIX = "pip install 'lanes-tui[ray]'"
+FIX = "pip install -e '.[ray]' in lanes-tui's checkout"
 
 
 def ray_config(repo: Path, extra: str = "") -> Path:

@@ -127,9 +127,10 @@ def _inbox_only(modules: list[str]) -> None:
     state = sorted(m for m in modules if m.startswith("lanes_tui.engine.state."))
     assert state == ["lanes_tui.engine.state.paths"], state
     app = sorted(m for m in modules if m.startswith("lanes_tui.app."))
-    # the package (a docstring only), the parser, its shared argument types and the one command module
+    # the package (a docstring only), the parser, its shared argument types and global options (`options`),
+    # how much to say (`voice`, -q / -v) and the one command module
     assert app == ["lanes_tui.app.cli", "lanes_tui.app.cli.args", "lanes_tui.app.cli.inbox",
-                   "lanes_tui.app.cli.main"], app
+                   "lanes_tui.app.cli.main", "lanes_tui.app.cli.options", "lanes_tui.app.cli.voice"], app
     third_party = _top(set(modules), "tomlkit", "git", "textual", "rich", "psutil", "pyte")
     assert third_party == [], third_party
 
@@ -183,9 +184,9 @@ def test_lock_stays_as_lean_as_ask(repo: Path, tmp_path: Path) -> None:
     assert isinstance(modules, list)
     assert _top(set(modules), "tomlkit", "git", "textual", "rich", "psutil", "pyte") == []
     app = sorted(m for m in modules if m.startswith("lanes_tui.app."))
-    # the package (a docstring only), the parser, its shared argument types and the one command module
+    # the package (a docstring only), the parser, its shared argument types, global options and voice, the command
     assert app == ["lanes_tui.app.cli", "lanes_tui.app.cli.args", "lanes_tui.app.cli.lock",
-                   "lanes_tui.app.cli.main"], app
+                   "lanes_tui.app.cli.main", "lanes_tui.app.cli.options", "lanes_tui.app.cli.voice"], app
     parts = _engine_parts(modules)
     assert parts <= {"lanes_tui.engine.core", "lanes_tui.engine.state", "lanes_tui.engine.config",
                      "lanes_tui.engine.lanes"}, parts

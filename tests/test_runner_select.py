@@ -31,7 +31,7 @@ from tests.helpers import write_config
 
 __all__ = ["fake_ray"]  # the fixture, re-exported for pytest
 
-FIX = "pip install 'lanes-tui[ray]'"
+FIX = "pip install -e '.[ray]' in lanes-tui's checkout"
 
 
 def test_the_default_config_runs_lanes_here(repo: Path) -> None:

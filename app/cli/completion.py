@@ -3,8 +3,9 @@
 Each script is written from a spec that `shell` reads off the real parser (the commands, their
 one-line help and options, which ones take a lane or question id), so a new option completes as soon
 as it exists. The three follow one plan: find the command word (skipping global options and `--repo`'s
-value), complete options from the static lists, and ids by running `lanes-tui __complete KIND` (with
-the typed `--repo`, if any). Every value put into a script is quoted for that shell here.
+value, before or after the command), complete options from the static lists, and ids by running
+`lanes-tui __complete KIND` (with the typed `--repo`, if any); lane ids as `__complete lanes COMMAND`,
+so a command is offered only the lanes it can act on. Every value put into a script is quoted for that shell here.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def bash_script(spec: Spec) -> str:
     return f"""# bash completion for lanes-tui, written by `lanes-tui completion bash`.
 # Load it in ~/.bashrc:  eval "$(lanes-tui completion bash)"
 _lanes_tui_ids() {{
-    command lanes-tui ${{_lanes_tui_repo:+--repo "$_lanes_tui_repo"}} __complete "$1" 2>/dev/null
+    command lanes-tui ${{_lanes_tui_repo:+--repo "$_lanes_tui_repo"}} __complete "$@" 2>/dev/null
 }}
 
 _lanes_tui() {{
@@ -63,13 +64,12 @@ _lanes_tui() {{
     local cmd="" sub="" word words="" opts="" npos=0 i _lanes_tui_repo=""
     for ((i = 1; i < COMP_CWORD; i++)); do
         word="${{COMP_WORDS[i]}}"
+        case "$word" in  # before or after the command
+            --repo) _lanes_tui_repo="${{COMP_WORDS[i+1]}}"; ((i++)); continue ;;
+            --demo-dir) ((i++)); continue ;;
+        esac
         if [[ -z "$cmd" ]]; then
-            case "$word" in
-                --repo) _lanes_tui_repo="${{COMP_WORDS[i+1]}}"; ((i++)) ;;
-                --demo-dir) ((i++)) ;;
-                -*) ;;
-                *) cmd="$word" ;;
-            esac
+            [[ "$word" != -* ]] && cmd="$word"
         elif [[ "$cmd" == plan && -z "$sub" && "$word" != -* ]]; then
             sub="$word"
         elif [[ "$word" != -* ]]; then
@@ -96,7 +96,7 @@ _lanes_tui() {{
         return 0
     fi
     case "$key" in
-        {"|".join(spec["lane_commands"]) or "_none_"}) [[ $npos -eq 0 ]] && words="$(_lanes_tui_ids lanes)" ;;
+        {"|".join(spec["lane_commands"]) or "_none_"}) [[ $npos -eq 0 ]] && words="$(_lanes_tui_ids lanes "$cmd")" ;;
         {"|".join(spec["question_commands"]) or "_none_"}) [[ $npos -eq 0 ]] && words="$(_lanes_tui_ids questions)" ;;
 {positional}
         completion) words="bash zsh fish" ;;
@@ -122,7 +122,7 @@ def zsh_script(spec: Spec) -> str:
                      for name, (_, options) in spec["commands"].items())
     values = "\n".join(f'    {_sq(f"{cmd} {opt}")}) compadd -- ${{(f)"$(_lanes_tui_ids {kind})"}}; return ;;'
                        for cmd, opt, kind in VALUE_KINDS)
-    dynamic = [("|".join(spec["lane_commands"]) or "_none_", "lanes"),
+    dynamic = [("|".join(spec["lane_commands"]) or "_none_", "lanes $cmd"),
                ("|".join(spec["question_commands"]) or "_none_", "questions"), *POSITIONAL_KINDS]
     ids = "\n".join(f'    {cmd}) (( npos == 0 )) && compadd -- ${{(f)"$(_lanes_tui_ids {kind})"}} ;;'
                      for cmd, kind in dynamic)
@@ -136,7 +136,7 @@ def zsh_script(spec: Spec) -> str:
 _lanes_tui_ids() {{
   local -a repo_args
   [[ -n $_lanes_tui_repo ]] && repo_args=(--repo $_lanes_tui_repo)
-  command lanes-tui $repo_args __complete $1 2>/dev/null
+  command lanes-tui $repo_args __complete "$@" 2>/dev/null
 }}
 
 _lanes_tui() {{
@@ -145,13 +145,12 @@ _lanes_tui() {{
   local -a opts cmds
   for (( i = 2; i < CURRENT; i++ )); do
     word=${{words[i]}}
+    case $word in  # before or after the command
+      --repo) _lanes_tui_repo=${{words[i+1]}}; (( i++ )); continue ;;
+      --demo-dir) (( i++ )); continue ;;
+    esac
     if [[ -z $cmd ]]; then
-      case $word in
-        --repo) _lanes_tui_repo=${{words[i+1]}}; (( i++ )) ;;
-        --demo-dir) (( i++ )) ;;
-        -*) ;;
-        *) cmd=$word ;;
-      esac
+      [[ $word != -* ]] && cmd=$word
     elif [[ $cmd == plan && -z $sub && $word != -* ]]; then
       sub=$word
     elif [[ $word != -* ]]; then
@@ -242,7 +241,7 @@ def fish_script(spec: Spec) -> str:
         "    if set -l i (contains -i -- --repo $words); and set -q words[(math $i + 1)]",
         "        set repo --repo $words[(math $i + 1)]",
         "    end",
-        "    command lanes-tui $repo __complete $argv[1] 2>/dev/null",
+        "    command lanes-tui $repo __complete $argv 2>/dev/null",
         "end",
         "complete -c lanes-tui -f",
     ]
@@ -258,7 +257,7 @@ def fish_script(spec: Spec) -> str:
     for cmd, option, kind in VALUE_KINDS:
         lines.append(f"complete -c lanes-tui -n {_fish(f'__lanes_tui_is {cmd}')} -l {option[2:]} -x "
                      f"-a {_fish(f'(__lanes_tui_ids {kind})')}")
-    dynamic = [(cmd, "lanes") for cmd in spec["lane_commands"]] + [(cmd, "questions") for cmd in
+    dynamic = [(cmd, f"lanes {cmd}") for cmd in spec["lane_commands"]] + [(cmd, "questions") for cmd in
                                                                     spec["question_commands"]]
     for cmd, kind in [*dynamic, *POSITIONAL_KINDS]:
         lines.append(f"complete -c lanes-tui -n {_fish(f'__lanes_tui_is {cmd}')} "

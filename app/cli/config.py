@@ -235,8 +235,9 @@ def doctor_report(repo: Path) -> dict[str, Any]:
     return report
 
 
-#: The fix for a Ray runner that cannot load: the extra pins the Ray every node must run too.
-RAY_FIX = "pip install 'lanes-tui[ray]'"
+#: The fix for a Ray runner that cannot load: the extra pins the Ray every node must run too. lanes-tui is
+#: installed from a checkout (it is not on PyPI), so the command is the checkout's.
+RAY_FIX = "pip install -e '.[ray]' in lanes-tui's checkout, into the Python that runs it (docs/ray.md)"
 
 
 def runner_report(repo: Path, config: Config) -> dict[str, Any]:
@@ -244,8 +245,8 @@ def runner_report(repo: Path, config: Config) -> dict[str, Any]:
 
     The runner comes from the engine's `make_runner`, the one place that imports the Ray runner and
     only when `[runner] kind = "ray"` asks for it: a lead on one machine never pays Ray's import (seconds,
-    hundreds of MB), a lead without the extra gets its one-line refusal (with `pip install
-    'lanes-tui[ray]'`) as a problem, and a cluster that misbehaves is a problem to read, never a
+    hundreds of MB), a lead without the extra gets its one-line refusal (with `pip install -e
+    '.[ray]'`) as a problem, and a cluster that misbehaves is a problem to read, never a
     crash of the command meant to diagnose it.
     """
     settings = config.runner

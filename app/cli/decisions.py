@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from lanes_tui.app.cli import voice
 from lanes_tui.app.cli.ci import add_watch_options, check_watch_options, watch
 from lanes_tui.app.cli.lanes import repo_of
 from lanes_tui.engine import (
@@ -207,12 +208,12 @@ def _print_group_rest(repo: Path, lane_id: str) -> None:
         return
     if not rest:
         return
-    print(f"best-of group {group}: {len(rest)} other lane{'' if len(rest) == 1 else 's'} still open:")
+    voice.note(f"best-of group {group}: {len(rest)} other lane{'' if len(rest) == 1 else 's'} still open:")
     for other in rest:
-        print(f"  #{other.rank or '-'} {other.id:<28} {other.state:<10} {other.worktree}")
-    print("abandon them with:")
+        voice.note(f"  #{other.rank or '-'} {other.id:<28} {other.state:<10} {other.worktree}")
+    voice.note("abandon them with:")
     for other in rest:
-        print(f"  lanes-tui abandon {other.id}")
+        voice.note(f"  lanes-tui abandon {other.id}")
 
 
 def cmd_accept_queue(args: argparse.Namespace) -> int:
@@ -266,7 +267,7 @@ def cmd_recover(args: argparse.Namespace) -> int:
         if args.json:
             return _json({"id": args.lane_id, "action": "relaunch", "new_id": record.id,
                           "worktree": str(record.worktree), "note": record.lead_note})
-        print(f"relaunched {args.lane_id} as {record.id} in {record.worktree}")
+        voice.note(f"relaunched {args.lane_id} as {record.id} in {record.worktree}")
         print(record.id)
         return 0
     if decide.run(decide.wake(args.lane_id)):
@@ -306,7 +307,7 @@ def cmd_finish(args: argparse.Namespace) -> int:
     held = "--no-push given" if args.no_push else report.push_held(push_anyway=args.push_anyway)
     where = None if held or branch in config.lanes.protected_branches else push_url(repo, branch)
     if where is not None and not args.json:
-        print(f"pushing {branch} to {where}")  # where it goes, before it goes
+        voice.note(f"pushing {branch} to {where}")  # where it goes, before it goes
     pushed = None if held else push_branch(repo, branch, protected=set(config.lanes.protected_branches),
                                            hooks=trusted_hooks(repo))
     pr = open_pr(repo, branch) if args.pr and (args.no_push or (pushed is not None and pushed.ok)) else None

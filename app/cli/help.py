@@ -28,8 +28,9 @@ HELP: dict[str, tuple[str, tuple[str, ...]]] = {
              'lanes-tui run --prompt "speed up the parser" --best-of 3 --providers claude,codex',
              "id=$(lanes-tui run --prompt-file task.md --json | jq -r '.lanes[0].id')")),
     "status": ("Every lane (or one) with its state, result, provider, idle time and resources. Reading it "
-               "also reconciles lanes whose supervisor died (they turn lost).",
-               ("lanes-tui status", "lanes-tui status fix-login-a1 --json")),
+               "also reconciles lanes whose supervisor died (they turn lost). Exit 1 (after the lanes, one "
+               "stderr line naming the file and the fix) when the config cannot be read.",
+               ("lanes-tui status", "lanes-tui status fix-login-a1 --json", "lanes-tui status --repo ~/src/app")),
     "wait": ("Block until a lane reaches one of the given states (by default: settled, with its supervisor "
              "finished) and print it. When --timeout passes first: exit 124, as timeout(1) does.",
              ("lanes-tui wait fix-login-a1", "lanes-tui wait fix-login-a1 --until waiting,ready --timeout 600",
@@ -81,9 +82,9 @@ HELP: dict[str, tuple[str, tuple[str, ...]]] = {
     "plan": ("Plans: tickets with scopes and blockers (docs/plans.md), launched as they unblock.",
              ("lanes-tui plan check plan.md", "lanes-tui plan launch plan.md", "lanes-tui plan status --json")),
     "plan check": ("Validate a plan file and print the waves its blockers give; changes nothing.",
-                   ("lanes-tui plan check plan.md",)),
+                   ("lanes-tui plan check plan.md", "lanes-tui plan check plan.md --json | jq '.waves'")),
     "plan launch": ("Freeze a plan into the state folder and start the tickets that can start now.",
-                    ("lanes-tui plan launch plan.md",)),
+                    ("lanes-tui plan launch plan.md", "lanes-tui plan launch plan.md --json")),
     "plan status": ("Each ticket of the open plans (or one): state, lane, attempts, blocked by, owned files.",
                     ("lanes-tui plan status", "lanes-tui plan status auth --json")),
     "plan amend": ("Change a launched plan; the reason is recorded in its decision log with the diff.",
@@ -94,8 +95,9 @@ HELP: dict[str, tuple[str, tuple[str, ...]]] = {
                     ("lanes-tui plan resume auth",)),
     "plan log": ("A plan's decision log: who did what, when and why.",
                  ("lanes-tui plan log auth", "lanes-tui plan log auth --json")),
-    "review": ("", ("lanes-tui review fix-login-a1",)),
-    "verify": ("", ('lanes-tui verify fix-login-a1 --evidence "logged in and out twice on staging"',)),
+    "review": ("", ("lanes-tui review fix-login-a1", "lanes-tui review fix-login-a1 --json | jq -r .verdict")),
+    "verify": ("", ('lanes-tui verify fix-login-a1 --evidence "logged in and out twice on staging"',
+                    'lanes-tui verify fix-login-a1 --evidence "ran it" --json')),
     "providers": ("The effective provider table: the presets with the lead's own config file and the "
                   "repository's .lanes/config.toml merged on top, and where each value came from (preset, "
                   "default, user or repo, with the file).",

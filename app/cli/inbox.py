@@ -27,6 +27,7 @@ from pathlib import Path
 from types import FrameType
 
 from lanes_tui.app.cli import args as cli_args
+from lanes_tui.app.cli import voice
 from lanes_tui.engine import (
     QUESTION_STATES,
     InboxStore,
@@ -83,7 +84,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                             description="yes/no for yes/no and permission questions (yes = allow), an "
                                         "option id or label for a choice, any text for a text question.",
                             epilog="examples:\n  lanes-tui answer q_0123456789ab yes\n"
-                                   "  lanes-tui answer q_0123456789ab use the staging database",
+                                   "  lanes-tui answer q_0123456789ab use the staging database\n"
+                                   "  lanes-tui answer q_0123456789ab no --json",
                             formatter_class=cli_args.HelpText)
     answer.add_argument("qid", metavar="QID")
     answer.add_argument("value", metavar="VALUE", nargs="+", help="the answer (words are joined by spaces)")
@@ -92,6 +94,8 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                         help="the repository (default: LANES_HOME or this one)")
     answer.add_argument("--relaunch", action="store_true",
                         help="if the question's lane is gone (orphaned), start its next attempt with the answer")
+    answer.add_argument("--json", action="store_true",
+                        help="one JSON object: qid, lane, answer, state, lane_gone, relaunched")
     answer.set_defaults(func=_guarded(_cmd_answer))
 
     inbox = sub.add_parser("inbox", help="list the questions of every lane (inside a lane: its own)",
@@ -142,8 +146,8 @@ def _cmd_ask(args: argparse.Namespace) -> int:
         with _sigterm_as_interrupt():  # installed first: a kill right after asking still prints the id
             with _signals_held():  # a kill between the question's file and `qid` lands once qid is known
                 qid = _resume(store, args, lane) if args.wait is not None else _ask(store, args, lane, attempt)
-            print(f"lanes-tui: waiting up to {args.timeout:g} s for the lead to answer {qid} "
-                  f"(lanes-tui answer {qid} VALUE)", file=sys.stderr, flush=True)
+            voice.note(f"lanes-tui: waiting up to {args.timeout:g} s for the lead to answer {qid} "
+                       f"(lanes-tui answer {qid} VALUE)", err=True)
             import asyncio  # only when waiting: `ask --help`, `inbox` and `answer` never load it
 
             view = asyncio.run(wait_for_answer(store, qid, timeout_s=args.timeout, clock=RealClock(),
@@ -265,19 +269,25 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _cmd_answer(args: argparse.Namespace) -> int:
-    """Record the lead's answer; prints `answered QID VALUE`."""
+    """Record the lead's answer; prints `answered QID VALUE` (with --json: one object, docs/cli.md)."""
     root = _inbox_root(getattr(args, "repo", None))
     store = InboxStore(root)
     value = store.answer(args.qid, " ".join(args.value), by=args.by)
-    print(f"answered {args.qid} {_printable(value, 200)}")
+    if not args.json:
+        print(f"answered {args.qid} {_printable(value, 200)}")
     view = store.get(args.qid)
-    if view.state == "orphaned" and _recoverable(root, view.question.lane):
-        lane = view.question.lane
-        if not args.relaunch:
-            print(f"{lane} is gone, so no agent hears this answer: `lanes-tui recover {lane} --relaunch` "
-                  "(or `answer … --relaunch`) starts its next attempt with the answer in its prompt")
-            return 0
-        return _relaunch_with_answer(root.parent.parent.parent, lane)
+    lane = view.question.lane
+    gone = view.state == "orphaned" and _recoverable(root, lane)
+    new_id = _relaunch_with_answer(root.parent.parent.parent, lane) if gone and args.relaunch else None
+    if args.json:
+        print(json.dumps({"qid": args.qid, "lane": lane, "answer": value, "state": view.state,
+                          "lane_gone": gone, "relaunched": new_id}, indent=2))
+    elif new_id is not None:
+        voice.note(f"relaunched {lane} as {new_id} with the answer in its prompt")
+        print(new_id)
+    elif gone:
+        voice.note(f"{lane} is gone, so no agent hears this answer: `lanes-tui recover {lane} --relaunch` "
+                   "(or `answer … --relaunch`) starts its next attempt with the answer in its prompt")
     return 0
 
 
@@ -292,15 +302,12 @@ def _recoverable(inbox_root: Path, lane: str) -> bool:
     return state in RECOVERABLE
 
 
-def _relaunch_with_answer(repo: Path, lane: str) -> int:
-    """The orphaned lane's next attempt; recover puts the lead's answers into its prompt."""
+def _relaunch_with_answer(repo: Path, lane: str) -> str:
+    """The orphaned lane's next attempt (its id); recover puts the lead's answers into its prompt."""
     from lanes_tui.engine import Decisions
 
     decide = Decisions(repo)
-    record = decide.run(decide.relaunch(lane))
-    print(f"relaunched {lane} as {record.id} with the answer in its prompt")
-    print(record.id)
-    return 0
+    return decide.run(decide.relaunch(lane)).id
 
 
 def _cmd_inbox(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes_tui.app.cli import args as cli_args
+from lanes_tui.app.cli import voice
 from lanes_tui.engine import (
     MAX_PLAN_BYTES,
     MAX_PROMPT_BYTES,
@@ -169,7 +170,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         return _print_started([record], None)
     where = f"{record.node}:{record.worktree}" if record.node else record.worktree
-    print(f"started lane {record.id} in {where} (chain: {' → '.join(record.chain)})")
+    voice.note(f"started lane {record.id} in {where} (chain: {' → '.join(record.chain)})")
     print(record.id)
     return 0
 
@@ -200,7 +201,10 @@ def _run_best_of(args: argparse.Namespace, repo: Path, config: Config, prompt: s
     if args.json:
         return _print_started(list(launched.lanes), launched.group)
     for record in launched.lanes:
-        print(f"started lane {record.id} in {record.worktree} (chain: {' → '.join(record.chain)})")
+        voice.note(f"started lane {record.id} in {record.worktree} (chain: {' → '.join(record.chain)})")
+    if voice.level() == voice.QUIET:  # the ids alone, one a line, as one lane's `run -q` prints its id
+        print("\n".join(r.id for r in launched.lanes))
+        return 0
     print(f"best-of group {launched.group}: {' '.join(r.id for r in launched.lanes)}")
     return 0
 
@@ -272,6 +276,7 @@ def statuses(repo: Path, lane_id: str | None = None) -> list[dict[str, Any]]:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
+    """The lanes, always; exit 1 (and one stderr line) when the config cannot be read (docs/cli.md)."""
     repo = repo_of(args)
     rows = statuses(repo, args.lane_id)
     # An accept journal reconcile could not finish: named with its fix, never blocking the rest.
@@ -282,16 +287,39 @@ def cmd_status(args: argparse.Namespace) -> int:
     for row in rows if watched else ():  # the key only when there is something to say
         row["git_watch"] = list(watched)
     stuck += [f"WARNING: {line} (`lanes-tui finish` refuses to push until `--push-anyway`)" for line in watched]
+    broken = config_problem(repo)
     if args.json:
         print(json.dumps(rows, indent=2))
         for line in stuck:  # on stderr: stdout stays the JSON list scripts parse
             print(f"lanes-tui: {line}", file=sys.stderr)
-        return 0
-    if not rows:
-        print("no lanes yet: start one with `lanes-tui run --prompt TEXT`")
+    elif not rows:
+        voice.note("no lanes yet: start one with `lanes-tui run --prompt TEXT`")
         for line in stuck:
             print(line)
-        return 0
+    else:
+        _print_rows(rows)
+        for line in stuck:
+            print(line)
+    if broken is not None:  # after the lanes, so the last line a lead sees is the one to act on
+        print(f"lanes-tui: {broken}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def config_problem(repo: Path) -> str | None:
+    """The config's problem as one line (the file, the line, what and the fix), or None when it reads.
+
+    `status` lists lanes from their records alone, so a config that `run`, `check` and `accept` refuse
+    went unnoticed there; it is said here, once, without hiding a single lane.
+    """
+    try:
+        load_config(repo)
+    except LanesError as exc:
+        return f"PROBLEM: the config cannot be read, so run, check and accept refuse: {exc}"
+    return None
+
+
+def _print_rows(rows: list[dict[str, Any]]) -> None:
     print(f"{'LANE':<28} {'STATE':<10} {'RESULT':<15} {'PROVIDER':<10} {'IDLE':>6} {'CPU%':>6} {'RSS':>8}")
     for row in rows:
         idle = "" if row["idle_s"] is None else f"{row['idle_s']:.0f}s"
@@ -302,9 +330,8 @@ def cmd_status(args: argparse.Namespace) -> int:
               f"{idle:>6} {row['cpu_percent'] or 0:>6.1f} {rss:>8}" + _group_tag(row) + _node_tag(row))
         if row.get("problem"):
             print(f"  problem: {row['problem']}")
-    for line in stuck:
-        print(line)
-    return 0
+        elif row.get("state_reason"):
+            voice.detail(f"  why: {row['state_reason']}")
 
 
 def _group_tag(row: dict[str, Any]) -> str:

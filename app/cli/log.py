@@ -65,6 +65,7 @@ def start(level: int, repo: Path | None, environ: Mapping[str, str],
     except OSError as exc:  # a log is a help, never a reason to refuse the command
         print(f"lanes-tui: cannot write the log {path}: {exc.strerror or exc} — going on without it", file=sys.stderr)
         return None
+    handler.setLevel(level)  # `-v` may lower the logger's level for stderr; the file keeps the level asked for
     handler.setFormatter(logging.Formatter("%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
     root = logging.getLogger("lanes_tui")
     root.addHandler(handler)

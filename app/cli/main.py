@@ -119,18 +119,27 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--keep", action="store_true",
                         help="with --demo: keep the demo repository (and its lanes running) on exit")
     parser.add_argument("--demo-dir", type=Path, default=None, help="with --demo: build the demo under this folder")
+    parser.add_argument("-q", "--quiet", action="store_true",
+                        help="only results, errors and warnings: no progress or hint lines")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="more detail, and the engine's log on stderr (info; -vv: debug)")
     sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
                parser.add_subparsers(dest="command", metavar="COMMAND"))
     wanted = COMMAND_MODULES.get(command or "")
     for module in dict.fromkeys(COMMAND_MODULES.values()):  # in order, each once
         if wanted is None or module == wanted:
             importlib.import_module(f"lanes_tui.app.cli.{module}").add_parsers(sub)
+    from lanes_tui.app.cli.options import share_globals  # not for `--version`, answered before the parser
+
+    share_globals(parser)  # `status --repo X` as well as `--repo X status`
     return parser
 
 
 EPILOG = """exit codes: 0 done, 1 done but not good (gates failed, a problem found, answered no), 2 refused
 or a usage error (one line on stderr), 124 wait --timeout passed, 130 interrupted; docs/cli.md has the
 full table and every --json shape.
+
+global options: --repo, --debug, -q and -v go before or after the command (`lanes-tui status --repo ~/app`).
 
 more:
   lanes-tui help KEYS          the dashboard's keys
@@ -200,12 +209,20 @@ def _main(arguments: list[str], command: str | None) -> int:
 
         describe(parser)
     args = parser.parse_args(arguments)
+    if args.quiet and args.verbose:
+        parser.error("-q and -v do not go together; give one of them")
+    repo = Path(args.repo) if args.repo else None  # `answer --repo` and `inbox --repo` keep it a string
     log = None
     if args.debug or os.environ.get("LANES_TUI_LOG"):
         from lanes_tui.app.cli import log as cli_log
 
         level = cli_log.wanted_level(args.debug, os.environ)
-        log = None if level is None else cli_log.start(level, args.repo, os.environ, arguments)
+        log = None if level is None else cli_log.start(level, repo, os.environ, arguments)
+    from lanes_tui.app.cli import voice
+
+    voice.set_level(voice.QUIET if args.quiet else voice.VERBOSE if args.verbose else voice.NORMAL)
+    if args.verbose and command not in RAW_OUTPUT:  # never over the dashboard's or an attached lane's screen
+        voice.log_to_stderr(args.verbose)
     code = _dispatch(args, log)
     if log is not None:
         log.info("exit %d", code)

@@ -15,9 +15,11 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from lanes_tui.app.cli import voice
 from lanes_tui.app.cli.lanes import repo_of
 from lanes_tui.engine import (
     PlanSummary,
+    StatePaths,
     TicketStatus,
     amend_plan,
     cancel_plan,
@@ -28,6 +30,7 @@ from lanes_tui.engine import (
     plan_log,
     plan_names,
     plan_summaries,
+    plan_waves,
     resume_plan,
 )
 
@@ -41,12 +44,15 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
     p = psub.add_parser("check", help="validate a plan file and print the waves its blockers give")
     p.add_argument("file", type=Path)
+    p.add_argument("--json", action="store_true", help="one JSON object: plan, target, waves, tickets, lines")
     p.set_defaults(func=cmd_check)
 
     p = psub.add_parser("launch", help="freeze a plan into the state folder and start what can start")
     p.add_argument("file", type=Path)
     p.add_argument("--no-supervisor", action="store_true",
                    help="start no plan supervisor: the plan advances only while a dashboard is open")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON object: plan, frozen, started, tickets, supervisor_pid, finished")
     p.set_defaults(func=cmd_launch)
 
     p = psub.add_parser("status", help="each ticket: state, lane, attempts, blocked by, owned files")
@@ -89,6 +95,10 @@ def _refuse_in_lane(args: argparse.Namespace) -> int | None:
 def cmd_check(args: argparse.Namespace) -> int:
     repo = repo_of(args)
     plan = load_plan(args.file, repo, load_config(repo))
+    if args.json:  # a refusal stays one stderr line and exit 2, stdout empty (docs/cli.md)
+        print(json.dumps({"plan": plan.name, "target": plan.target, "waves": plan_waves(plan),
+                          "tickets": [t.to_json() for t in plan.tickets], "lines": check_report(plan)}, indent=2))
+        return 0
     for line in check_report(plan):
         print(line)
     return 0
@@ -102,11 +112,22 @@ def cmd_launch(args: argparse.Namespace) -> int:
     plan = load_plan(args.file, repo, config)
     launched = asyncio.run(launch_plan(repo, config, plan, source=str(args.file),
                                        supervise=not args.no_supervisor))
+    started = [(s.id, s.lane) for s in launched.decision.statuses if s.lane and s.lane in launched.decision.started]
+    if args.json:
+        print(json.dumps({"plan": plan.name, "frozen": str(StatePaths(repo).state / "plans" / plan.name),
+                          "started": [{"ticket": ticket, "lane": lane} for ticket, lane in started],
+                          "tickets": [t.to_json() for t in launched.decision.statuses],
+                          "supervisor_pid": launched.supervisor.pid if launched.supervisor is not None else None,
+                          "finished": launched.decision.finished}, indent=2))
+        return 0
+    if voice.level() == voice.QUIET:  # the lanes started, one id a line, as `run -q` prints its lane's
+        for _, lane in started:
+            print(lane)
+        return 0
     print(check_report(plan)[0])
     print(f"plan {plan.name} frozen in .lanes/state/plans/{plan.name}")
-    for status in launched.decision.statuses:
-        if status.lane and status.lane in launched.decision.started:
-            print(f"started {status.lane} (ticket {status.id})")
+    for ticket, lane in started:
+        print(f"started {lane} (ticket {ticket})")
     _print_tickets(launched.decision.statuses)
     if launched.supervisor is not None:
         print(f"plan supervisor running (pid {launched.supervisor.pid}): the plan advances with no dashboard "

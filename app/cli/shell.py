@@ -23,6 +23,25 @@ QUESTION_COMMANDS = ("answer",)
 PATH_OPTIONS = ("--repo", "--demo-dir", "--prompt-file", "--plan", "--note-file")
 #: What `__complete` lists.
 KINDS = ("lanes", "questions", "types", "providers", "states", "commands")
+#: The states of the lanes each command can act on: `__complete lanes COMMAND` offers only those (a
+#: command not named here takes a lane in any state). Written out, not imported, because the lister
+#: must not load the engine; tests/test_cli_surface.py holds them equal to the engine's own sets
+#: (RECOVERABLE, CHECKABLE, OVERRIDABLE, LIVE_STATES, the refusals of review and verify). A lane whose
+#: record cannot be read is offered to every command: the command says what is wrong with it.
+_LOOKED_AT = frozenset({"exited", "stalled", "ready", "rejected", "conflict", "lost"})  # ended, not settled for good
+LANE_STATES: dict[str, frozenset[str]] = {
+    "accept": _LOOKED_AT, "check": _LOOKED_AT, "review": _LOOKED_AT, "verify": _LOOKED_AT,
+    "recover": frozenset({"exited", "stalled", "rejected", "conflict", "lost"}),  # and a parked lane (below)
+    "abandon": frozenset({"queued", "launching", "running", "waiting", "stalled", "exited", "checking", "reviewing",
+                          "ready", "rejected", "conflict", "lost", "unreachable"}),
+    "diff": frozenset({"queued", "launching", "running", "waiting", "stalled", "exited", "checking", "reviewing",
+                       "ready", "rejected", "conflict", "accepted", "lost", "unreachable"}),
+    "stop": frozenset({"queued", "launching", "running", "waiting", "checking", "reviewing"}),
+    "send": frozenset({"launching", "running", "waiting"}),
+    "attach": frozenset({"launching", "running", "waiting"}),
+}
+#: A waiting lane whose reason starts so is parked (engine/lanes/parking.py): `recover` wakes it.
+PARKED_PREFIX = "parked until"
 
 
 def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -36,6 +55,7 @@ def add_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
     p = sub.add_parser("__complete")  # no help=: hidden from the command list
     p.add_argument("kind", choices=KINDS)
+    p.add_argument("for_command", nargs="?", metavar="COMMAND", help="lanes: only those this command acts on")
     p.set_defaults(func=cmd_complete)
 
 
@@ -63,10 +83,30 @@ def _state_dir(repo: Path | None) -> Path | None:
     return state if state.is_dir() else None
 
 
-def _lane_ids(state: Path) -> Iterator[str]:
+def _lane_ids(state: Path, command: str | None = None) -> Iterator[str]:
+    """The lanes' ids; with a command of `LANE_STATES`, only the lanes in a state it acts on."""
     lanes = state / "lanes"
-    if lanes.is_dir():
-        yield from sorted(p.name for p in lanes.iterdir() if (p / "lane.json").is_file())
+    if not lanes.is_dir():
+        return
+    wanted = LANE_STATES.get(command or "")
+    for path in sorted(lanes.iterdir(), key=lambda p: p.name):
+        record = path / "lane.json"
+        if record.is_file() and (wanted is None or _acts_on(record, wanted, command)):
+            yield path.name
+
+
+def _acts_on(record: Path, wanted: frozenset[str], command: str | None) -> bool:
+    """Whether the lane of `record` is in one of `wanted` (True when its record cannot be read)."""
+    import json  # only when a command filters: the plain listing reads no file
+
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+        state, reason = data["state"], data.get("state_reason") or ""
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return True
+    if not isinstance(state, str) or not isinstance(reason, str):
+        return True
+    return state in wanted or (command == "recover" and state == "waiting" and reason.startswith(PARKED_PREFIX))
 
 
 def _open_questions(state: Path) -> Iterator[str]:
@@ -95,7 +135,7 @@ def cmd_complete(args: argparse.Namespace) -> int:
     elif state is None:
         found = []
     else:
-        found = list(_lane_ids(state) if args.kind == "lanes" else _open_questions(state))
+        found = list(_lane_ids(state, args.for_command) if args.kind == "lanes" else _open_questions(state))
     if found:
         print("\n".join(found))
     return 0

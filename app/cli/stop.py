@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 
+from lanes_tui.app.cli import voice
 from lanes_tui.app.cli.lanes import repo_of
 from lanes_tui.engine import Config, LanesError, lane_statuses, live_lane_ids, load_config, stop_lanes
 
@@ -39,7 +40,7 @@ def cmd_stop(args: argparse.Namespace) -> int:
             remote = [args.lane_id]
     ids = live_lane_ids(repo) if args.all else [] if remote else [args.lane_id]
     if not ids and not remote and not args.json:
-        print("no lane is running; nothing to stop")
+        voice.note("no lane is running; nothing to stop")
     reports = asyncio.run(stop_lanes(repo, ids)) if ids else []
     if remote and config is not None:
         from lanes_tui.app.cli.remote import stop_remote

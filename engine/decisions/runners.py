@@ -60,7 +60,8 @@ def make_runner(repo: Path, config: Config) -> Runner:
         name = exc.name or ""
         if name == "ray" or name.startswith("ray."):
             raise LanesError('[runner] kind = "ray" needs Ray, which is not installed here',
-                             "pip install 'lanes-tui[ray]' (or set [runner] kind = \"local\")") from None
+                             "pip install -e '.[ray]' in lanes-tui's checkout, into the Python that runs it "
+                             "(docs/ray.md), or set [runner] kind = \"local\"") from None
         if name == RAY_RUNNER_MODULE:
             raise LanesError("this lanes-tui has no Ray runner",
                              'update lanes-tui, or set [runner] kind = "local"') from None
