@@ -10,6 +10,7 @@ runs its command through a shell, so the name must arrive quoted.
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import os
 import re
@@ -166,7 +167,7 @@ async def test_web_serves_the_page_and_the_dashboard_answers_a_key(hostile_repo:
                 assert time.monotonic() < end and server.proc.poll() is None, server.printed()
                 await asyncio.sleep(0.05)
         assert f"ws://127.0.0.1:{port}/ws" in page  # the page points its script at the websocket
-        assert f"lanes-tui — {HOSTILE}" in page.replace("&#39;", "'").replace("&#34;", '"').replace("&quot;", '"')
+        assert f"lanes-tui — {HOSTILE}" in html.unescape(page)  # the tab's title: the repository's name
 
         # A page from elsewhere (or a name rebound to 127.0.0.1) may not drive the dashboard.
         async with session.get(f"{base}/", headers={"Host": f"evil.example:{port}"}) as response:
@@ -178,8 +179,8 @@ async def test_web_serves_the_page_and_the_dashboard_answers_a_key(hostile_repo:
 
         ws = await session.ws_connect(f"ws://127.0.0.1:{port}/ws?width=160&height=40", origin=base)
         seen: list[str] = []
-        before = await screen_until(ws, seen, "Lanes")
-        await screen_until(ws, seen, HOSTILE[:12])  # the subtitle: the same repository, quoted intact
+        await screen_until(ws, seen, "Lanes")
+        before = await screen_until(ws, seen, HOSTILE[:12])  # the subtitle: the same repository, quoted intact
         assert "escape / q / ? close" not in before
         seen.clear()
         await ws.send_str(json.dumps(["stdin", "?"]))
@@ -216,8 +217,11 @@ async def test_stopping_the_server_quits_an_open_tab(repo: Path, tmp_path: Path,
         dashboards = server.dashboards()
         assert dashboards
         os.kill(server.proc.pid, signal.SIGTERM)  # the server only: its dashboards are not signalled
-        code = await asyncio.to_thread(server.proc.wait, 120)
+        ends = (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR)
+        while (await ws.receive(timeout=120)).type not in ends:  # read on, as a browser does, until it closes
+            pass
         await ws.close()
+        code = await asyncio.to_thread(server.proc.wait, 120)
     assert code == 0, server.printed()
     assert not any(p.is_running() and p.status() != psutil.STATUS_ZOMBIE for p in dashboards)
     assert server.stop() == 0

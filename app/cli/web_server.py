@@ -62,7 +62,7 @@ class DashboardServer(Server):
             return f"a page from {origin!r} may not drive this dashboard"
         return None
 
-    async def handle_index(self, request: web.Request) -> Any:
+    async def handle_index(self, request: web.Request) -> web.StreamResponse:
         if (why := self.refusal(request, websocket=False)) is not None:
             log.warning("refused %s: %s", request.path, why)
             raise web.HTTPForbidden(text=why)
