@@ -28,7 +28,6 @@ from typing import IO
 import psutil
 import pytest
 
-from lanes_tui.app.cli import web
 from lanes_tui.app.cli.main import main
 
 aiohttp = pytest.importorskip("aiohttp", reason="the [web] extra is not installed: pip install -e '.[web]'")
@@ -282,5 +281,7 @@ def test_bad_web_options_are_one_line(repo: Path, capsys: pytest.CaptureFixture[
 
 
 def test_local_hosts() -> None:
+    from lanes_tui.app.cli import web_server as web
+
     assert all(web.is_local(h) for h in ("127.0.0.1", "localhost", "::1", "[::1]", "127.1.2.3", "LOCALHOST"))
     assert not any(web.is_local(h) for h in ("0.0.0.0", "::", "192.168.1.2", "example.com", ""))

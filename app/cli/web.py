@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import errno
-import ipaddress
 import shlex
 import socket
 import sys
@@ -34,17 +33,6 @@ DEFAULT_PORT = 8000
 #: The top-level modules of the `[web]` extra: one missing is "install the extra", anything else a bug.
 WEB_MODULES = frozenset({"textual_serve", "aiohttp", "aiohttp_jinja2", "jinja2"})
 INSTALL_FIX = "install the web extra in lanes-tui's checkout: pip install -e '.[web]'"
-
-
-def is_local(host: str) -> bool:
-    """True for `localhost` and loopback addresses (127.0.0.0/8, ::1): reachable from this machine only."""
-    name = host.strip().strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 def url_of(host: str, port: int) -> str:
@@ -94,7 +82,7 @@ def serve_web(args: argparse.Namespace) -> int:
         load_config(root)  # a bad config is refused here, once, not in every tab
     _check_free(host, port)
     command = shlex.join(dashboard_argv(args, root))
-    local = is_local(host)
+    local = web_server.is_local(host)
     what = f"the dashboard of {root}" if root is not None else "the demo (one throw-away repository per tab)"
     print(f"lanes-tui: serving {what} at {url_of(host, port)}", flush=True)
     if local:

@@ -19,6 +19,7 @@ hooks (`on_startup`, `on_shutdown`) and its `public_url` attribute.
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,9 +27,18 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from textual_serve.server import Server
 
-from lanes_tui.app.cli.web import is_local
-
 log = logging.getLogger(__name__)
+
+
+def is_local(host: str) -> bool:
+    """True for `localhost` and loopback addresses (127.0.0.0/8, ::1): reachable from this machine only."""
+    name = host.strip().strip("[]").lower()
+    if name == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
 
 
 def _host_port(netloc: str) -> tuple[str, int | None]:
