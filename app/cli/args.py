@@ -59,3 +59,14 @@ class HelpText(argparse.HelpFormatter):
                 blocks.append(textwrap.fill(" ".join(block.split()), width, initial_indent=indent,
                                             subsequent_indent=indent))
         return "\n\n".join(blocks)
+
+
+def port(text: str) -> int:
+    """A TCP port to listen on, 1–65535 (`--web --port`); 0 would pick one the lead could not be told in advance."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1–65535)") from None
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1–65535)")
+    return value

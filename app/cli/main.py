@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO, cast
 
-from lanes_tui.app.cli.args import HelpText
+from lanes_tui.app.cli.args import HelpText, port
 from lanes_tui.engine import LanesError, report_modules_at_exit, terminal_text
 
 if TYPE_CHECKING:
@@ -41,7 +41,7 @@ COMMAND_MODULES: dict[str, str] = {
 #: The commands an agent runs in its shell: their `--help` is their own module's text (no `cli/help.py`).
 LEAN_COMMANDS = frozenset({"ask", "answer", "inbox", "lock"})
 #: Global options that take a value: their value is not the command word.
-_VALUE_OPTIONS = ("--repo", "--demo-dir")
+_VALUE_OPTIONS = ("--repo", "--demo-dir", "--host", "--port")
 #: The commands whose output is the terminal's own (the dashboard is `None`): `attach` draws the agent's
 #: screen, escapes and all. Every other command's stdout and stderr pass through `terminal_text`.
 RAW_OUTPUT = frozenset({None, "attach"})
@@ -123,6 +123,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                         help="only results, errors and warnings: no progress or hint lines")
     parser.add_argument("-v", "--verbose", action="count", default=0,
                         help="more detail, and the engine's log on stderr (info; -vv: debug)")
+    parser.add_argument("--web", action="store_true",
+                        help="serve the dashboard to a browser (textual-serve, the [web] extra; docs/dashboard.md)")
+    parser.add_argument("--host", default=None, help="with --web: the address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=port, default=None, help="with --web: the port to listen on (default 8000)")
     sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
                parser.add_subparsers(dest="command", metavar="COMMAND"))
     wanted = COMMAND_MODULES.get(command or "")
@@ -235,6 +239,10 @@ def _dispatch(args: argparse.Namespace, log: logging.Logger | None) -> int:
         if args.version:
             print(f"lanes-tui {package_version()}")
             return 0
+        if args.web or args.host is not None or args.port is not None:
+            from lanes_tui.app.cli.web import serve_web
+
+            return serve_web(args)
         if args.command is None:
             from lanes_tui.app.dashboard.run import run_dashboard
 
