@@ -191,3 +191,26 @@ async def test_a_resize_under_a_dialog_is_taken_when_it_closes(engine: FakeEngin
         await pilot.pause()
         assert app.screen is dashboard and dashboard.has_class("-compact")
         assert dashboard.query_one(LanesTable).shown_columns == ["id", "state", "why"]
+
+
+async def test_keys_6_to_8_reach_the_side_panes_in_either_layout(engine: FakeEngine) -> None:
+    """Every tab has a key: while compact, 6, 7 and 8 bring up the Inbox, Stalls and Meters tabs (the
+    focus in the list panes); while wide, the same keys put the focus in the pane's own column."""
+    app = make_app(engine)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        tabs = app.screen.query_one("#detail", TabbedContent)
+        for key, tab, pane in (("6", "tab-inbox", "#inbox"), ("7", "tab-stalls", "#stalls"),
+                               ("8", "tab-meters", "#meters")):
+            await pilot.press(key)
+            await pilot.pause()
+            assert tabs.active == tab and shown(app, pane), key
+            if pane != "#meters":  # the Meters pane has nothing to focus: it is read, not moved in
+                assert app.screen.focused is app.screen.query_one(pane), key
+        await pilot.press("1")
+        await pilot.pause()
+        assert tabs.active == "tab-output" and shown(app, "#output") and not shown(app, "#meters")
+        await _resize(pilot, 160, 48)
+        await pilot.press("7")
+        await pilot.pause()
+        assert app.screen.focused is app.screen.query_one(StallsPane) and tabs.active == "tab-output"

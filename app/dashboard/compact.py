@@ -167,6 +167,19 @@ class CompactLayout(Screen[None]):
         for _label, pane in SIDE_TABS.values():
             self.set_class(pane == shown, f"-side-{pane}")
 
+    def action_show_side(self, tab_id: str) -> None:
+        """Keys 6–8 (`keys.py`): a side pane wherever the layout put it. While compact its tab comes
+        up; in either layout the focus goes into it, so the arrows move in it at once."""
+        if tab_id not in SIDE_TABS:
+            return
+        if self.size_mode == "compact":
+            self.query_one("#detail", TabbedContent).active = tab_id
+            self._show_side(tab_id)
+        pane = self.query_one(f"#{SIDE_TABS[tab_id][1]}", Widget)
+        target = pane if pane.can_focus else next((w for w in pane.query("*") if w.can_focus), None)
+        if target is not None:
+            self.call_after_refresh(target.focus)
+
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
         """While compact, the footer shows only `COMPACT_FOOTER`'s keys of this screen (every key still works)."""

@@ -63,6 +63,13 @@ KEYS: tuple[Key, ...] = (
         "show the Worktrees tab: where each lane works, and how far it is from its target", show=False),
     Key("tab_plan", "5", "show_tab('tab-plan')", "Plan tab", "show the Plan tab: the open plans' tickets",
         show=False),
+    # The side panes, which are tabs too below 120×32 (`compact.py`): the same keys in every layout.
+    Key("tab_inbox", "6", "show_side('tab-inbox')", "Inbox",
+        "the Inbox: its tab on a small terminal, the focus in its pane on a wide one", show=False),
+    Key("tab_stalls", "7", "show_side('tab-stalls')", "Stalls",
+        "the Stalls & caps pane: its tab on a small terminal, the focus in its pane on a wide one", show=False),
+    Key("tab_meters", "8", "show_side('tab-meters')", "Meters",
+        "the Meters pane: its tab on a small terminal, the focus in its pane on a wide one", show=False),
     Key("raw_output", "w", "toggle_raw", "Raw/readable",
         "Output pane: a structured (claude, codex, gemini) lane's raw JSON lines, or back to the readable "
         "conversation (the pane's title says which)", show=False),
