@@ -13,6 +13,7 @@ rejected by its gates, rejected by its review), it saves into `screenshots/`:
 - `gates.svg`  the Gates tab on the broken-gates lane: its steps, and the failing step's output,
 - `accept.svg` the accept modal of the ready lane (`a`),
 - `help.svg`   the help screen (`?`),
+- `compact.svg` the dashboard on an 80×24 terminal (the compact layout), the Inbox tab up (`6`),
 - `conversation.svg` the conversation view (`t`) of a real claude stream-json lane: a lane started
   on the demo repository once the other shots are saved, running the fake claude CLI
   (`tests/fakes/fake_claude.py`, `chat` mode, a `[providers.fakeclaude]` added to the demo's config)
@@ -43,6 +44,8 @@ from lanes_tui.engine.state.status import LaneStatus
 from tests.fakes import CLAUDE_TABLE
 
 SIZE = (120, 36)
+#: The terminal of `compact.svg`: the compact layout's own test size (`tests/test_app_snapshot.py`).
+COMPACT_SIZE = (80, 24)
 OUT = Path(__file__).resolve().parent.parent / "screenshots"
 #: The states the demo screenshot waits for (lane -> states that count), so every pane has something.
 WANTED = {"ready-a1": {"ready"}, "question-a1": {"waiting"}, "stall-a1": {"stalled"},
@@ -130,8 +133,25 @@ async def shoot(demo: Demo, out: Path, *, timeout_s: float = 120.0) -> list[Path
         await pilot.press("escape")
         await _until(lambda: app.screen is screen, 10)
 
+        saved.append(await _shoot_compact(app, pilot, screen, out))
         saved.append(await _shoot_conversation(demo, app, pilot, screen, out))
     return saved
+
+
+async def _shoot_compact(app: Any, pilot: Any, screen: Any, out: Path) -> Path:
+    """The same dashboard on an 80×24 terminal: the compact layout, with the Inbox tab brought up by
+    its key (`6`), then the terminal back to `SIZE`."""
+    await pilot.resize_terminal(*COMPACT_SIZE)
+    await _until(lambda: screen.has_class("-compact"), 10)
+    await pilot.press("6")
+    await _until(lambda: screen.has_class("-side-inbox"), 10)
+    await pilot.pause(1.0)
+    path = Path(app.save_screenshot("compact.svg", str(out)))
+    await pilot.press("1")
+    await pilot.resize_terminal(*SIZE)
+    await _until(lambda: not screen.has_class("-compact"), 10)
+    await pilot.pause(0.3)
+    return path
 
 
 async def _shoot_conversation(demo: Demo, app: Any, pilot: Any, screen: Any, out: Path) -> Path:
