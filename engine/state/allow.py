@@ -20,18 +20,17 @@ bounded, entries checked one by one, anything malformed skipped.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 import os
 import re
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
-from lanes_tui.engine.core.atomic import PRIVATE_FILE, append_jsonl, read_json, write_json_atomic
+from lanes_tui.engine.core.atomic import append_jsonl, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
+from lanes_tui.engine.core.entry_files import locked, read_entries
 from lanes_tui.engine.core.errors import LanesError
 
 __all__ = ["ALLOW_FILE", "AllowRule", "RuleBook", "add_rule", "read_rules", "record_auto_allow"]
@@ -80,18 +79,8 @@ class AllowRule:
 def read_rules(lane_dir: Path) -> list[AllowRule]:
     """The lane's rules, oldest first; a missing, oversized or malformed file allows nothing."""
     path = lane_dir / ALLOW_FILE
-    try:
-        if path.is_symlink() or path.stat().st_size > MAX_ALLOW_FILE:
-            log.warning("ignoring %s: a symlink or larger than %d bytes", path, MAX_ALLOW_FILE)
-            return []
-        data = read_json(path)
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError) as exc:
-        log.warning("ignoring %s: %s", path, exc)
-        return []
     rules: list[AllowRule] = []
-    for entry in (data.get("rules") if isinstance(data, dict) else None) or []:
+    for entry in read_entries(path, "rules", MAX_ALLOW_FILE):
         rule = _rule(entry)
         if rule is None:
             log.warning("ignoring a malformed rule in %s: %.200r", path, entry)
@@ -169,12 +158,6 @@ def _rule(entry: Any) -> AllowRule | None:
                      question if isinstance(question, str) else None)
 
 
-@contextlib.contextmanager
-def _locked(lane_dir: Path) -> Iterator[None]:
-    """One writer of `allow.json` at a time (two dashboards, a dashboard and the command line)."""
-    fd = os.open(lane_dir / ".allow.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+def _locked(lane_dir: Path) -> contextlib.AbstractContextManager[None]:
+    """One writer of `ALLOW_FILE` at a time."""
+    return locked(lane_dir / ".allow.lock")

@@ -14,16 +14,15 @@ under an flock so the dashboard and the command line never lose each other's com
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
-import os
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from lanes_tui.engine.core.atomic import PRIVATE_FILE, append_jsonl, read_json, write_json_atomic
+from lanes_tui.engine.core.atomic import append_jsonl, write_json_atomic
 from lanes_tui.engine.core.clock import Clock, RealClock
+from lanes_tui.engine.core.entry_files import locked, read_entries
 from lanes_tui.engine.core.errors import LanesError
 
 __all__ = ["COMMENTS_FILE", "MAX_COMMENT_BYTES", "HunkComment", "drop_comments", "keep_comment", "new_comment",
@@ -104,18 +103,8 @@ def _cut(line: str) -> str:
 def read_comments(lane_dir: Path) -> list[HunkComment]:
     """The lane's kept comments, oldest first; a missing, oversized or malformed file keeps none."""
     path = lane_dir / COMMENTS_FILE
-    try:
-        if path.is_symlink() or path.stat().st_size > MAX_COMMENTS_FILE:
-            log.warning("ignoring %s: a symlink or larger than %d bytes", path, MAX_COMMENTS_FILE)
-            return []
-        data = read_json(path)
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError) as exc:
-        log.warning("ignoring %s: %s", path, exc)
-        return []
     out: list[HunkComment] = []
-    for entry in (data.get("comments") if isinstance(data, dict) else None) or []:
+    for entry in read_entries(path, "comments", MAX_COMMENTS_FILE):
         comment = _comment(entry)
         if comment is None:
             log.warning("ignoring a malformed comment in %s: %.200r", path, entry)
@@ -173,12 +162,6 @@ def drop_comments(lane_dir: Path, ids: Iterable[str]) -> int:
     return len(comments) - len(left)
 
 
-@contextlib.contextmanager
-def _locked(lane_dir: Path) -> Iterator[None]:
-    """One writer of `comments.json` at a time (two dashboards, a dashboard and the command line)."""
-    fd = os.open(lane_dir / ".comments.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, PRIVATE_FILE)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+def _locked(lane_dir: Path) -> contextlib.AbstractContextManager[None]:
+    """One writer of `COMMENTS_FILE` at a time."""
+    return locked(lane_dir / ".comments.lock")
