@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.completion_shells import bash_complete, fish_complete, zsh_complete
 from tests.conftest import git
 from tests.helpers import cli, write_config
 
@@ -350,12 +351,7 @@ def test_bash_completes_commands_options_and_lane_ids(completing: tuple[Path, di
     script = _script(repo, "bash", tmp_path)
 
     def complete(*words: str) -> list[str]:
-        line = " ".join(f"'{w}'" for w in words)
-        proc = subprocess.run(["bash", "--norc", "--noprofile", "-c",
-                               f'source {script}; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; _lanes_tui; '
-                               'printf "%s\\n" "${COMPREPLY[@]}"'],
-                              cwd=repo, env=env, capture_output=True, text=True, timeout=60, check=True)
-        return proc.stdout.split()
+        return bash_complete(script, repo, env, *words)
 
     assert complete("lanes-tui", "status", "") == ["docs-a2", "fix-login-a1"]
     assert complete("lanes-tui", "accept", "fix") == ["fix-login-a1"]
@@ -374,18 +370,9 @@ def test_zsh_script_parses_and_completes(completing: tuple[Path, dict[str, str]]
     repo, env = completing
     script = _script(repo, "zsh", tmp_path)
     subprocess.run(["zsh", "-n", str(script)], check=True, timeout=60)
-    # The completion system's builtins stood in by ones that print what they are given.
-    stubs = ('compdef() { : }\n'
-             'compadd() { shift $(( ${@[(i)--]} )); print -l -- "$@" }\n'
-             '_describe() { local -a arr; arr=("${(@P)4}"); print -l -- ${arr%%:*} }\n'
-             '_files() { print FILES }\n')
 
     def complete(*words: str) -> list[str]:
-        line = " ".join(f"'{w}'" for w in words)
-        proc = subprocess.run(["zsh", "-f", "-c", f"{stubs}source {script}\nwords=({line}); CURRENT={len(words)}; "
-                               "_lanes_tui"], cwd=repo, env=env, capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 0, proc.stderr
-        return proc.stdout.split()
+        return zsh_complete(script, repo, env, *words)
 
     assert complete("lanes-tui", "status", "") == ["docs-a2", "fix-login-a1"]
     assert complete("lanes-tui", "answer", "") == ["q_0123456789ab"]
@@ -400,10 +387,7 @@ def test_fish_script_parses_and_completes(completing: tuple[Path, dict[str, str]
     subprocess.run(["fish", "--no-execute", str(script)], check=True, timeout=60)
 
     def complete(line: str) -> list[str]:
-        proc = subprocess.run(["fish", "--no-config", "-c", f"source {script}; complete -C'{line}'"], cwd=repo,
-                              env=env, capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-        return [row.split("\t")[0] for row in proc.stdout.splitlines()]
+        return fish_complete(script, repo, env, line)
 
     assert complete("lanes-tui status ") == ["docs-a2", "fix-login-a1"]
     assert complete("lanes-tui answer ") == ["q_0123456789ab"]

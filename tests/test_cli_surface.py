@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.completion_shells import bash_complete, fish_complete, zsh_complete
 from tests.helpers import cli, wait_state, write_config
 
 PY = sys.executable
@@ -176,12 +177,7 @@ def test_bash_completes_only_acceptable_lanes_with_repo_after_the_command(
     elsewhere.mkdir()
 
     def complete(cwd: Path, *words: str) -> list[str]:
-        line = " ".join(f"'{w}'" for w in words)
-        proc = subprocess.run(["bash", "--norc", "--noprofile", "-c",
-                               f'source {script}; COMP_WORDS=({line}); COMP_CWORD={len(words) - 1}; _lanes_tui; '
-                               'printf "%s\\n" "${COMPREPLY[@]}"'],
-                              cwd=cwd, env=env, capture_output=True, text=True, timeout=60, check=True)
-        return sorted(proc.stdout.split())
+        return sorted(bash_complete(script, cwd, env, *words))
 
     assert complete(repo, "lanes-tui", "accept", "") == ["broken-a1", "lost-a1", "ready-a1"]
     assert complete(repo, "lanes-tui", "send", "r") == ["run-a1"]
@@ -218,17 +214,9 @@ def test_zsh_completes_only_acceptable_lanes(lanes_in_states: tuple[Path, dict[s
     repo, env = lanes_in_states
     script = tmp_path / "lanes-tui.zsh"
     script.write_text(cli(repo, "completion", "zsh", check=True).stdout)
-    stubs = ('compdef() { : }\n'  # the completion system's builtins, stood in by ones that print their words
-             'compadd() { shift $(( ${@[(i)--]} )); print -l -- "$@" }\n'
-             '_describe() { local -a arr; arr=("${(@P)4}"); print -l -- ${arr%%:*} }\n'
-             '_files() { print FILES }\n')
 
     def complete(*words: str) -> list[str]:
-        line = " ".join(f"'{w}'" for w in words)
-        proc = subprocess.run(["zsh", "-f", "-c", f"{stubs}source {script}\nwords=({line}); CURRENT={len(words)}; "
-                               "_lanes_tui"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 0, proc.stderr
-        return sorted(proc.stdout.split())
+        return sorted(zsh_complete(script, tmp_path, env, *words))
 
     assert complete("lanes-tui", "accept", "--repo", str(repo), "") == ["broken-a1", "lost-a1", "ready-a1"]
     assert complete("lanes-tui", "--repo", str(repo), "stop", "") == ["asks-a1", "broken-a1", "gates-a1",
@@ -242,10 +230,7 @@ def test_fish_completes_only_acceptable_lanes(lanes_in_states: tuple[Path, dict[
     script.write_text(cli(repo, "completion", "fish", check=True).stdout)
 
     def complete(line: str) -> list[str]:
-        proc = subprocess.run(["fish", "--no-config", "-c", f"source {script}; complete -C'{line}'"], cwd=tmp_path,
-                              env=env, capture_output=True, text=True, timeout=60)
-        assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-        return sorted(row.split("\t")[0] for row in proc.stdout.splitlines())
+        return sorted(fish_complete(script, tmp_path, env, line))
 
     assert complete(f"lanes-tui accept --repo {repo} ") == ["broken-a1", "lost-a1", "ready-a1"]
     assert complete(f"lanes-tui --repo {repo} send ") == ["asks-a1", "broken-a1", "parked-a1", "run-a1"]
