@@ -22,11 +22,15 @@ never the path in `lane.json`); its base must look like a commit id; file names 
 `-z`. Every call is an argv list (`git.commands`), never a shell. `git status` runs with
 `--no-optional-locks`, so a poll never takes the lane's index lock from under its agent.
 
-Cost: a scan asks git for one `status` per lane, one worktree list and one ref list. The rest is
-cached by what decides it: a lane's committed files by (base, HEAD); its snapshot by (HEAD, a
-digest of its uncommitted files' `lstat`: kind, size, times, inode — nothing is read); a trial merge
-by the two commits merged. When no lane's HEAD,
-changed files or content and no target moved, the previous report is returned as it was.
+Cost: a scan asks git for one worktree list, one ref list and one `status` per lane that works in
+its worktree; a ready lane whose frozen work sits on its branch's head needs none (its side is that
+commit, and its head is its branch's, from the ref list). The rest is cached by what decides it: a
+lane's committed files by (base, HEAD); its snapshot by (HEAD, a digest of its uncommitted files'
+`lstat`: kind, size, times, inode — nothing is read); a trial merge by the two commits merged. A
+trial merge that cannot conflict is not run (`_cannot_conflict`: the same base, no path in common,
+none inside another's folder, nothing deleted), and at most `MERGES_PER_LOOK` run in one scan, those
+sharing files first; the rest are `pending` and run at the next scans. When no lane's HEAD, changed
+files or content and no target moved, the previous report is returned as it was.
 """
 
 from __future__ import annotations
@@ -60,6 +64,9 @@ RADAR_STATES = LIVE_STATES | {"checking", "ready"}
 #: The kinds of finding, most serious first: the lane's trial merge into its target conflicts, its
 #: trial merge with another ready lane conflicts, or it changed files another lane changed too.
 KINDS = ("target", "merge", "overlap")
+#: Trial merges one scan runs at most (each a `git merge-tree`, 3–10 ms): a hundred ready lanes of one
+#: target are 4,950 pairs, and a scan holds the engine's scan lock while it runs.
+MERGES_PER_LOOK = 40
 
 
 @dataclass(frozen=True)
@@ -115,6 +122,11 @@ class _Side:
     snapshot: str | None
     #: What decides this lane's findings: HEAD, its changed files and (ready lanes) their content.
     key: tuple[Any, ...]
+    #: The base its files are counted from, and whether any of them is a deletion (unknown: True).
+    base: str = ""
+    deletes: bool = True
+    #: A ready lane's side is its frozen work (not its worktree as it stands).
+    frozen: bool = False
 
 
 class Radar:
@@ -123,7 +135,11 @@ class Radar:
     def __init__(self, repo: Path) -> None:
         self.repo = repo
         self._lock = threading.Lock()
-        self._committed: dict[tuple[str, str], frozenset[str]] = {}
+        #: (base, commit) → the files that differ, and whether any was deleted.
+        self._committed: dict[tuple[str, str], tuple[frozenset[str], bool]] = {}
+        #: (base, target's head) → the target's own changes since that base, the same way.
+        self._target_files: dict[tuple[str, str], tuple[frozenset[str], bool]] = {}
+        self._used_targets: set[tuple[str, str]] = set()
         self._snapshots: dict[tuple[str, ...], str] = {}
         self._merges: dict[tuple[str, str], tuple[str, ...] | None] = {}
         #: Frozen work (`git.frozen_work`) → its parent commit: a commit never changes.
@@ -136,6 +152,14 @@ class Radar:
         self.merges_run = 0
         self.snapshots_made = 0
         self.quiet_reused = 0
+        #: Trial merges skipped because they cannot conflict, and `git status` runs (tests, the bench).
+        self.merges_skipped = 0
+        self.statuses_run = 0
+        #: Trial merges left for the next scan by `MERGES_PER_LOOK`: the report lacks their findings.
+        self.pending = 0
+        #: Ready lanes the last scan looked at as they stand (no frozen work on their head): their
+        #: worktree is read at every scan, so a scan of them is never skipped (`live.radar_watch`).
+        self.unfrozen_ready: frozenset[str] = frozenset()
 
     @property
     def report(self) -> RadarReport:
@@ -160,6 +184,7 @@ class Radar:
         targets, frozen = _branch_heads(self.repo)
         sides: list[_Side] = []
         problems: dict[str, str] = {}
+        unfrozen: set[str] = set()
         used_committed: set[tuple[str, str]] = set()
         used_snapshots: set[tuple[str, ...]] = set()
         for record in records:
@@ -173,18 +198,22 @@ class Radar:
                 self.quiet_reused += 1
                 continue
             try:
-                side = self._side(record, worktrees, used_committed, used_snapshots, frozen.get(record.id))
+                side = self._side(record, worktrees, used_committed, used_snapshots, frozen.get(record.id),
+                                  targets.get(branch))
             except (LanesError, OSError) as exc:  # one unreadable lane never blinds the radar to the others
                 problems[record.id] = str(exc)
                 continue
             if side is not None:
                 sides.append(side)
+                if side.state == "ready" and not side.frozen:
+                    unfrozen.add(side.lane_id)
+        self.unfrozen_ready = frozenset(unfrozen)
         self._sides = {side.lane_id: side for side in sides}
         self._committed = {k: v for k, v in self._committed.items() if k in used_committed}
         self._snapshots = {k: v for k, v in self._snapshots.items() if k in used_snapshots}
         signature = tuple(sorted((s.lane_id, s.state, s.target, s.key, targets.get(s.target)) for s in sides)) \
             + tuple(sorted(problems.items()))
-        if signature == self._signature:
+        if signature == self._signature and not self.pending:
             return self._report
         self._signature = signature
         self._report = RadarReport(self._findings(sides, targets), problems)
@@ -192,32 +221,30 @@ class Radar:
 
     # one lane ------------------------------------------------------------------------------------
     def _side(self, record: LaneRecord, worktrees: Mapping[str, Path], used_committed: set[tuple[str, str]],
-              used_snapshots: set[tuple[str, ...]], frozen: str | None = None) -> _Side | None:
+              used_snapshots: set[tuple[str, ...]], frozen: str | None = None,
+              branch_head: str | None = None) -> _Side | None:
         worktree = worktrees.get(branch_for(record.id))  # git's word for where the lane works
         if worktree is None or not worktree.is_dir():
             return None  # not created yet (queued), or gone: nothing changed that the radar can see
         base = record.base_sha
         if not _SHA.fullmatch(base):
             raise LanesError(f"lane {record.id}: its base {base!r} is not a commit id")
+        if (record.state == "ready" and frozen is not None and branch_head is not None
+                and self._parent(frozen) == branch_head):
+            # The work its check froze, on the head it was frozen on: what accept merges, without the
+            # gates' files. The worktree is on its branch (git listed it there), so its HEAD is the
+            # branch's head: no `git status` (a lane whose HEAD moved since is looked at as it stands).
+            work, deletes = self._files(base, frozen, used_committed)
+            return _Side(record.id, record.state, record.target_branch, work, frozen, (branch_head, work, frozen),
+                         base, deletes, frozen=True)
         head, dirty = worktree_state(worktree)
+        self.statuses_run += 1
         if head is None:
             return None
-        committed = self._committed.get((base, head))
-        if committed is None:
-            names = run_git(self.repo, "diff", "--name-only", "-z", "--no-renames", base, head, "--").stdout
-            committed = self._committed[(base, head)] = frozenset(nul_list(names))
-        used_committed.add((base, head))
+        committed, deleted = self._files(base, head, used_committed)
         files = committed | frozenset(dirty)
         if record.state != "ready":
-            return _Side(record.id, record.state, record.target_branch, files, None, (head, files))
-        if frozen is not None and self._parent(frozen) == head:  # the work its check froze: what accept
-            # merges, without the gates' files (a lane whose HEAD moved since is looked at as it stands)
-            work = self._committed.get((base, frozen))
-            if work is None:
-                names = run_git(self.repo, "diff", "--name-only", "-z", "--no-renames", base, frozen, "--").stdout
-                work = self._committed[(base, frozen)] = frozenset(nul_list(names))
-            used_committed.add((base, frozen))
-            return _Side(record.id, record.state, record.target_branch, work, frozen, (head, work, frozen))
+            return _Side(record.id, record.state, record.target_branch, files, None, (head, files), base)
         digest = stat_digest(worktree, dirty) if dirty else ""
         cache_key = (record.id, head, digest)
         snapshot = self._snapshots.get(cache_key)
@@ -225,7 +252,21 @@ class Radar:
             snapshot = self._snapshots[cache_key] = snapshot_commit(worktree, head, dirty, record.id)
             self.snapshots_made += 1
         used_snapshots.add(cache_key)
-        return _Side(record.id, record.state, record.target_branch, files, snapshot, (head, files, digest))
+        # Uncommitted deletions are not told apart from changes here: a dirty lane counts as deleting.
+        return _Side(record.id, record.state, record.target_branch, files, snapshot, (head, files, digest),
+                     base, deleted or bool(dirty))
+
+    def _files(self, base: str, commit: str, used: set[tuple[str, str]]) -> tuple[frozenset[str], bool]:
+        """The files that differ between `base` and `commit`, and whether any was deleted (cached)."""
+        key = (base, commit)
+        used.add(key)
+        known = self._committed.get(key)
+        if known is None:
+            out = run_git(self.repo, "diff", "--name-status", "-z", "--no-renames", base, commit, "--").stdout
+            items = nul_list(out)  # status, path, status, path, … (no renames: one path each)
+            statuses, names = items[0::2], items[1::2]
+            known = self._committed[key] = (frozenset(names), any(st.startswith("D") for st in statuses))
+        return known
 
     def _parent(self, commit: str) -> str:
         if commit not in self._parents:
@@ -239,27 +280,67 @@ class Radar:
     def _findings(self, sides: list[_Side], targets: Mapping[str, str]) -> dict[str, tuple[Conflict, ...]]:
         found: dict[str, list[Conflict]] = {s.lane_id: [] for s in sides}
         used: set[tuple[str, str]] = set()
+        self._used_targets = set()
+        # Every trial merge this report needs: (lane, other lane or None for the target, ours, theirs).
+        wanted: list[tuple[_Side, _Side | None, str, str]] = []
         for side in sides:
             target_sha = targets.get(side.target)
             if side.snapshot is None or target_sha is None:
                 continue
-            files = self._merge(target_sha, side.snapshot, used)
-            if files:
-                found[side.lane_id].append(Conflict("target", None, files, side.target))
+            if not self._target_cannot_conflict(side, target_sha):
+                wanted.append((side, None, target_sha, side.snapshot))
         for a, b in itertools.combinations(sides, 2):
-            if a.snapshot and b.snapshot and a.target == b.target:
-                ours, theirs = sorted((a.snapshot, b.snapshot))
-                files = self._merge(ours, theirs, used)
-                if files:
-                    found[a.lane_id].append(Conflict("merge", b.lane_id, files, a.target))
-                    found[b.lane_id].append(Conflict("merge", a.lane_id, files, b.target))
             common = tuple(sorted(a.files & b.files))
+            if a.snapshot and b.snapshot and a.target == b.target:
+                if common or not _cannot_conflict(a, b):
+                    ours, theirs = sorted((a.snapshot, b.snapshot))
+                    wanted.append((a, b, ours, theirs))
+                else:
+                    self.merges_skipped += 1
             if common:
                 found[a.lane_id].append(Conflict("overlap", b.lane_id, common, a.target))
                 found[b.lane_id].append(Conflict("overlap", a.lane_id, common, b.target))
+        # Those already tried first (free), then the ones sharing files (likeliest to conflict).
+        wanted.sort(key=lambda w: ((w[2], w[3]) not in self._merges,
+                                   w[1] is not None and not w[0].files & w[1].files))
+        budget, self.pending = MERGES_PER_LOOK, 0
+        for side, other, ours, theirs in wanted:
+            if (ours, theirs) not in self._merges:
+                if budget <= 0:
+                    self.pending += 1
+                    continue
+                budget -= 1
+            files = self._merge(ours, theirs, used)
+            if not files:
+                continue
+            if other is None:
+                found[side.lane_id].append(Conflict("target", None, files, side.target))
+            else:
+                found[side.lane_id].append(Conflict("merge", other.lane_id, files, side.target))
+                found[other.lane_id].append(Conflict("merge", side.lane_id, files, other.target))
         self._merges = {k: v for k, v in self._merges.items() if k in used}
+        self._target_files = {k: v for k, v in self._target_files.items() if k in self._used_targets}
         return {lane: tuple(sorted(items, key=lambda c: (KINDS.index(c.kind), c.lane or "")))
                 for lane, items in found.items()}
+
+    def _target_cannot_conflict(self, side: _Side, target_sha: str) -> bool:
+        """The lane's trial merge into its target cannot conflict: the target's own changes since the
+        lane's base (cached per pair of commits) pass `_cannot_conflict` against the lane's."""
+        if side.deletes:
+            return False
+        if target_sha == side.base:
+            self.merges_skipped += 1
+            return True  # the target has not moved: a fast-forward
+        key = (side.base, target_sha)
+        self._used_targets.add(key)
+        if key not in self._target_files:
+            self._target_files[key] = self._files(side.base, target_sha, set())
+        files, deletes = self._target_files[key]
+        target = _Side("", "", side.target, files, target_sha, (), side.base, deletes)
+        if _cannot_conflict(side, target):
+            self.merges_skipped += 1
+            return True
+        return False
 
     def _merge(self, ours: str, theirs: str, used: set[tuple[str, str]]) -> tuple[str, ...]:
         key = (ours, theirs)
@@ -268,6 +349,29 @@ class Radar:
             self._merges[key] = trial_merge(self.repo, ours, theirs)
             self.merges_run += 1
         return self._merges[key] or ()
+
+
+def _cannot_conflict(a: _Side, b: _Side) -> bool:
+    """Whether merging two sides counted from the same base cannot conflict, so git need not try.
+
+    A merge conflicts only where both sides touched something: the same path (content, add/add,
+    modify/delete), a rename's source or target (a rename is a deletion and an addition), a folder
+    the other side renamed away (every file of it deleted), or a file where the other side made a
+    folder (or the other way round). So: the same base, no path in common, no path of one inside a
+    path of the other, and no deletion on either side. Anything else is tried.
+    """
+    if a.base != b.base or not a.base or a.deletes or b.deletes or a.files & b.files:
+        return False
+    return not (_folders(a.files) & b.files or _folders(b.files) & a.files)
+
+
+def _folders(files: Iterable[str]) -> set[str]:
+    """Every folder that holds one of `files` ("a/b/c" → "a", "a/b")."""
+    out: set[str] = set()
+    for name in files:
+        parts = name.split("/")
+        out.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    return out
 
 
 def radar_report(repo: Path, records: Iterable[LaneRecord]) -> RadarReport:

@@ -1,11 +1,12 @@
-"""A stamp of what the conflict radar reads from git besides the worktrees: branches and worktree list.
+"""A stamp of what the conflict radar reads from git besides the worktrees: branches, frozen work, worktrees.
 
 The dashboard's radar looks every few seconds, and each look runs `git worktree list` and `git
 for-each-ref` even when every lane is quiet (0.15 % of the dashboard's CPU at 20 lanes, and as much
 again in the git processes: docs/benchmarks.md, B2). What those two print can change only when a file
 under the repository's common git folder changes: a branch moves (a lane commits, the lead commits,
 an accept merges: git writes the ref through a lock file and a rename, so the ref file gets a new
-inode and its folder a new change time), refs are packed, or a worktree is added, removed or switches
+inode and its folder a new change time), a check freezes a lane's work (`refs/lanes-tui/frozen/`),
+refs are packed, or a worktree is added, removed or switches
 branch (`worktrees/<name>/HEAD`, `gitdir`). `ref_stamp` is those files' `stat`s, taken without
 reading any of them; two equal stamps mean git would print the same.
 
@@ -26,7 +27,7 @@ Stamp = tuple[Entry, ...]
 
 #: Files whose change can change a branch head or the worktree list; folders are walked.
 _FILES = ("packed-refs",)
-_TREES = ("refs/heads", "reftable")
+_TREES = ("refs/heads", "refs/lanes-tui", "reftable")
 
 
 def ref_stamp(repo: Path) -> Stamp | None:

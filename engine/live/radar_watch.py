@@ -69,9 +69,11 @@ class RadarWatch:
         else:
             self.full_at = now
         states_before, self.states = self.states, {r.id: r.state for r in records}
-        # Steady: the same lanes in the same states, no supervisor saw files change, and no ready lane
-        # (a ready lane's files are looked at on every look: nothing watches them any more).
-        steady = states_before == self.states and not self.touched and all(r.state != "ready" for r in records)
+        # Steady: the same lanes in the same states, no supervisor saw files change, no ready lane looked
+        # at as it stands (its worktree is read on every look: nothing watches it any more; a ready lane's
+        # frozen work is a ref, in the stamp), and no trial merge left for this look (`Radar.pending`).
+        steady = (states_before == self.states and not self.touched and not self.radar.unfrozen_ready
+                  and not self.radar.pending)
         self.touched.clear()
         stamp = ref_stamp(self.repo)  # taken before git is asked: a change after it shows next time
         if not asked and not full and steady and stamp is not None and stamp == self.stamp:

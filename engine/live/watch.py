@@ -50,6 +50,9 @@ class Watched:
     """What the engine last saw of one lane's files (sizes and mtimes)."""
 
     record_sig: tuple[int, int] = (0, 0)
+    #: The signature of the record file last read ((0, 0): none yet); `record_sig` is set to (-1, -1)
+    #: to force a re-read, this one never.
+    file_sig: tuple[int, int] = (0, 0)
     samples_size: int = 0
     output_offset: int = 0
     text: Utf8Stream = field(default_factory=Utf8Stream)  # kept across reads: no character cut in two
@@ -200,8 +203,13 @@ class LaneScanner:
             watched.record_sig = (-1, -1)  # re-read the status: its tokens, cost and context moved
         sig = _sig(lane.record)
         if sig != watched.record_sig:
-            self.radar.touch(lane_id)
-            watched.record_sig = sig
+            if watched.file_sig != (0, 0) and sig != watched.file_sig:
+                # The file itself moved, so its worktree may have too. A first sight is not a move (the
+                # radar's look that just ran saw the lane), nor a re-read forced for the meters, a lock or
+                # the radar's own findings: a hundred lanes touched at the first scan cost the next look
+                # a hundred `git status` runs.
+                self.radar.touch(lane_id)
+            watched.record_sig = watched.file_sig = sig
             try:
                 record = self.store.read(lane_id)
             except LanesError as exc:

@@ -83,9 +83,9 @@ def run(args: argparse.Namespace, *, command: str | None = None) -> dict[str, di
 
 
 #: Benchmarks with their own command line: `python -m tests.bench b10 --sizes 5,20` runs `b10.main`.
-OWN_MAIN = ("b5", "b6", "b7", "b8", "b9", "b10", "b11")
+OWN_MAIN = ("b5", "b6", "b7", "b8", "b9", "b10", "b11", "radar")
 #: Benchmarks whose script is not named after them.
-MODULES = {"b11": "b11_ray"}
+MODULES = {"b11": "b11_ray", "radar": "radar_cost"}
 
 
 def main(argv: list[str] | None = None) -> int:
