@@ -6,6 +6,7 @@ dashboards in tmux or 100 lanes, too slow for the suite even at their smallest.
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -52,3 +53,20 @@ def test_b8_smoke_loses_nothing() -> None:
 def test_b10_without_npm_says_why(tmp_path: Path) -> None:
     binary, why = b10.ccmanager_binary(tmp_path / "empty-cache", install=False)
     assert binary is None and "not installed" in why
+
+
+def test_radar_bench_smoke(tmp_path: Path) -> None:
+    from tests.bench import radar_cost
+
+    assert radar_cost.main(["--sizes", "2,3", "--shared", "2", "--out", str(tmp_path)]) == 0
+    (written,) = tmp_path.glob("radar-*.json")
+    record = json.loads(written.read_text())
+    assert [r["lanes"] for r in record["results"]] == [2, 3]
+    for result in record["results"]:
+        assert result["ready"] == result["lanes"] and result["problems"] == 0
+        assert result["first_looks"] >= 1 and result["first_git_procs"] > 0
+        for key in ("first_wall_ms", "first_cpu_ms", "full_look_ms", "steady_longest_ms"):
+            assert _positive(result[key]), key
+        assert result["steady_cpu_ms_per_min"] >= 0 and result["steady_git_procs_per_min"] >= 0
+    # lane 2 edits README.md; with lane 3 alone on new files nothing overlaps yet: no finding
+    assert [r["lanes_with_findings"] for r in record["results"]] == [0, 0]

@@ -112,9 +112,9 @@ def measure_looks(watch: RadarWatch, clock: FakeClock, looks: int, counter: GitC
 class ReadyWorld:
     """A throw-away repository with ready lanes made cheaply (worktree, one change, frozen, a record)."""
 
-    def __init__(self, shared_every: int) -> None:
+    def __init__(self, shared_every: int, root: Path | None = None) -> None:
         self.shared_every = shared_every
-        self.root = Path(tempfile.mkdtemp(prefix="lanes-radar-bench-"))
+        self.root = Path(tempfile.mkdtemp(prefix="lanes-radar-bench-", dir=root))
         self.repo = self.root / "project"
         self.store = LaneStore(StatePaths(self.repo))
         self.lanes: list[str] = []
@@ -142,21 +142,29 @@ class ReadyWorld:
         """Make ready lanes until there are `count`; the seconds it took."""
         started = time.monotonic()
         while len(self.lanes) < count:
-            index = len(self.lanes) + 1
-            lane_id = f"ready-{index:03d}-a1"
-            info = create_worktree(self.repo, self.root / "worktrees", lane_id)
-            (info.path / f"lane_{index:03d}.py").write_text(f"LANE = {index}\n")
-            if index % self.shared_every == 0:  # the same line: these lanes' trial merges conflict
-                (info.path / "README.md").write_text(f"# radar bench\n\ntitle from lane {index}\n")
-            freeze(self.repo, info.path, lane_id, 1, info.base_sha)
-            now = time.time()
-            self.store.create(LaneRecord(
-                id=lane_id, slug=lane_id.removesuffix("-a1"), attempt=1, task_type="backend", prompt="p",
-                chain=["sim"], repo=str(self.repo), worktree=str(info.path), branch=info.branch,
-                base_sha=info.base_sha, target_branch="programme", state="ready", state_reason="gates passed",
-                result="OK", created=now, updated=now))
-            self.lanes.append(lane_id)
+            self.add_lane(self._default_change)
         return time.monotonic() - started
+
+    def _default_change(self, worktree: Path, index: int) -> None:
+        (worktree / f"lane_{index:03d}.py").write_text(f"LANE = {index}\n")
+        if index % self.shared_every == 0:  # the same line: these lanes' trial merges conflict
+            (worktree / "README.md").write_text(f"# radar bench\n\ntitle from lane {index}\n")
+
+    def add_lane(self, change: Callable[[Path, int], None]) -> str:
+        """One ready lane whose work is what `change(worktree, its number)` does, frozen as `check` does."""
+        index = len(self.lanes) + 1
+        lane_id = f"ready-{index:03d}-a1"
+        info = create_worktree(self.repo, self.root / "worktrees", lane_id)
+        change(info.path, index)
+        freeze(self.repo, info.path, lane_id, 1, info.base_sha)
+        now = time.time()
+        self.store.create(LaneRecord(
+            id=lane_id, slug=lane_id.removesuffix("-a1"), attempt=1, task_type="backend", prompt="p",
+            chain=["sim"], repo=str(self.repo), worktree=str(info.path), branch=info.branch,
+            base_sha=info.base_sha, target_branch="programme", state="ready", state_reason="gates passed",
+            result="OK", created=now, updated=now))
+        self.lanes.append(lane_id)
+        return lane_id
 
 
 def measure(world: ReadyWorld, size: int) -> dict[str, Any]:
