@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,7 +59,15 @@ class Reconciled:
     reason: str
 
 
-def reconcile(repo: Path, clock: Clock | None = None) -> list[Reconciled]:
+def reconcile(repo: Path, clock: Clock | None = None, *,
+              records: Callable[[], list[LaneRecord]] | None = None) -> list[Reconciled]:
+    """Settle every lane whose supervisor is gone or stopped; the changes made.
+
+    `records`: where the lanes' records come from when not read afresh (the dashboard's engine passes
+    a `state.record_cache.RecordCache`, which re-reads only the records whose file changed: reading
+    and checking a hundred records every 15 s held the interpreter lock for 60 ms beside the screen).
+    Such a source skips a corrupt record silently; the engine's scan shows it as the lane's row.
+    """
     paths = StatePaths(repo)
     try:  # a journal that cannot be finished is marked stuck; even a broken config must not stop status
         for line in recover_interrupted_accepts(repo):
@@ -67,10 +76,13 @@ def reconcile(repo: Path, clock: Clock | None = None) -> list[Reconciled]:
         log.warning("interrupted accepts not resolved: %s", exc)
     store = LaneStore(paths, clock)
     changes: list[Reconciled] = []
-    records, problems = store.scan()
-    for lane_id, problem in problems.items():  # shown by `status` and the dashboard; never fatal here
-        log.info("skipped lane %s: %s", lane_id, problem)
-    for record in records:
+    if records is None:
+        found, problems = store.scan()
+        for lane_id, problem in problems.items():  # shown by `status` and the dashboard; never fatal here
+            log.info("skipped lane %s: %s", lane_id, problem)
+    else:
+        found = records()
+    for record in found:
         try:
             change = reconcile_lane(repo, store, record)
         except LanesError as exc:  # e.g. its record turned corrupt since the scan: the others go on

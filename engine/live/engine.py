@@ -64,6 +64,7 @@ from lanes_tui.engine.state.events import (
 )
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
+from lanes_tui.engine.state.record_cache import RecordCache
 from lanes_tui.engine.state.status import LaneStatus
 from lanes_tui.engine.state.store import LaneStore
 
@@ -106,6 +107,7 @@ class Engine:
                                       idle_reconcile_s=idle_reconcile_s, full_scan_s=full_scan_s,
                                       use_inotify=use_inotify, use_pidfd=use_pidfd)
         self._decisions = Decisions(repo, self.config, clock=self.clock, radar=self.radar.radar)
+        self._records = RecordCache(self.store)  # reconcile's: a hundred records are not re-read each time
         self._scan_lock = asyncio.Lock()
         self._subscribers: list[asyncio.Queue[EngineEvent | None]] = []
         self._task: asyncio.Task[None] | None = None
@@ -118,7 +120,7 @@ class Engine:
         """Reconcile from disk and begin watching; lanes already running are re-attached."""
         fail_point("engine:start")  # tests: how the dashboard ends when it fails (test_dashboard_exit)
         self.paths.ensure()
-        await asyncio.to_thread(reconcile, self.repo, self.clock)
+        await self._reconcile()
         self.schedule.start(self.clock.monotonic())
         await self._scan_and_emit(initial=True)
         await self._scan_inbox()
@@ -231,7 +233,7 @@ class Engine:
         stopped = await (await self.remote_tick.runner_of(lane_id)).stop(lane_id)
         if record.runner != "local":
             await self.remote_tick.sync_now()  # the node's end of the lane reaches the mirror now, not at the next tick
-        await asyncio.to_thread(reconcile, self.repo, self.clock)
+        await self._reconcile()
         await self._scan_and_emit()
         return stopped
 
@@ -289,7 +291,7 @@ class Engine:
         await self._after_command()
 
     async def _after_command(self) -> None:
-        await asyncio.to_thread(reconcile, self.repo, self.clock)
+        await self._reconcile()
         await self._scan_and_emit()
         await self._scan_inbox()
 
@@ -356,6 +358,10 @@ class Engine:
         record = await asyncio.to_thread(self.store.read, lane_id)
         return await asyncio.to_thread(lane_commits, record, limit)
 
+    async def _reconcile(self) -> None:
+        """Reconcile in a worker thread, reading only the records that changed since the last time."""
+        await asyncio.to_thread(reconcile, self.repo, self.clock, records=self._records.all)
+
     # watching --------------------------------------------------------------------------------
     async def _watch(self) -> None:
         while not self._closed:
@@ -375,7 +381,7 @@ class Engine:
         synced = self.remote_tick.synced_lanes()  # a remote mirror's sync (`remote_tick`)
         only, recheck = self.schedule.changed_lanes(now, synced, self.scanner.followed(), self.scanner.output_grew)
         if self.schedule.reconcile_due(now):
-            await asyncio.to_thread(reconcile, self.repo, self.clock)
+            await self._reconcile()
         self.plans.soon(now)  # open plans advance while the dashboard is open (`plans.ticker`)
         self.remote_tick.sync_soon(now)  # a remote runner's mirror, refreshed in the background
         self.leases.soon(now)  # the lane on screen is read at the live pace (`watch_lease`)
