@@ -52,6 +52,7 @@ from lanes_tui.engine.live.machine import machine_meters
 from lanes_tui.engine.live.radar_watch import RadarWatch
 from lanes_tui.engine.live.remote_tick import RemoteTick
 from lanes_tui.engine.live.schedule import WatchSchedule
+from lanes_tui.engine.live.switch_interval import ShortSwitch
 from lanes_tui.engine.live.watch import LaneScanner
 from lanes_tui.engine.live.watch_lease import WatchLeases
 from lanes_tui.engine.plans.model import TicketStatus
@@ -108,6 +109,7 @@ class Engine:
                                       use_inotify=use_inotify, use_pidfd=use_pidfd)
         self._decisions = Decisions(repo, self.config, clock=self.clock, radar=self.radar.radar)
         self._records = RecordCache(self.store)  # reconcile's: a hundred records are not re-read each time
+        self._switch = ShortSwitch()
         self._scan_lock = asyncio.Lock()
         self._subscribers: list[asyncio.Queue[EngineEvent | None]] = []
         self._task: asyncio.Task[None] | None = None
@@ -120,6 +122,7 @@ class Engine:
         """Reconcile from disk and begin watching; lanes already running are re-attached."""
         fail_point("engine:start")  # tests: how the dashboard ends when it fails (test_dashboard_exit)
         self.paths.ensure()
+        self._switch.take()  # its worker threads hold the loop up for 0.5 ms at a time, not 5
         await self._reconcile()
         self.schedule.start(self.clock.monotonic())
         await self._scan_and_emit(initial=True)
@@ -148,6 +151,7 @@ class Engine:
                 await self._task
             self._task = None
         self.schedule.close()
+        self._switch.give_back()
         for queue in self._subscribers:
             queue.put_nowait(None)
 
