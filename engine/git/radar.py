@@ -27,7 +27,7 @@ its worktree; a ready lane whose frozen work sits on its branch's head needs non
 commit, and its head is its branch's, from the ref list). The rest is cached by what decides it: a
 lane's committed files by (base, HEAD); its snapshot by (HEAD, a digest of its uncommitted files'
 `lstat`: kind, size, times, inode — nothing is read); a trial merge by the two commits merged. A
-trial merge that cannot conflict is not run (`_cannot_conflict`: the same base, no path in common,
+trial merge that cannot conflict is not run (`git.radar_merges`: the same base, no path in common,
 none inside another's folder, nothing deleted), and at most `MERGES_PER_LOOK` run in one scan, those
 sharing files first; the rest are `pending` and run at the next scans. When no lane's HEAD, changed
 files or content and no target moved, the previous report is returned as it was.
@@ -46,8 +46,9 @@ from typing import Any
 
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.ids import branch_for
-from lanes_tui.engine.git.commands import first_line, list_worktrees, nul_list, run_git
+from lanes_tui.engine.git.commands import list_worktrees, nul_list, run_git
 from lanes_tui.engine.git.frozen_work import FROZEN_PREFIX
+from lanes_tui.engine.git.radar_merges import cannot_conflict, trial_merge
 from lanes_tui.engine.git.radar_snapshot import SHA as _SHA
 from lanes_tui.engine.git.radar_snapshot import snapshot_commit, stat_digest, worktree_state
 from lanes_tui.engine.state.model import LIVE_STATES, LaneRecord
@@ -185,6 +186,7 @@ class Radar:
         sides: list[_Side] = []
         problems: dict[str, str] = {}
         unfrozen: set[str] = set()
+        self._learn_parents([frozen[r.id] for r in records if r.state == "ready" and r.id in frozen])
         used_committed: set[tuple[str, str]] = set()
         used_snapshots: set[tuple[str, ...]] = set()
         for record in records:
@@ -268,6 +270,21 @@ class Radar:
             known = self._committed[key] = (frozenset(names), any(st.startswith("D") for st in statuses))
         return known
 
+    def _learn_parents(self, commits: Collection[str]) -> None:
+        """The first parents of these frozen commits, in one `git log` for all those not known yet
+        (a fresh dashboard's first look at a hundred ready lanes: one git process, not a hundred)."""
+        unknown = sorted({c for c in commits if c not in self._parents and _SHA.fullmatch(c)})
+        if not unknown:
+            return
+        if len(self._parents) + len(unknown) > 1000:
+            self._parents.clear()
+        proc = run_git(self.repo, "log", "--no-walk=unsorted", "--format=%H %P", *unknown, "--", check=False)
+        if proc.returncode != 0:
+            return  # one commit git cannot read: each is asked alone (`_parent`)
+        for line in os.fsdecode(proc.stdout).splitlines():
+            commit, _, parents = line.partition(" ")
+            self._parents[commit] = parents.split(" ")[0] if parents else ""
+
     def _parent(self, commit: str) -> str:
         if commit not in self._parents:
             if len(self._parents) > 1000:
@@ -292,7 +309,7 @@ class Radar:
         for a, b in itertools.combinations(sides, 2):
             common = tuple(sorted(a.files & b.files))
             if a.snapshot and b.snapshot and a.target == b.target:
-                if common or not _cannot_conflict(a, b):
+                if common or not cannot_conflict((a.base, a.files, a.deletes), (b.base, b.files, b.deletes)):
                     ours, theirs = sorted((a.snapshot, b.snapshot))
                     wanted.append((a, b, ours, theirs))
                 else:
@@ -325,7 +342,7 @@ class Radar:
 
     def _target_cannot_conflict(self, side: _Side, target_sha: str) -> bool:
         """The lane's trial merge into its target cannot conflict: the target's own changes since the
-        lane's base (cached per pair of commits) pass `_cannot_conflict` against the lane's."""
+        lane's base (cached per pair of commits) pass `cannot_conflict` against the lane's."""
         if side.deletes:
             return False
         if target_sha == side.base:
@@ -336,8 +353,7 @@ class Radar:
         if key not in self._target_files:
             self._target_files[key] = self._files(side.base, target_sha, set())
         files, deletes = self._target_files[key]
-        target = _Side("", "", side.target, files, target_sha, (), side.base, deletes)
-        if _cannot_conflict(side, target):
+        if cannot_conflict((side.base, side.files, side.deletes), (side.base, files, deletes)):
             self.merges_skipped += 1
             return True
         return False
@@ -349,29 +365,6 @@ class Radar:
             self._merges[key] = trial_merge(self.repo, ours, theirs)
             self.merges_run += 1
         return self._merges[key] or ()
-
-
-def _cannot_conflict(a: _Side, b: _Side) -> bool:
-    """Whether merging two sides counted from the same base cannot conflict, so git need not try.
-
-    A merge conflicts only where both sides touched something: the same path (content, add/add,
-    modify/delete), a rename's source or target (a rename is a deletion and an addition), a folder
-    the other side renamed away (every file of it deleted), or a file where the other side made a
-    folder (or the other way round). So: the same base, no path in common, no path of one inside a
-    path of the other, and no deletion on either side. Anything else is tried.
-    """
-    if a.base != b.base or not a.base or a.deletes or b.deletes or a.files & b.files:
-        return False
-    return not (_folders(a.files) & b.files or _folders(b.files) & a.files)
-
-
-def _folders(files: Iterable[str]) -> set[str]:
-    """Every folder that holds one of `files` ("a/b/c" → "a", "a/b")."""
-    out: set[str] = set()
-    for name in files:
-        parts = name.split("/")
-        out.update("/".join(parts[:i]) for i in range(1, len(parts)))
-    return out
 
 
 def radar_report(repo: Path, records: Iterable[LaneRecord]) -> RadarReport:
@@ -390,22 +383,6 @@ def with_conflicts(status: LaneStatus, report: RadarReport) -> LaneStatus:
 
 
 # git ---------------------------------------------------------------------------------------------
-def trial_merge(repo: Path, ours: str, theirs: str) -> tuple[str, ...] | None:
-    """The files a merge of two commits would leave conflicted ((): clean; None: git could not try).
-
-    `merge-tree --write-tree` writes the merged tree's objects and nothing else.
-    """
-    proc = run_git(repo, "merge-tree", "--write-tree", "--name-only", "-z", "--no-messages", ours, theirs,
-                   check=False)
-    if proc.returncode == 0:
-        return ()
-    if proc.returncode == 1:
-        names = nul_list(proc.stdout)[1:]  # the merged tree's id first, then each conflicted file
-        return tuple(dict.fromkeys(names)) or ("(git named no file)",)
-    log.info("trial merge of %s and %s failed: %s", ours[:10], theirs[:10], first_line(proc.stderr))
-    return None
-
-
 def _branch_heads(repo: Path) -> tuple[dict[str, str], dict[str, str]]:
     """Every local branch → its commit, and every lane's frozen work (lane id → commit), in one call."""
     out = os.fsdecode(run_git(repo, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/",
