@@ -336,3 +336,31 @@ async def test_a_supervisor_killed_hard_turns_its_lane_lost_through_its_pidfd(re
 
 async def test_without_pidfds_the_tick_checks_the_supervisors_it_follows(repo: Path) -> None:
     await _lane_goes_lost_when_its_supervisor_is_killed(repo, use_pidfd=False)
+
+
+async def test_a_lanes_first_sight_does_not_touch_the_radar_but_its_record_moving_does(repo: Path) -> None:
+    """The radar's look that ran before the first scan saw every lane: touching them all made the next
+    look ask git about every lane again (a hundred `git status` runs 5 s after the dashboard opened)."""
+    store = LaneStore(StatePaths(repo))
+    records = [_record(store, f"seen-{i}-a1", state="running") for i in range(3)]
+    clock = StepClock()
+    engine = _quiet_engine(repo, clock)
+    async with Ticker(engine, clock) as ticker:
+        await ticker.tick()
+        assert engine.radar.touched == set()
+        store.write(records[1])  # the record file rewritten: its worktree may have moved too
+        await ticker.tick()
+        assert engine.radar.touched == {"seen-1-a1"}
+
+
+async def test_the_switch_interval_is_short_while_an_engine_runs(repo: Path) -> None:
+    import sys
+
+    from lanes_tui.engine.live.switch_interval import ENGINE_SWITCH_S
+
+    before = sys.getswitchinterval()
+    clock = StepClock()
+    engine = _quiet_engine(repo, clock)
+    async with Ticker(engine, clock):
+        assert sys.getswitchinterval() == pytest.approx(min(before, ENGINE_SWITCH_S))
+    assert sys.getswitchinterval() == pytest.approx(before)
