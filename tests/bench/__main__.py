@@ -1,7 +1,8 @@
 """`python -m tests.bench NAME [--sizes 10,50,100] [--runs N] …` — run benchmarks B1 / B2.
 
 `python -m tests.bench b5` … `b10` run the scripts `tests/bench/b5.py` … `b10.py` with their own
-options (`python -m tests.bench b10 --help`).
+options (`python -m tests.bench b10 --help`); `python -m tests.bench radar` runs
+`tests/bench/radar_cost.py` (the conflict radar with N ready lanes).
 
 NAME is `b1` (key-press to screen update), `b2` (dashboard CPU in tmux) or `all` (both on the same
 lanes). Sizes are run in ascending order in one world: lanes are added (never restarted) to reach
