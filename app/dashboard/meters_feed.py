@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from lanes_tui.engine import Config, LaneStatus, governor_summary
+from lanes_tui.engine import Config, LaneStatus
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,8 @@ class GovernorCaps:
         if config is self._config:
             return self._caps
         self._config = config
+        from lanes_tui.engine import governor_summary  # the governor's caps: read after the first frame
+
         summary = self._summary or governor_summary
         try:
             self._caps = await asyncio.to_thread(summary, config)
