@@ -24,6 +24,13 @@ log = logging.getLogger(__name__)
 Summary = Callable[[Config], list[dict[str, str]]]
 
 
+def governor_summary(config: Config) -> list[dict[str, str]]:
+    """The engine's `governor_summary`, imported on the first poll (after the first frame), not with the screen."""
+    from lanes_tui.engine import governor_summary as summary
+
+    return summary(config)
+
+
 class GovernorCaps:
     """The caps list for the Meters pane, computed once per config object.
 
@@ -41,8 +48,6 @@ class GovernorCaps:
         if config is self._config:
             return self._caps
         self._config = config
-        from lanes_tui.engine import governor_summary  # the governor's caps: read after the first frame
-
         summary = self._summary or governor_summary
         try:
             self._caps = await asyncio.to_thread(summary, config)
