@@ -7,7 +7,8 @@ the scan reads), `schedule` (which lanes a tick scans, when reconcile is due), `
 runner's mirror), `watch_lease` (the followed lane's supervisor told to read it at the live pace),
 `git_watch_tick` (the git watch's warnings), `lane_inotify` (which lanes changed, told by inotify),
 `liveness` (pidfds on the supervisors: when reconcile is needed), `machine` (machine meters in one
-sweep), `queries` (lane statuses and records for the command line).
+sweep), `queries` (lane statuses and records for the command line), `first_look` (the lanes and the
+inbox as on disk, for the dashboard's first frame before this package's `engine` is even imported).
 Never textual or rich: the app turns these events into Textual messages in `app/dashboard/bridge.py`.
 Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).
 """
