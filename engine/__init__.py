@@ -109,7 +109,7 @@ _EXPORTS: dict[str, str] = {
     "relayed_create": "inbox.store", "confined": "core.relay", "describe_confinement": "lanes.confine:describe_here",
     "QUESTION_STATES": "inbox.files:STATES", "validate_qid": "inbox.files",
     # the live engine and its queries
-    "Engine": "live.engine",
+    "Engine": "live.engine", "FirstLook": "live.first_look", "first_look": "live.first_look",
     "lane_statuses": "live.queries", "read_lane": "live.queries", "lane_settled": "live.queries",
     "group_members": "live.queries", "lanes_needing_lead": "live.queries", "NEEDS_LEAD_STATES": "live.queries",
     "StopReport": "decisions.stop", "stop_lanes": "decisions.stop", "live_lane_ids": "decisions.stop",
@@ -220,6 +220,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for mypy and editors (kept equal b
     from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_group, launch_lane, stop_lane, supervisor_alive
     from lanes_tui.engine.lanes.watch_skip import describe_watch_limit
     from lanes_tui.engine.live.engine import Engine
+    from lanes_tui.engine.live.first_look import FirstLook, first_look
     from lanes_tui.engine.live.queries import (
         NEEDS_LEAD_STATES,
         group_members,
@@ -273,7 +274,7 @@ __all__ = [  # the door's names, sorted; the same as `_EXPORTS` and the TYPE_CHE
     "RECOVERABLE", "RESULTS", "SETTLED_STATES", "STATES", "TASK_TYPES", "AbandonPlan", "AcceptOutcome",
     "AcceptPlan", "Broadcast", "ChecksOutcome", "CiFindings", "Clock", "CommentOutcome", "Config", "ConfigError",
     "Decisions", "Demo", "Engine",
-    "EngineEvent", "EngineNotice", "Findings", "FinishReport", "GateLine", "GateReport", "GateStepView",
+    "EngineEvent", "EngineNotice", "Findings", "FinishReport", "FirstLook", "GateLine", "GateReport", "GateStepView",
     "GitWatchChanged", "Hunk", "HunkComment", "InboxStore", "LaneChanged", "LaneRecord", "LaneRemoved", "LaneStatus",
     "LanesError",
     "LaunchRequest", "MeterSample", "MetersSampled", "OutputAppended", "Packet", "PlanSummary", "PullRequest",
@@ -284,7 +285,7 @@ __all__ = [  # the door's names, sorted; the same as `_EXPORTS` and the TYPE_CHE
     "comment_on_lane",
     "confined", "confirm_git_watch", "conversation", "describe_confinement", "describe_gates",
     "describe_heavy_slots", "describe_limit", "describe_review", "describe_verification", "describe_watch_limit",
-    "detect_containment", "diff_hunks", "duration_text", "find_pr", "find_repo_root", "follow_checks",
+    "detect_containment", "diff_hunks", "duration_text", "find_pr", "find_repo_root", "first_look", "follow_checks",
     "gate_files_line",
     "gate_runner_problems", "gemini_setup_problems", "git_watch_warnings", "governor_summary", "group_members",
     "hunk_at",

@@ -111,6 +111,11 @@ class LanesTable(KeyedTable):
             self._seen.setdefault(lane.id, order.seen_state(lane))  # first sight is the baseline
         self._show_rows()
 
+    def forget_seen(self) -> None:
+        """The next `sync` is first sight again: the dashboard's first look from disk is replaced by
+        the engine's reconciled picture, which is the baseline a lane's change is measured from."""
+        self._seen = {}
+
     @property
     def marked_lanes(self) -> list[str]:
         """The marked lanes that still exist, in the order they were marked."""

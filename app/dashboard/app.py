@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual import work
 from textual.app import App
@@ -13,11 +14,20 @@ from lanes_tui.app.dashboard.bridge import EngineBridge
 from lanes_tui.app.dashboard.keys import KNOWN_KEY_IDS
 from lanes_tui.app.dashboard.palette import DashboardCommands
 from lanes_tui.app.dashboard.screen import DashboardScreen
-from lanes_tui.engine import Engine, LanesError, set_user_config_value
+from lanes_tui.engine import Config, FirstLook, LanesError, first_look, load_config
+
+if TYPE_CHECKING:
+    from lanes_tui.engine import Engine
 
 
 class LanesApp(App[None]):
-    """Closing the app never stops a lane: lanes belong to their supervisors, not to the dashboard."""
+    """Closing the app never stops a lane: lanes belong to their supervisors, not to the dashboard.
+
+    Start-up (docs/benchmarks.md B7): without an `engine` given, the first full frame is drawn from
+    what is on disk (`first_look`: the lane records and the inbox), and only then is the `Engine`
+    imported, built and started (its module brings the decisions, reconcile, the runners and git: more
+    than the frame itself costs); its first scan then replaces that picture. `engine` and `bridge` are
+    built on first use, so whatever asks for them early gets them, only sooner."""
 
     TITLE = "lanes-tui"
     CSS_PATH = "lanes.tcss"
@@ -27,23 +37,60 @@ class LanesApp(App[None]):
                  flush_s: float = 0.1) -> None:
         super().__init__()
         self.repo = repo
-        self.engine = engine or Engine(repo)
-        self.bridge = EngineBridge(self, self.engine, flush_s=flush_s)
+        self._engine = engine
+        self._bridge: EngineBridge | None = None
+        self._flush_s = flush_s
+        self.config: Config = engine.config if engine is not None else load_config(repo)
+        """The settings the screen needs before the engine is up (the engine's own, once it is)."""
+        self.first_look: FirstLook | None = None
+        """The picture the first frame is drawn from while the engine starts; None once it is up."""
         self.sub_title = f"{repo}{'  (demo)' if demo else ''}"
         self._kept_theme = ""
         """The theme the lead's config holds (`_keep_theme` writes only a different one)."""
 
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            from lanes_tui.engine import Engine  # the heaviest import of all: after the first frame
+
+            self._engine = Engine(self.repo, config=self.config)
+        return self._engine
+
+    @property
+    def bridge(self) -> EngineBridge:
+        if self._bridge is None:
+            self._bridge = EngineBridge(self, self.engine, flush_s=self._flush_s)
+        return self._bridge
+
     async def on_mount(self) -> None:
-        await self.engine.start()
+        lazy = self._engine is None
+        if lazy:
+            self.first_look = first_look(self.repo)
+        else:
+            await self.engine.start()
         self._restore_theme()
-        if self.engine.config.keys:
-            unknown = sorted(k for k in self.engine.config.keys if k not in KNOWN_KEY_IDS)
+        if self.config.keys:
+            unknown = sorted(k for k in self.config.keys if k not in KNOWN_KEY_IDS)
             if unknown:
                 self.notify(f"[keys] in .lanes/config.toml names unknown key ids: {', '.join(unknown)}; "
                             f"known: {', '.join(sorted(KNOWN_KEY_IDS))}", severity="warning", timeout=15)
-            self.set_keymap(dict(self.engine.config.keys))
+            self.set_keymap(dict(self.config.keys))
         screen = DashboardScreen()
         await self.push_screen(screen)
+        if lazy:
+            self.call_after_refresh(self._start_engine, screen)
+        else:
+            self._engine_started(screen)
+
+    @work(group="engine-start", exclusive=True)
+    async def _start_engine(self, screen: DashboardScreen) -> None:
+        """After the first frame: the engine imported, built, started; the screen then shows its picture."""
+        await self.engine.start()
+        self.first_look = None
+        screen.engine_started()
+        self._engine_started(screen)
+
+    def _engine_started(self, screen: DashboardScreen) -> None:
         self.bridge.target = screen  # the screen owns the panes: engine messages go straight to it
         self._follow_engine()
         # Once the screen is up, the ~80,000 objects of Textual, the modules and the panes live as
@@ -54,7 +101,7 @@ class LanesApp(App[None]):
     def _restore_theme(self) -> None:
         """The theme last chosen in the palette (`[dashboard] theme`, kept in the lead's own config),
         set before the screen is drawn; from then on every change of theme is kept there."""
-        name = self.engine.config.dashboard.theme
+        name = self.config.dashboard.theme
         if name and name in self.available_themes:
             self.theme = name
         elif name:
@@ -69,7 +116,9 @@ class LanesApp(App[None]):
             return
         self._kept_theme = name
         try:
-            await asyncio.to_thread(set_user_config_value, self.engine.repo, "dashboard.theme", name)
+            from lanes_tui.engine import set_user_config_value  # tomlkit: only when a theme is kept
+
+            await asyncio.to_thread(set_user_config_value, self.repo, "dashboard.theme", name)
         except (LanesError, OSError) as exc:  # a broken or unwritable user config: the lead is told
             self.notify(f"the theme is not kept for the next start: {exc}", severity="warning", timeout=10)
 
@@ -79,4 +128,5 @@ class LanesApp(App[None]):
 
     async def on_unmount(self) -> None:
         gc.unfreeze()  # what the app held may go now (several apps run in one test process)
-        await self.engine.aclose()
+        if self._engine is not None:
+            await self._engine.aclose()

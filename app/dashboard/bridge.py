@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from textual.message import Message
 
@@ -26,7 +26,6 @@ from lanes_tui.app.dashboard.messages import (
     StallRaised,
 )
 from lanes_tui.engine import (
-    Engine,
     EngineEvent,
     EngineNotice,
     GitWatchChanged,
@@ -40,6 +39,9 @@ from lanes_tui.engine import (
     QuestionView,
     StallDetected,
 )
+
+if TYPE_CHECKING:
+    from lanes_tui.engine import Engine  # the module is imported after the first frame (`app.LanesApp`)
 
 
 class Poster(Protocol):

@@ -14,11 +14,10 @@ from textual import work
 from textual.screen import Screen
 
 from lanes_tui.app.dashboard.keys import help_rows
-from lanes_tui.engine import TASK_TYPES, LanesError, LaneStatus, LaunchRequest, QuestionView
+from lanes_tui.engine import TASK_TYPES, LanesError, LaneStatus, QuestionView
 from lanes_tui.widgets import (
     AcceptModal,
     ConfirmModal,
-    HelpScreen,
     InboxPane,
     ReasonModal,
     RecoverModal,
@@ -231,6 +230,8 @@ class DecisionFlows(Screen[None]):
         form = await self.app.push_screen_wait(StartLaneModal(types, sorted(engine.config.providers)))
         if form is None:
             return
+        from lanes_tui.engine import LaunchRequest  # the launcher: only when a lane is started here
+
         request = LaunchRequest(prompt=form["prompt"], task_type=form.get("task_type") or "backend",
                                 lane=form.get("lane"), slug=form.get("slug"))
         record = await self._guard(lambda: engine.run_lane(request))
@@ -312,4 +313,6 @@ class DecisionFlows(Screen[None]):
                             severity="error" if not report.ok else "warning" if report.skipped else "information")
 
     def action_help(self) -> None:
+        from lanes_tui.widgets import HelpScreen  # Markdown and its parser: on the key, not at start-up
+
         self.app.push_screen(HelpScreen(help_rows(dict(self.lanes_app.engine.config.keys))))

@@ -22,9 +22,8 @@ from textual import work
 from textual.app import SuspendNotSupported
 
 from lanes_tui.app.dashboard.flows import DecisionFlows
-from lanes_tui.engine import RECOVERABLE, LanesError, conversation, lane_hands
+from lanes_tui.engine import LanesError
 from lanes_tui.widgets import LanesTable, ReasonModal
-from lanes_tui.widgets.conversation import ConversationScreen
 
 __all__ = ["HandsFlows"]
 
@@ -40,6 +39,8 @@ class HandsFlows(DecisionFlows):
         lane = self._need_lane()
         if lane is None:
             return
+        from lanes_tui.engine import lane_hands  # the control client: on the key, not at start-up
+
         repo = self.lanes_app.engine.repo
         hands = await self._guard(lambda: asyncio.to_thread(lane_hands, repo, lane))
         if hands is None:
@@ -59,6 +60,8 @@ class HandsFlows(DecisionFlows):
                             "its output is in the Output tab", title="Attach", severity="warning")
 
     async def _has_conversation(self, lane: str) -> bool:
+        from lanes_tui.engine import conversation
+
         turns = await self._guard(lambda: asyncio.to_thread(conversation, self.lanes_app.engine.repo, lane))
         return bool(turns) and any(t.role in ("assistant", "result") for t in turns or ())
 
@@ -81,6 +84,9 @@ class HandsFlows(DecisionFlows):
         self.app.notify(said, title="Detached")
 
     def _open_conversation(self, lane: str, *, live: bool) -> None:
+        from lanes_tui.engine import conversation
+        from lanes_tui.widgets.conversation import ConversationScreen  # the view and its parser: on the key
+
         repo = self.lanes_app.engine.repo
 
         async def load() -> Any:
@@ -117,6 +123,8 @@ class HandsFlows(DecisionFlows):
     def _takes_a_line(self, lane: str) -> bool:
         """Whether the lane's agent runs, from the status on screen: a lane that ended is refused before
         the lead types a word, with its state and what to do instead (the supervisor refuses anyway)."""
+        from lanes_tui.engine import RECOVERABLE  # decisions.recover: not needed for the first frame
+
         status = self.lanes.get(lane)
         if status is None or status.state in SENDABLE_STATES:
             return True

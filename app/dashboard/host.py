@@ -6,15 +6,25 @@ as a protocol (instead of importing `LanesApp`) keeps `dashboard → screen → 
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from lanes_tui.app.dashboard.bridge import EngineBridge
-from lanes_tui.engine import Engine
+from lanes_tui.engine import Config, FirstLook
+
+if TYPE_CHECKING:
+    from lanes_tui.engine import Engine  # imported after the first frame (`app.LanesApp`)
 
 
 @runtime_checkable
 class DashboardHost(Protocol):
     """The App a dashboard screen runs in (`LanesApp` is the one implementation)."""
 
-    engine: Engine
-    bridge: EngineBridge
+    config: Config
+    first_look: FirstLook | None
+    """While not None, the engine is not up yet: the screen shows this picture from disk."""
+
+    @property
+    def engine(self) -> Engine: ...
+
+    @property
+    def bridge(self) -> EngineBridge: ...

@@ -17,11 +17,18 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from lanes_tui.engine import Config, LaneStatus, governor_summary
+from lanes_tui.engine import Config, LaneStatus
 
 log = logging.getLogger(__name__)
 
 Summary = Callable[[Config], list[dict[str, str]]]
+
+
+def governor_summary(config: Config) -> list[dict[str, str]]:
+    """The engine's `governor_summary`, imported on the first poll (after the first frame), not with the screen."""
+    from lanes_tui.engine import governor_summary as summary
+
+    return summary(config)
 
 
 class GovernorCaps:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -83,8 +83,10 @@ class DashboardScreen(CompactLayout, AgeClock, InboxFlows, HandsFlows, CommentFl
     @property
     def lanes_app(self) -> DashboardHost:
         app = self.app
-        assert isinstance(app, DashboardHost), "the dashboard screen runs inside LanesApp"
-        return app
+        # Not `isinstance(app, DashboardHost)`: a runtime protocol check reads every member, and
+        # reading `engine` builds the engine, which waits until after the first frame (`app.LanesApp`).
+        assert hasattr(app, "first_look"), "the dashboard screen runs inside LanesApp"
+        return cast(DashboardHost, app)
 
     def compose(self) -> ComposeResult:
         yield Header()
@@ -112,19 +114,30 @@ class DashboardScreen(CompactLayout, AgeClock, InboxFlows, HandsFlows, CommentFl
 
     def on_mount(self) -> None:
         self.query_one("#lanes").border_title = "Lanes"
-        remap = self.lanes_app.engine.config.keys  # the lead's `[keys]`: the border names the keys in use
+        remap = self.lanes_app.config.keys  # the lead's `[keys]`: the border names the keys in use
         self.query_one("#lanes").border_subtitle = (f"{remap.get('conflicts', 'c')} conflicts · "
                                                     f"{remap.get('accept_queue', 'm')} accept queue")
         self.query_one("#inbox").border_title = "Inbox"
         self.query_one("#stalls").border_title = "Stalls & caps"
         self.query_one("#meters").border_title = "Meters"
-        engine = self.lanes_app.engine
-        self._apply_lanes(engine.lanes())
-        self._apply_questions(engine.questions(), notify=False)
-        self._known_stalls = {lane_id for lane_id, s in self.lanes.items() if s.state == "stalled"}
         self.query_one(LanesTable).focus()
         self._start_layout()
         self._start_clock()
+        first = self.lanes_app.first_look
+        if first is None:  # the engine is up already (one was given to the app)
+            self.engine_started()
+        else:  # drawn from disk; `engine_started` follows once the engine's first scan is in
+            self._apply_lanes(first.lanes)
+            self._apply_questions(first.questions, notify=False)
+
+    def engine_started(self) -> None:
+        """The engine's picture replaces the first look (`app.LanesApp`), and the polls begin."""
+        engine = self.lanes_app.engine
+        self.lanes = {}
+        self.query_one(LanesTable).forget_seen()
+        self._apply_lanes(engine.lanes())
+        self._apply_questions(engine.questions(), notify=False)
+        self._known_stalls = {lane_id for lane_id, s in self.lanes.items() if s.state == "stalled"}
         self._poll_machine()
         self._poll_worktrees()
         self._poll_plans()
@@ -148,9 +161,9 @@ class DashboardScreen(CompactLayout, AgeClock, InboxFlows, HandsFlows, CommentFl
         rows = sorted(self.lanes.values(), key=lambda s: (s.created, s.id))
         now = self._now()
         self.query_one(LanesTable).sync(rows, now)
-        self.query_one(StallsPane).sync(rows, self.lanes_app.engine.config.lanes.warn_after_s, now)
+        self.query_one(StallsPane).sync(rows, self.lanes_app.config.lanes.warn_after_s, now)
         self._update_attention()
-        if self.selected_lane is None and rows:
+        if self.lanes_app.first_look is None and self.selected_lane is None and rows:
             self._select(self.query_one(LanesTable).selected_lane)
 
     @on(MetersChanged)
@@ -245,7 +258,8 @@ class DashboardScreen(CompactLayout, AgeClock, InboxFlows, HandsFlows, CommentFl
 
     @on(LanesTable.LaneSelected)
     def _lane_selected(self, message: LanesTable.LaneSelected) -> None:
-        self._select(message.lane_id)
+        if self.lanes_app.first_look is None:  # else `engine_started` selects the lane under the cursor
+            self._select(message.lane_id)
 
     def _select(self, lane_id: str | None) -> None:
         if lane_id == self.selected_lane:

@@ -8,7 +8,9 @@ runner's mirror), `watch_lease` (the followed lane's supervisor told to read it 
 `git_watch_tick` (the git watch's warnings), `lane_inotify` (which lanes changed, told by inotify),
 `liveness` (pidfds on the supervisors: when reconcile is needed), `machine` (machine meters in one
 sweep), `queries` (lane statuses and records for the command line), `switch_interval` (the
-interpreter's thread switch interval while an engine runs: its threads hold the screen's loop up less).
+interpreter's thread switch interval while an engine runs: its threads hold the screen's loop up less),
+`first_look` (the lanes and the inbox as on disk, for the dashboard's first frame before this package's
+`engine` is even imported).
 Never textual or rich: the app turns these events into Textual messages in `app/dashboard/bridge.py`.
 Its place in the layers: pyproject's `[tool.importlinter]` contracts (docs/layout.md).
 """

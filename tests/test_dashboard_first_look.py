@@ -1,0 +1,80 @@
+"""The dashboard's start-up (docs/benchmarks.md B7): the first frame drawn from disk before the Engine.
+
+- `first_look` reads every lane's status and the inbox from disk, as the engine's first scan would.
+- Importing the dashboard loads no `Engine`, no decisions, no Markdown, no tomlkit, no GitPython.
+- A real dashboard (no engine given) paints its lanes from the first look, then the engine's picture
+  replaces it; after that, the help screen, the conversation view, tomlkit and GitPython are still not
+  loaded: they are imported when their key is pressed. Facts about modules, never times.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from lanes_tui.app.dashboard.app import LanesApp
+from lanes_tui.engine import first_look
+from lanes_tui.widgets import LanesTable
+from tests.helpers import run_lane, wait_state, write_config
+
+#: Loaded on their key, never at start-up.
+ON_USE = ("markdown_it", "lanes_tui.widgets.help_screen", "lanes_tui.widgets.conversation", "tomlkit", "git")
+
+
+def _modules_after(code: str) -> set[str]:
+    proc = subprocess.run([sys.executable, "-c", code + "\nimport sys\nprint('\\n'.join(sys.modules))"],
+                          capture_output=True, text=True, check=True)
+    return set(proc.stdout.split())
+
+
+def test_importing_the_dashboard_loads_no_engine() -> None:
+    loaded = _modules_after("import lanes_tui.app.dashboard.app")
+    heavy = ("lanes_tui.engine.live.engine", "lanes_tui.engine.decisions.api", "lanes_tui.engine.lanes.launcher",
+             "psutil", *ON_USE)
+    assert [m for m in heavy if m in loaded] == []
+
+
+def test_first_look_reads_the_lanes_on_disk(repo: Path) -> None:
+    write_config(repo)
+    lane = run_lane(repo, "say hello\nexit 0\n", lane_id="look-1")
+    wait_state(repo, lane, "ready,rejected,exited")
+    look = first_look(repo)
+    assert [s.id for s in look.lanes] == [lane]
+    assert look.questions == ()
+    assert first_look(repo / "nowhere").lanes == ()
+
+
+async def test_first_frame_from_disk_then_the_engine(repo: Path) -> None:
+    write_config(repo)
+    lane = run_lane(repo, "say hello\nexit 0\n", lane_id="look-2")
+    wait_state(repo, lane, "ready,rejected,exited")
+    app = LanesApp(repo)  # no engine given: the real one, built after the first frame
+    async with app.run_test(size=(120, 36)) as pilot:
+        assert app.screen.query_one(LanesTable).get_row(lane)  # painted from the first look or the engine
+        while app.first_look is not None:
+            await pilot.pause(0.05)
+        await pilot.pause()
+        assert app.screen.query_one(LanesTable).selected_lane == lane  # selected once the engine is up
+        assert app.engine.lanes()[0].id == lane
+
+
+def test_after_start_up_the_on_use_modules_are_not_loaded(repo: Path) -> None:
+    write_config(repo)
+    code = f"""
+import asyncio
+from pathlib import Path
+from lanes_tui.app.dashboard.app import LanesApp
+
+async def main():
+    app = LanesApp(Path({str(repo)!r}))
+    async with app.run_test(size=(120, 36)) as pilot:
+        while app.first_look is not None:
+            await pilot.pause(0.05)
+        await pilot.pause(0.5)
+
+asyncio.run(main())
+"""
+    loaded = _modules_after(code)
+    assert "lanes_tui.engine.live.engine" in loaded  # the engine did start
+    assert [m for m in ON_USE if m in loaded] == []
