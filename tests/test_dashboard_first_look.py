@@ -9,9 +9,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from lanes_tui.app.dashboard.app import LanesApp
 from lanes_tui.engine import first_look
@@ -64,6 +67,8 @@ def test_after_start_up_the_on_use_modules_are_not_loaded(repo: Path) -> None:
     code = f"""
 import asyncio
 from pathlib import Path
+
+import pytest
 from lanes_tui.app.dashboard.app import LanesApp
 
 async def main():
@@ -78,3 +83,36 @@ asyncio.run(main())
     loaded = _modules_after(code)
     assert "lanes_tui.engine.live.engine" in loaded  # the engine did start
     assert [m for m in ON_USE if m in loaded] == []
+
+
+async def test_a_quit_while_the_engine_starts_waits_for_that_start_then_closes_the_engine(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A browser tab closed (or SIGTERM) right after the first frame quits while the engine is still
+    starting: the app waits for the start to finish and then closes the engine, so nothing it began
+    (its watch task, its threads) outlives the app. The start is held until the app is closing."""
+    from lanes_tui.engine import Engine
+
+    write_config(repo)
+    began, release = asyncio.Event(), asyncio.Event()
+    real_start = Engine.start
+
+    async def held_start(self: Engine) -> None:
+        began.set()
+        await release.wait()
+        await real_start(self)
+
+    monkeypatch.setattr(Engine, "start", held_start)
+    app = LanesApp(repo)
+
+    async def release_once_closing() -> None:
+        while not app._closing:
+            await asyncio.sleep(0.01)
+        release.set()
+
+    async with app.run_test(size=(120, 36)):
+        await asyncio.wait_for(began.wait(), 60)
+        releaser = asyncio.create_task(release_once_closing())
+    await releaser
+    engine = app._engine
+    assert engine is not None and engine._closed and engine._task is None  # started, then closed
+    assert app.first_look is not None  # the screen never took the engine's picture: it was closing

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+import logging
+import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,6 +21,8 @@ from lanes_tui.engine import Config, FirstLook, LanesError, first_look, load_con
 
 if TYPE_CHECKING:
     from lanes_tui.engine import Engine
+
+log = logging.getLogger(__name__)
 
 
 class LanesApp(App[None]):
@@ -46,6 +51,9 @@ class LanesApp(App[None]):
         """The picture the first frame is drawn from while the engine starts; None once it is up."""
         self.sub_title = f"{repo}{'  (demo)' if demo else ''}"
         self._kept_theme = ""
+        self._engine_start: asyncio.Task[None] | None = None
+        """The engine's start after the first frame (`_begin_engine`), awaited by `on_unmount`."""
+        self._closing = False
         """The theme the lead's config holds (`_keep_theme` writes only a different one)."""
 
     @property
@@ -78,14 +86,28 @@ class LanesApp(App[None]):
         screen = DashboardScreen()
         await self.push_screen(screen)
         if lazy:
-            self.call_after_refresh(self._start_engine, screen)
+            self.call_after_refresh(self._begin_engine, screen)
         else:
             self._engine_started(screen)
 
-    @work(group="engine-start", exclusive=True)
+    def _begin_engine(self, screen: DashboardScreen) -> None:
+        """After the first frame. A task of the app's own, not a worker: a quit that comes while the
+        engine starts (a browser tab closed at once, SIGTERM) must wait for that start to finish before
+        the engine is closed (`on_unmount`), or the engine's threads outlive the app."""
+        if not self._closing:
+            self._engine_start = asyncio.create_task(self._start_engine(screen))
+
     async def _start_engine(self, screen: DashboardScreen) -> None:
-        """After the first frame: the engine imported, built, started; the screen then shows its picture."""
-        await self.engine.start()
+        """The engine imported, built, started; the screen then shows its picture. An engine that
+        cannot start ends the app with its error on stderr and a non-zero code, as a failed mount does."""
+        try:
+            await self.engine.start()
+        except Exception as exc:
+            log.exception("the engine did not start")
+            self.exit(return_code=1, message="".join(traceback.format_exception(exc)))
+            return
+        if self._closing:
+            return
         self.first_look = None
         screen.engine_started()
         self._engine_started(screen)
@@ -127,6 +149,12 @@ class LanesApp(App[None]):
         await self.bridge.run()
 
     async def on_unmount(self) -> None:
+        self._closing = True
         gc.unfreeze()  # what the app held may go now (several apps run in one test process)
+        start = self._engine_start
+        if start is not None and not start.done():
+            # The engine is half-started: let it finish, so that closing it stops everything it began.
+            with contextlib.suppress(Exception):
+                await asyncio.shield(start)
         if self._engine is not None:
             await self._engine.aclose()
