@@ -47,13 +47,14 @@ def provider(traffic: str) -> str:
     return parse(traffic)[0] if parse(traffic)[0] != "plain" else "sim"
 
 
-def argv(traffic: str) -> list[str]:
-    """The replay agent's argv for `traffic` (not `plain`), with the prompt where the preset puts it."""
+def argv(traffic: str, *, prompt_placeholder: bool = True) -> list[str]:
+    """The replay agent's argv for `traffic` (not `plain`), with the prompt where the preset puts it
+    (`prompt_placeholder`; a caller that passes `--prompt` itself says False)."""
     name, rate = parse(traffic)
     args = [sys.executable, str(REPLAY_AGENT), "--recording", name]
     if rate is not None:
         args += ["--rate", f"{rate:g}"]
-    if name == "gemini":
+    if name == "gemini" and prompt_placeholder:
         args += ["--prompt", "{prompt}"]  # the gemini preset passes the prompt as an argument
     return args
 
