@@ -172,6 +172,16 @@ def test_a_flood_from_a_pipe_end_is_read_again_without_a_rest() -> None:
     assert registered == 1
 
 
+def test_a_trickle_of_large_lines_still_rests() -> None:
+    """A structured CLI prints a tool result as one line of several KB (Claude's of tens of KB): a read
+    of one such line is a trickle, not a flood, and must not keep the pump reading line by line."""
+    big = [b"{" + b"x" * 9_000 + b"}\n", b"{" + b"y" * 20_000 + b"}\n"]
+    agent = PipeAgent(big)
+    chunks, lines, _ = _drive_fd(agent, before=True)
+    assert chunks == b"".join(big) and len(lines) == 2
+    assert agent.rests == [0.25, 0.25]
+
+
 def test_a_read_hands_its_complete_lines_over_as_one_block() -> None:
     framer = LineFramer()
     assert framer.feed_block(b"partial") is None

@@ -36,8 +36,12 @@ REST_S = 0.5
 FLOOD_HOLD_S = 1.0
 #: A read at least this long is a flood, read again at once: after a rest a flooding agent has filled
 #: the pipe (64 KiB) and blocks on it, so resting again would throttle the agent itself (B8 measured
-#: 0.4 MB/s when only a full READ_CHUNK counted as a flood). A trickle's read after a rest is a few lines.
-FLOOD_BYTES = 4096
+#: 0.4 MB/s when only a full READ_CHUNK counted as a flood). Half the pipe: a trickle's read after a
+#: rest is a few lines, and one line of a structured CLI is one tool call or result, several KB (Claude's
+#: `user` lines carry a result twice: 15-48 KB in the recordings of tests/bench/traffic). At 4 KiB each
+#: such line counted as a flood and held the pump reading line by line: a Claude lane printing 20 lines
+#: a second woke its supervisor 20 times a second (B3 with `--traffic claude`: 0.70 % of a core).
+FLOOD_BYTES = 32 * 1024
 
 
 class Pausable(Protocol):
