@@ -57,8 +57,11 @@ def test_the_channel_and_the_conversation_view_read_each_recording(tmp_path: Pat
 def test_the_replay_agent_plays_the_sims_script_between_the_first_and_last_line() -> None:
     first, body, last = replay_agent.load(replay_agent.recording_path("codex"))
     out = _replay("--recording", "codex", stdin=b"Benchmark lane.\nprint 30 --rate 400 --text x\n")
-    assert out == [first.rstrip(b"\n"), *[body[i % len(body)].rstrip(b"\n") for i in range(30)],
+    assert out == [first.rstrip(b"\n"), *[replay_agent.line_at(body, i).rstrip(b"\n") for i in range(30)],
                    last.rstrip(b"\n")]
+    item = 2  # codex's first `item.started`, which has an id (the one before, `turn.started`, has none)
+    assert out[item] == body[1].rstrip(b"\n") and out[item + len(body)] != out[item]  # the second loop's ids
+    assert replay_agent.untagged(out[item + len(body)]) == out[item]
     # As Claude's channel sends the prompt (stdin left open), with the flags the channel adds.
     out = _replay("--recording", "claude", "--input-format", "stream-json", "--permission-prompt-tool", "stdio",
                   stdin=user_message("print 3\n"))

@@ -86,16 +86,16 @@ def _check(output: Path, lines: int, traffic: str = "plain") -> dict[str, Any]:
 
 def _check_replay(data: bytes, lines: int, traffic: str) -> dict[str, Any]:
     """Loss in a replayed flood: the log's recorded lines must be the recording's middle lines in their
-    cyclic order (`replay_agent.play`), `lines` of them; a gap is lines lost."""
+    cyclic order, ids tagged by loop (`replay_agent.line_at`), `lines` of them; a gap is lines lost."""
     _, body, _ = replay_agent.load(replay_agent.recording_path(parse_traffic(traffic)[0]))
     body = [line.rstrip(b"\n") for line in body]
     known = set(body)
     at = seen = lost = dupes = 0
     for line in data.split(b"\n"):
-        if line not in known:
+        if replay_agent.untagged(line) not in known:
             continue
         seen += 1
-        gap = next((d for d in range(len(body)) if body[(at + d) % len(body)] == line), None)
+        gap = next((d for d in range(len(body)) if replay_agent.line_at(body, at + d) == line), None)
         if gap is None:
             dupes += 1
             continue

@@ -12,7 +12,8 @@ prompt, so every benchmark script works unchanged:
   as the pipe takes them without a rate (64 KiB writes). The recording's first line (the session's
   start: Claude's `system/init`, codex's `thread.started`, gemini's `init`) comes first, once; its last
   line (the `result` / `turn.completed`) once at the end; the lines between repeat in their order, each
-  with its recorded size (tool results of 15–48 KB among lines of 0.2–1 KB).
+  with its recorded size (tool results of 15–48 KB among lines of 0.2–1 KB), its ids tagged with the
+  loop's number after the first (`ID_FIELD`: a few bytes more).
 - `sleep T`: print the first line, then nothing for T seconds (an idle agent).
 
 `--rate R` on the command line replaces the prompt's rate: a benchmark's `--traffic claude@2` plays the
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import sys
 import time
@@ -36,6 +38,12 @@ from pathlib import Path
 TRAFFIC = Path(__file__).resolve().parent / "traffic"
 #: One write's worth of lines when there is no rate: as the sim, so B8 measures the supervisor.
 CHUNK = 64 * 1024
+#: The ids a conversation is keyed by (Claude's message, tool-use and line ids, codex's items, gemini's tool
+#: ids): each loop past the first tags them (`msg_…` → `~2~msg_…`), so the channels and the conversation
+#: view see new messages and calls, as from a CLI going on, not the same ones again (the view shows a
+#: message it has seen once only).
+ID_FIELD = re.compile(rb'("(?:id|uuid|tool_use_id|tool_id|call_id)":")')
+TAG = re.compile(rb"~\d+~")
 
 
 def recording_path(name: str) -> Path:
@@ -84,6 +92,18 @@ def steps(prompt: str) -> list[tuple[str, float, float | None]]:
     return found
 
 
+def line_at(body: list[bytes], index: int) -> bytes:
+    """The `index`-th line the replay prints after the first: the body in a loop, its ids tagged by loop."""
+    line = body[index % len(body)]
+    loop = index // len(body)
+    return ID_FIELD.sub(rb"\1~%d~" % loop, line) if loop else line
+
+
+def untagged(line: bytes) -> bytes:
+    """A printed line as it is in the recording."""
+    return TAG.sub(b"", line) if b"~" in line else line
+
+
 def play(body: list[bytes], count: int, rate: float | None, start_at: int, out: int) -> int:
     """Write `count` lines of `body` from index `start_at` on; the index to go on from."""
     index = start_at
@@ -91,7 +111,7 @@ def play(body: list[bytes], count: int, rate: float | None, start_at: int, out: 
         block: list[bytes] = []
         size = 0
         for _ in range(count):
-            line = body[index % len(body)]
+            line = line_at(body, index)
             index += 1
             block.append(line)
             size += len(line)
@@ -106,7 +126,7 @@ def play(body: list[bytes], count: int, rate: float | None, start_at: int, out: 
         delay = start + i / rate - time.monotonic()  # scheduled, so no drift
         if delay > 0:
             time.sleep(delay)
-        _write(out, body[index % len(body)])
+        _write(out, line_at(body, index))
         index += 1
     return index
 
