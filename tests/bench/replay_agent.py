@@ -4,7 +4,7 @@
 
 The benchmarks' lanes run the sim (`print N --rate R`: N short plain lines). With `--traffic NAME` they run
 this instead, as a provider whose channel is the real CLI's (`claude-stream-json`, `codex-json`,
-`gemini-stream-json`, `tests.bench.traffic.provider_config`), so the supervisor parses, logs and shows
+`gemini-stream-json`, `tests.bench.traffic.provider_toml`), so the supervisor parses, logs and shows
 the same bytes the real CLI would send it. It reads the same instructions as the sim, from the same
 prompt, so every benchmark script works unchanged:
 
