@@ -72,6 +72,8 @@ def test_a_block_of_lines_is_scanned_at_once_and_the_hit_is_its_whole_line() -> 
 def test_the_leading_literal_is_what_every_match_must_contain() -> None:
     assert required_literal(r"API Error: 429.*\"type\"") == "api error: 429"
     assert required_literal(r"\bMemoryError\b") == "memoryerror"
+    assert required_literal("Invalid API key · Fix external API key") == "invalid api key "  # up to the `·`
+    assert required_literal("Ünknown model") is None and required_literal("ab·cdef") is None
     assert required_literal(r"Quota exceeded\. Check your plan") == "quota exceeded"
     assert required_literal(r"colou?r") == "colo"  # the `u` is optional
     assert required_literal(r"ab*") is None  # too short once the repeated `b` is dropped

@@ -4,6 +4,7 @@ and every byte and line still reaches its consumers; `/proc` samples agree with 
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import subprocess
 import sys
@@ -12,8 +13,17 @@ from collections.abc import Callable
 import psutil
 import pytest
 
-from lanes_tui.engine.lanes.output_pump import FLOOD_HOLD_S, READ_CHUNK, LineFramer, Rhythm, pump, pump_fd
+from lanes_tui.engine.lanes.output_pump import (
+    FLOOD_HOLD_S,
+    READ_CHUNK,
+    LineFramer,
+    Rhythm,
+    pipe_capacity,
+    pump,
+    pump_fd,
+)
 from lanes_tui.engine.procs import tree
+from lanes_tui.engine.procs.process import PIPE_BYTES
 from lanes_tui.engine.procs.procfs import boot_time, read_stat
 from lanes_tui.engine.procs.sampler import sample_tree
 from lanes_tui.engine.procs.tree import ProcKey, process_create_time
@@ -170,6 +180,26 @@ def test_a_flood_from_a_pipe_end_is_read_again_without_a_rest() -> None:
     assert chunks == flood and len(lines) == 600
     assert agent.rests == []  # read again at once: the empty pipe waits on the loop, then EOF
     assert registered == 1
+
+
+def test_a_trickle_of_large_lines_still_rests() -> None:
+    """A structured CLI prints a tool result as one line of several KB (Claude's of tens of KB): a read
+    of one such line is a trickle, not a flood, and must not keep the pump reading line by line."""
+    big = [b"{" + b"x" * 9_000 + b"}\n", b"{" + b"y" * 20_000 + b"}\n"]
+    agent = PipeAgent(big)
+    chunks, lines, _ = _drive_fd(agent, before=True)
+    assert chunks == b"".join(big) and len(lines) == 2
+    assert agent.rests == [0.25, 0.25]
+
+
+def test_a_larger_pipe_floods_at_half_its_capacity() -> None:
+    """The supervisor gives its agents 256 KiB pipes: a rest's 60 KB is a trickle there, 200 KB a flood."""
+    agent = PipeAgent([(b"t" * 99 + b"\n") * 600, (b"f" * 99 + b"\n") * 2000])
+    fcntl.fcntl(agent.read_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    assert pipe_capacity(agent.read_end) == PIPE_BYTES
+    chunks, lines, _ = _drive_fd(agent, before=True)
+    assert len(chunks) == 260_000 and len(lines) == 2600
+    assert agent.rests == [0.25]  # after the trickle; the flood is read again at once
 
 
 def test_a_read_hands_its_complete_lines_over_as_one_block() -> None:

@@ -110,8 +110,11 @@ _SPECIAL = frozenset("\\.^$*+?{}[]|()")
 def required_literal(source: str) -> str | None:
     """The lower-cased text at the start of `source` that every match contains, if 3 characters or more.
 
-    Conservative: an alternation at the top level, or a non-ASCII literal (whose case folding `str.lower`
-    may not mirror), gives None, and the pattern is searched on every block.
+    Conservative: an alternation at the top level gives None, and the pattern is searched on every
+    block; a literal stops at its first non-ASCII character, whose case folding `str.lower` may not
+    mirror. (Claude's `Invalid API key · Fix …` had no literal at all for its `·`, so every block of a
+    Claude lane was decoded and searched: 24 ns a byte, 0.4 % of a core at the 180 KB/s of B3's
+    `--traffic claude`.)
     """
     if _top_level_alternation(source):
         return None
@@ -122,7 +125,8 @@ def required_literal(source: str) -> str | None:
     literal = text[:end]
     if end < len(text) and text[end] in "*?{":  # the last character is optional or repeated
         literal = literal[:-1]
-    if len(literal) < 3 or not literal.isascii():
+    literal = literal[:next((at for at, char in enumerate(literal) if not char.isascii()), len(literal))]
+    if len(literal) < 3:
         return None
     return literal.lower()
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import time
 from collections.abc import Awaitable, Callable
@@ -36,8 +37,14 @@ REST_S = 0.5
 FLOOD_HOLD_S = 1.0
 #: A read at least this long is a flood, read again at once: after a rest a flooding agent has filled
 #: the pipe (64 KiB) and blocks on it, so resting again would throttle the agent itself (B8 measured
-#: 0.4 MB/s when only a full READ_CHUNK counted as a flood). A trickle's read after a rest is a few lines.
-FLOOD_BYTES = 4096
+#: 0.4 MB/s when only a full READ_CHUNK counted as a flood). Half the pipe: a trickle's read after a
+#: rest is a few lines, and one line of a structured CLI is one tool call or result, several KB (Claude's
+#: `user` lines carry a result twice: 15-48 KB in the recordings of tests/bench/traffic). At 4 KiB each
+#: such line counted as a flood and held the pump reading line by line: a Claude lane printing 20 lines
+#: a second woke its supervisor 20 times a second (B3 with `--traffic claude`: 0.70 % of a core).
+#: A pipe of another capacity (`pipe_capacity`: the supervisor's agents get `procs.process.PIPE_BYTES`)
+#: floods at half of it, and is read a whole pipe at a time.
+FLOOD_BYTES = 32 * 1024
 
 
 class Pausable(Protocol):
@@ -111,17 +118,27 @@ class WholeLines:
             self.write(tail)
 
 
+def pipe_capacity(fd: int) -> int:
+    """How many bytes the pipe `fd` holds before its writer blocks (Linux's default when unknown)."""
+    try:
+        return max(READ_CHUNK, fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
+    except OSError:  # not a pipe (a test's socket, another platform)
+        return READ_CHUNK
+
+
 class Rhythm:
     """When to rest: after a short read, unless a flood-sized read came within `FLOOD_HOLD_S`."""
 
-    def __init__(self, rest_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, rest_s: float, clock: Callable[[], float] = time.monotonic,
+                 flood_bytes: int = FLOOD_BYTES) -> None:
         self.rest_s = rest_s
         self.clock = clock
+        self.flood_bytes = flood_bytes
         self._flood_until = float("-inf")
 
     def rest_after(self, size: int) -> bool:
         now = self.clock()
-        if size >= FLOOD_BYTES:
+        if size >= self.flood_bytes:
             self._flood_until = now + FLOOD_HOLD_S
             return False
         return self.rest_s > 0 and now >= self._flood_until
@@ -190,11 +207,12 @@ async def pump_fd(fd: int, *, on_chunk: Callable[[bytes], None], on_block: Calla
     """
     loop = asyncio.get_running_loop()
     consumer = _Consumer(on_chunk, on_block, after)
-    rhythm = Rhythm(rest_s, clock)
+    capacity = pipe_capacity(fd)  # a whole pipe a read; a flood fills half of it
+    rhythm = Rhythm(rest_s, clock, max(FLOOD_BYTES, capacity // 2))
     try:
         while True:
             try:
-                chunk = os.read(fd, READ_CHUNK)
+                chunk = os.read(fd, capacity)
             except BlockingIOError:
                 await _readable(loop, fd)
                 continue

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import fcntl
 import logging
 import os
 import signal
@@ -42,6 +43,14 @@ __all__ = [  # the tree reads live in `tree`; they are re-exported for the calle
 log = logging.getLogger(__name__)
 
 PR_SET_CHILD_SUBREAPER = 36
+#: The capacity of an agent's stdout pipe: four times Linux's default 64 KiB. The supervisor
+#: reads a trickle after a rest of up to 2 s (`lanes.output_pump`, `lanes.cadence`), and what the agent
+#: prints meanwhile must fit in the pipe, or the agent blocks and the reader takes it for a flood and
+#: reads every write as it comes: a structured CLI's lines are KBs each (a tool result inline), and a
+#: Claude lane at 20 lines a second prints ~180 KB/s (B3 `--traffic claude`). A pipe's capacity counts
+#: against the user's pipe allowance (`/proc/sys/fs/pipe-user-pages-soft`, 64 MiB by default, past which
+#: the kernel refuses to grow pipes and makes new ones small): 100 lanes' stdout take 25 MiB of it.
+PIPE_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -140,6 +149,8 @@ class ProcessHandle:
     @classmethod
     async def start(cls, request: ProcessRequest) -> ProcessHandle:
         pipes = [os.pipe(), os.pipe()] if request.raw_output else []
+        if pipes:
+            _grow(pipes[0][0])  # stdout, where an agent prints its lines; stderr's few stay at the default
         try:
             proc = await asyncio.create_subprocess_exec(
                 *request.argv,
@@ -335,3 +346,9 @@ def lower_io_priority(level: int = 7) -> bool:
     libc = ctypes.CDLL(None, use_errno=True)
     best_effort, who_process = 2, 1
     return int(libc.syscall(number, who_process, 0, (best_effort << 13) | level)) == 0
+
+
+def _grow(fd: int) -> None:
+    """Give the pipe `fd` `PIPE_BYTES` of room; a kernel or a limit that refuses leaves the default."""
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)

@@ -7,6 +7,8 @@ options (`python -m tests.bench b10 --help`); `python -m tests.bench radar` runs
 NAME is `b1` (key-press to screen update), `b2` (dashboard CPU in tmux) or `all` (both on the same
 lanes). Sizes are run in ascending order in one world: lanes are added (never restarted) to reach
 each size, so the 50-lane figures run on the 10 lanes of the first size plus 40 new ones.
+`--traffic claude` (codex, gemini): the lanes print a real CLI's recording through its channel
+(`tests.bench.traffic`) at `--rate` lines a second.
 Each benchmark prints its table and writes `tests/bench/results/<name>-<timestamp>.json`.
 """
 
@@ -21,6 +23,7 @@ from typing import Any
 from tests.bench import b1, b2
 from tests.bench.env import BenchRepo, machine_info
 from tests.bench.report import command_line, markdown, table, write_json
+from tests.bench.traffic import check as traffic_arg
 
 NAMES = ("b1", "b2", "all")
 
@@ -39,6 +42,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--steady", type=float, default=60.0, help="B2: seconds before measuring (60: past "
                         "the lanes' first minute, whose elapsed cells tick by the second)")
     parser.add_argument("--rate", type=float, default=20.0, help="lines a second each lane prints (20)")
+    parser.add_argument("--traffic", type=traffic_arg, default="plain",
+                        help="what the lanes print: the sim's lines (plain) or a real CLI's recording at --rate "
+                        "lines a second (claude, codex, gemini: tests/bench/traffic)")
     parser.add_argument("--out", type=Path, default=None, help="folder for the JSON (tests/bench/results)")
     args = parser.parse_args(argv)
     args.sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
@@ -59,7 +65,7 @@ def run(args: argparse.Namespace, *, command: str | None = None) -> dict[str, di
                "machine": machine, "params": params, "results": []}
         for name in names
     }
-    with BenchRepo(capacity=max(args.sizes), rate=args.rate) as world:
+    with BenchRepo(capacity=max(args.sizes), rate=args.rate, traffic=args.traffic) as world:
         for size in args.sizes:
             launch_s = world.grow_to(size)
             print(f"{size} lanes printing ({launch_s:.1f}s to start the new ones)", file=sys.stderr, flush=True)

@@ -1,9 +1,12 @@
 """B10: lanes-tui side by side with ccmanager on the same N fake agents printing 20 lines/s.
 
-`python -m tests.bench b10 --sizes 5,20 [--warmup 60] [--window 30] [--runs 3]`
+`python -m tests.bench b10 --sizes 5,20 [--warmup 60] [--window 30] [--runs 3] [--traffic plain|claude|…]`
 
 The fake agent is the same program for both tools: the built-in sim
-(`python -m lanes_tui.engine.sim --prompt 'print 1000000 --rate 20 …'`).
+(`python -m lanes_tui.engine.sim --prompt 'print 1000000 --rate 20 …'`), or with `--traffic claude` (codex,
+gemini) the replay agent printing a real CLI's recording with the same prompt (`tests.bench.traffic`):
+ccmanager runs it in its terminal as it would run the CLI, lanes-tui's lanes through the CLI's preset
+and channel.
 
 - **ccmanager**: the official binary (npm package `@kodaikabasawa/ccmanager-linux-x64`, 4.4.3),
   installed with `npm install --prefix ~/.cache/lanes-tui-bench/ccmanager` when missing (skipped
@@ -43,6 +46,9 @@ from tests.bench import procstat
 from tests.bench.b2 import dashboard_command
 from tests.bench.env import BenchRepo, machine_info
 from tests.bench.report import command_line, markdown, median, table, write_json
+from tests.bench.traffic import argv as replay_argv
+from tests.bench.traffic import check as traffic_arg
+from tests.bench.traffic import is_agent
 
 PACKAGE = "@kodaikabasawa/ccmanager-linux-x64"
 VERSION = "4.4.3"
@@ -118,21 +124,28 @@ class Term:
 
 
 def _is_agent(pid: int) -> bool:
-    return "lanes_tui.engine.sim" in procstat.cmdline(pid)
+    return is_agent(procstat.cmdline(pid))
+
+
+def _printing(traffic: str) -> Any:
+    """Whether a screen shows the fake agent's output: the sim's text, or a recording's JSON."""
+    return (lambda s: "benchmark output line" in s) if traffic == "plain" else (lambda s: '{"type":' in s)
 
 
 def _git(cwd: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
 
 
-def measure_ccmanager(binary: Path, n: int, *, warmup: float, window: float, runs: int) -> dict[str, Any]:
+def measure_ccmanager(binary: Path, n: int, *, warmup: float, window: float, runs: int,
+                      traffic: str = "plain") -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="lanes-b10-ccm-"))
     term = Term()
     try:
         home = root / "home"
         (home / ".config" / "ccmanager").mkdir(parents=True)
-        preset = {"id": "1", "name": "Fake agent", "command": sys.executable,
-                  "args": ["-m", "lanes_tui.engine.sim", "--prompt", SIM_PROMPT]}
+        agent = ([sys.executable, "-m", "lanes_tui.engine.sim"] if traffic == "plain"
+                 else replay_argv(traffic, prompt_placeholder=False))
+        preset = {"id": "1", "name": "Fake agent", "command": agent[0], "args": [*agent[1:], "--prompt", SIM_PROMPT]}
         (home / ".config" / "ccmanager" / "config.json").write_text(json.dumps(
             {"commandPresets": {"presets": [preset], "defaultPresetId": "1"}}))
         repo = root / "repo"
@@ -149,7 +162,7 @@ def measure_ccmanager(binary: Path, n: int, *, warmup: float, window: float, run
         # One session per worktree: the cursor starts on the first; Enter opens, Ctrl-E returns.
         for i in range(n):
             _select(term, "main (main)" if i == 0 else f"w{i:03d} @")
-            _press_until(term, "Enter", lambda s: "benchmark output line" in s, f"session {i} printing")
+            _press_until(term, "Enter", _printing(traffic), f"session {i} printing")
             term.keys("C-e")
             term.wait(lambda s: "Select a worktree" in s, 30, "the menu again")
             time.sleep(0.3)
@@ -165,7 +178,7 @@ def measure_ccmanager(binary: Path, n: int, *, warmup: float, window: float, run
         time.sleep(warmup)
         result["menu"] = _windows(lambda: _ccm_split(root_pid), runs, window)
         # One session open: back onto the first worktree's session.
-        _press_until(term, "Enter", lambda s: "benchmark output line" in s, "the session view")
+        _press_until(term, "Enter", _printing(traffic), "the session view")
         time.sleep(min(warmup, 10.0))
         result["session"] = _windows(lambda: _ccm_split(root_pid), runs, window)
         return result
@@ -304,6 +317,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-ccmanager", action="store_true", help="lanes-tui side only")
     p.add_argument("--no-install", action="store_true", help="never run npm; skip ccmanager when not cached")
     p.add_argument("--out", type=Path, default=None, help="folder for the JSON (tests/bench/results)")
+    p.add_argument("--traffic", type=traffic_arg, default="plain",
+                   help="what the agents print: the sim's lines, or a real CLI's recording (tests/bench/traffic)")
     args = p.parse_args(argv)
     args.sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     return args
@@ -331,9 +346,9 @@ def run(args: argparse.Namespace, *, command: str | None = None) -> dict[str, An
         if binary is not None:
             print(f"B10 N={n}: ccmanager", file=sys.stderr, flush=True)
             result["ccmanager"] = measure_ccmanager(binary, n, warmup=args.warmup, window=args.window,
-                                                    runs=args.runs)
+                                                    runs=args.runs, traffic=args.traffic)
         print(f"B10 N={n}: lanes-tui", file=sys.stderr, flush=True)
-        with BenchRepo(capacity=n, rate=RATE) as world:
+        with BenchRepo(capacity=n, rate=RATE, traffic=args.traffic) as world:
             world.grow_to(n)
             result["lanes_tui"] = measure_lanes(world, n, warmup=args.warmup, window=args.window, runs=args.runs)
         record["results"].append(result)

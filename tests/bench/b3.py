@@ -11,7 +11,10 @@ and is read at the live pace, every `output_pump.REST_S`. Two floors run in the 
 window (`b3_floor`): a bare asyncio loop and a bare `selectors` loop reading the same agent with
 the same rest, which is what a supervisor cannot go below on either kind of loop.
 
-    python -m tests.bench.b3 [--window 30] [--landlock on|off]
+    python -m tests.bench.b3 [--window 30] [--landlock on|off] [--traffic plain|claude|codex|gemini[@RATE]]
+
+`--traffic claude` (codex, gemini): the agents print a real CLI's recording through its preset's channel
+(`tests.bench.traffic`) at the same 20 lines/s; the floors still read the sim's plain lines.
 """
 
 from __future__ import annotations
@@ -35,6 +38,9 @@ from lanes_tui.engine.lanes.control_client import watch_lane
 from lanes_tui.engine.live.watch_lease import LEASE_S, RENEW_S
 from tests.bench.env import machine_info
 from tests.bench.report import command_line, markdown, table, write_json
+from tests.bench.traffic import check as traffic_arg
+from tests.bench.traffic import provider as traffic_provider
+from tests.bench.traffic import provider_toml
 
 HEADERS = ("worktree files", "agent", "supervisor CPU % of a core", "CPU s per minute", "wake-ups /s", "RSS MB",
            "USS MB", "PSS MB")
@@ -64,7 +70,7 @@ def _cli(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=300, check=False)
 
 
-def _repo(root: Path, files: int) -> Path:
+def _repo(root: Path, files: int, traffic: str = "plain") -> Path:
     repo = root / f"project-{files}"
     repo.mkdir()
     for argv in (["init", "-q", "-b", "programme"], ["config", "user.name", "bench"],
@@ -78,8 +84,8 @@ def _repo(root: Path, files: int) -> Path:
     subprocess.run(["git", "commit", "-q", "-m", "init"], cwd=repo, check=True)
     (repo / ".lanes").mkdir()
     (repo / ".lanes/config.toml").write_text(
-        f'[lanes]\nworktree_root = "{root / "wt"}"\nsample_s = 5\n[chains]\nbackend = ["sim"]\n'
-        '[gates]\ncommands = []\n')
+        f'[lanes]\nworktree_root = "{root / "wt"}"\nsample_s = 5\n[chains]\nbackend = ["{traffic_provider(traffic)}"]\n'
+        f'{provider_toml(traffic, 10)}[gates]\ncommands = []\n')
     return repo
 
 
@@ -109,14 +115,14 @@ class Leases:
         self.thread.join()
 
 
-def measure(window_s: float) -> list[dict[str, Any]]:
+def measure(window_s: float, traffic: str = "plain") -> list[dict[str, Any]]:
     scripts = {"idle": "sleep {t}\n", "printing 20 lines/s": "print {n} --rate 20\n",
                "printing 20 lines/s, watched": "print {n} --rate 20\n"}
     results = []
     with tempfile.TemporaryDirectory(prefix="lanes-bench-b3-") as tmp:
         lanes: list[tuple[Path, str, int, str]] = []
         for files in (100, 20_000):
-            repo = _repo(Path(tmp), files)
+            repo = _repo(Path(tmp), files, traffic)
             for name, script in scripts.items():
                 text = script.format(t=window_s + 60, n=int((window_s + 60) * 20))
                 lane_id = name.split()[0] + ("-w" if "watched" in name else "")
@@ -166,10 +172,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window", type=float, default=30.0)
     parser.add_argument("--landlock", choices=("on", "off"), default="on",
                         help="off: the lanes run without the kernel's confinement (LANES_TUI_LANDLOCK=off)")
+    parser.add_argument("--traffic", type=traffic_arg, default="plain",
+                        help="what the agents print: the sim's lines, or a real CLI's recording (tests/bench/traffic)")
     args = parser.parse_args(argv)
     if args.landlock == "off":
         os.environ["LANES_TUI_LANDLOCK"] = "off"
-    results = measure(args.window)
+    results = measure(args.window, args.traffic)
     rows = [row(r) for r in results]
     print(table(HEADERS, rows))
     record = {"bench": "b3", "command": command_line(), "machine": machine_info(), "params": vars(args),

@@ -26,6 +26,8 @@ from lanes_tui.engine.config.settings import load_config
 from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, stop_lane, supervisor_key
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
+from tests.bench.traffic import provider as traffic_provider
+from tests.bench.traffic import provider_toml
 
 #: What every benchmark lane runs: print for much longer than any benchmark lasts, 20 lines a second.
 DEFAULT_SCRIPT = "Benchmark lane: print steadily.\nprint 1000000 --rate {rate} --text \"benchmark output line\"\n"
@@ -41,6 +43,8 @@ class BenchRepo:
     capacity: int
     rate: float = 20.0
     sample_s: float = 5.0
+    #: What the lanes print: the sim's plain lines, or a real CLI's recording (`tests.bench.traffic`).
+    traffic: str = "plain"
     root: Path = field(init=False)
     repo: Path = field(init=False)
     lanes: list[str] = field(default_factory=list, init=False)
@@ -76,7 +80,7 @@ class BenchRepo:
         (self.repo / ".gitignore").write_text(".lanes/state/\n")
         _git(self.repo, "add", "-A")
         _git(self.repo, "commit", "-q", "-m", "initial")
-        write_bench_config(self.repo, self.capacity, self.sample_s)
+        write_bench_config(self.repo, self.capacity, self.sample_s, self.traffic)
 
     # lanes -------------------------------------------------------------------------------------
     def grow_to(self, count: int, *, timeout: float = 600.0) -> float:
@@ -182,13 +186,15 @@ class BenchRepo:
             self._saved_env = {}
 
 
-def write_bench_config(repo: Path, capacity: int, sample_s: float) -> Path:
+def write_bench_config(repo: Path, capacity: int, sample_s: float, traffic: str = "plain") -> Path:
     """Like `tests.helpers.write_config`, but no limit can stop a benchmark lane half-way: the
-    watchdog's idle timeout and the wall-clock limit are ten hours."""
+    watchdog's idle timeout and the wall-clock limit are ten hours. `traffic` other than `plain`: the
+    lanes run the real CLI's preset with the replay agent as its argv (`tests.bench.traffic`)."""
     root = repo.parent / "worktrees"
     text = (f"[lanes]\nworktree_root = \"{root}\"\nmax_parallel = {capacity}\n"
             f"idle_timeout_s = 36000\nsample_s = {sample_s:g}\ntimeout_s = 36000\n\n"
-            f"[chains]\nbackend = [\"sim\"]\n\n[providers.sim]\nmax = {capacity}\n\n[gates]\ncommands = []\n")
+            f"[chains]\nbackend = [\"{traffic_provider(traffic)}\"]\n\n{provider_toml(traffic, capacity)}\n"
+            "[gates]\ncommands = []\n")
     path = repo / ".lanes" / "config.toml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
