@@ -20,7 +20,7 @@ from lanes_tui.engine.config.providers import CHANNELS, PRESETS, ProviderConfig
 from lanes_tui.engine.core.clock import FakeClock
 from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.inbox.store import InboxStore
-from lanes_tui.engine.state.meters import PRICES, RunMeter, Usage, estimate_usd, price_for
+from lanes_tui.engine.state.meters import FLUSH_S, PRICES, RunMeter, Usage, estimate_usd, price_for
 
 LANE = "unit-a1"
 
@@ -284,7 +284,7 @@ def test_aider_lines_add_tokens_and_replace_session_cost(tmp_path: Path) -> None
 
 # --- meters ---------------------------------------------------------------------------------------
 
-def test_meters_write_at_most_every_half_second_and_not_for_nothing(tmp_path: Path) -> None:
+def test_meters_write_at_most_every_flush_s_and_not_for_nothing(tmp_path: Path) -> None:
     clock = FakeClock()
     path = tmp_path / "meters.json"
     meter = RunMeter(path, clock, provider="sim", model="sim")
@@ -297,7 +297,10 @@ def test_meters_write_at_most_every_half_second_and_not_for_nothing(tmp_path: Pa
     meter.add_turn(Usage(input=10, output=1))
     meter.maybe_flush()
     assert json.loads(path.read_text())["tokens"]["total"] == 11, "throttled"
-    clock.advance(0.5)
+    clock.advance(FLUSH_S - 0.1)
+    meter.maybe_flush()
+    assert json.loads(path.read_text())["tokens"]["total"] == 11, "still throttled"
+    clock.advance(0.1)
     meter.maybe_flush()
     assert json.loads(path.read_text())["tokens"]["total"] == 22
     assert json.loads(path.read_text())["cost_usd"] is None, "no price for `sim`"

@@ -43,7 +43,11 @@ from lanes_tui.engine.state.context import DEFAULT_WARN, ContextMeter, parse_con
 
 log = logging.getLogger(__name__)
 
-FLUSH_S = 0.5
+#: At most one write every 2 s while figures change. The dashboard shows meters once a second at most
+#: (`app/dashboard/bridge.py`) and re-reads a lane whose `meters.json` changed: at 0.5 s, 100 Claude
+#: lanes (each message carries its usage) made about 75 rewrites a second for it to read (docs/
+#: benchmarks.md, "Real traffic", B2 at 100 lanes). A run's end still writes at once.
+FLUSH_S = 2.0
 METERS_FILE = "meters.json"
 USD_SOURCES = ("reported", "estimated")
 
