@@ -38,6 +38,8 @@ class Taken:
     git_s: float
     git_calls: int
     spans: dict[str, Span] = field(default_factory=dict)
+    #: Each git command as it ran: its first words and its ms (which calls there are, and what each costs).
+    commands: list[tuple[str, float]] = field(default_factory=list)
 
     @property
     def own_s(self) -> float:
@@ -47,7 +49,8 @@ class Taken:
         return {"wall_ms": 1000 * self.wall_s, "git_ms": 1000 * self.git_s, "git_calls": self.git_calls,
                 "own_ms": 1000 * self.own_s,
                 "spans": {name: {"calls": s.calls, "wall_ms": 1000 * s.wall_s, "git_ms": 1000 * s.git_s,
-                                 "own_ms": 1000 * (s.wall_s - s.git_s)} for name, s in self.spans.items()}}
+                                 "own_ms": 1000 * (s.wall_s - s.git_s)} for name, s in self.spans.items()},
+                "commands": [[words, ms] for words, ms in self.commands]}
 
 
 def _is_git(args: Any) -> bool:
@@ -55,6 +58,24 @@ def _is_git(args: Any) -> bool:
     if isinstance(argv, (list, tuple)) and argv:
         return os.path.basename(os.fsdecode(argv[0])) == "git"
     return False
+
+
+def _words(argv: Any) -> str:
+    """A git command's subcommand and its next two words, without `-c` settings: enough to know it."""
+    words: list[str] = []
+    skip = False
+    for word in (os.fsdecode(w) for w in list(argv)[1:]):
+        if skip:
+            skip = False
+        elif word in ("-c", "-C"):
+            skip = True
+        elif not words and word.startswith("--"):
+            continue
+        else:
+            words.append(word)
+        if len(words) == 3:
+            break
+    return " ".join(words)
 
 
 class Spans:
@@ -108,6 +129,7 @@ class Spans:
                 if self._current is not None:
                     self._current.git_s += spent
                     self._current.git_calls += 1
+                    self._current.commands.append((_words(args[0]), 1000 * spent))
                 for span in self._active:
                     span.git_s += spent
 
