@@ -14,6 +14,7 @@ import os
 import socket
 import threading
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -23,11 +24,13 @@ from lanes_tui.engine.core.errors import LanesError
 from lanes_tui.engine.core.peer import peer_uid
 from lanes_tui.engine.lanes import fork_client
 from lanes_tui.engine.lanes.env import supervisor_environment
-from lanes_tui.engine.lanes.launcher import spawn_supervisor
+from lanes_tui.engine.lanes.launcher import LaunchRequest, launch_lane, spawn_supervisor
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.store import LaneStore
+from lanes_tui.engine.supervisor import fork_server
 from lanes_tui.engine.supervisor.fork_server import ForkServer
+from tests.conftest import git
 from tests.helpers import cli, output, wait_for, wait_state, write_config
 from tests.test_secrets import SECRETS, lead_env, start
 
@@ -83,7 +86,9 @@ def test_supervisors_of_a_repository_are_forked_by_one_server_that_holds_no_secr
         one, two = _supervisor(repo, first), _supervisor(repo, second)
         server = psutil.Process(one.ppid())
         assert two.ppid() == server.pid and _servers(repo) == [server]
-        assert server.cmdline()[-3:] == ["lanes_tui.engine.supervisor.fork_server", "--repo", str(repo)]
+        cmdline = server.cmdline()  # started early by the first launch (`fork_client.prestart`): a bounded wait
+        assert cmdline[cmdline.index("-m") + 1:] == ["lanes_tui.engine.supervisor.fork_server", "--repo", str(repo),
+                                                     "--first-request-s", f"{fork_client.PRESTART_FIRST_REQUEST_S:g}"]
         # The agent got the key its provider may have; no supervisor's /proc/PID/environ shows it, nor
         # any other secret of the lead (it is the server's, started with no provider's variables).
         wait_for(lambda: "OPENAI_API_KEY=" in output(repo, first))
@@ -189,3 +194,47 @@ def test_a_forked_supervisor_that_cannot_start_is_an_error_naming_its_log(repo: 
     assert caught.value.fix == f"see {store.lane_paths('blocked-a1').supervisor_log}"
     assert "Traceback" in store.lane_paths("blocked-a1").supervisor_log.read_text()
     wait_for(lambda: not _live_servers(repo), timeout=15)
+
+
+def test_a_cold_launch_starts_its_server_before_its_git_work_and_asks_that_one(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fork_client.prestart`: a cold server imports the supervisor while the launcher runs git (B5), and the
+    launch's request goes to that server; a second launch beside the running lane finds it warm."""
+    write_config(repo)
+    spawned: list[dict[str, object]] = []
+    real = fork_client._spawn_server
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        spawned.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fork_client, "_spawn_server", counted)
+    config = load_config(repo)
+    first = launch_lane(repo, config, LaunchRequest(prompt="sleep 30\n", slug="early"))
+    assert spawned == [{"first_request_s": fork_client.PRESTART_FIRST_REQUEST_S}]  # one server, started early
+    second = launch_lane(repo, config, LaunchRequest(prompt="say warm\n", slug="warm"))
+    assert len(spawned) == 1  # the warm one served the second launch: none was started for it
+    assert len(_live_servers(repo)) == 1
+    assert _supervisor(repo, first.id).is_running()
+    assert wait_state(repo, second.id).startswith(f"{second.id} ")
+    assert cli(repo, "stop", first.id).returncode == 0
+    wait_for(lambda: not _live_servers(repo), timeout=15)
+
+
+def test_a_launch_that_fails_after_starting_a_server_early_lets_it_go(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fork_client.release`: the early server leaves once idle, not after waiting for a request that will
+    not come (set to the longest wait here, so only the release can make it leave within the bound)."""
+    write_config(repo)
+    monkeypatch.setattr(fork_client, "PRESTART_FIRST_REQUEST_S", fork_server.FIRST_REQUEST_S)
+    git(repo, "branch", "lane/taken-a1")  # `create_worktree` refuses a branch that is already there
+    with pytest.raises(LanesError):
+        launch_lane(repo, load_config(repo), LaunchRequest(prompt="say never\n", slug="taken"))
+    wait_for(lambda: not _live_servers(repo), timeout=fork_server.FIRST_REQUEST_S / 2)
+
+
+@pytest.mark.parametrize("extra", [["--first-request-s", "nope"], ["--first-request-s", "0"],
+                                   ["--first-request-s", "3600"], ["--linger", "1"]])
+def test_the_servers_command_line_is_the_repository_and_a_bounded_first_wait(tmp_path: Path,
+                                                                             extra: list[str]) -> None:
+    assert fork_server.main(["--repo", str(tmp_path), *extra]) == 2  # refused before anything starts

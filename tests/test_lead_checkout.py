@@ -8,12 +8,13 @@ checkout as it is now. It is a warning, never a refusal: the lead's own edits ch
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import git
 
-from lanes_tui.engine.git.lead_checkout import compare, snapshot
+from lanes_tui.engine.git.lead_checkout import compare, snapshot, submodule_status
 from tests.helpers import cli, run_lane, status, wait_state, write_config
 
 WARNING = "the lead checkout CHANGED since lane"
@@ -108,3 +109,19 @@ def test_snapshot_sees_submodules(repo: Path, tmp_path: Path) -> None:
     git(repo / "lib", "commit", "-q", "--allow-empty", "-m", "moved inside the submodule")
     changes = compare(repo, before, snapshot(repo))
     assert any("submodules changed" in c for c in changes), changes
+
+
+def test_without_a_gitlink_the_submodules_are_read_from_the_index(repo: Path, tmp_path: Path) -> None:
+    """`submodule_status` skips `git submodule` (a shell script before git 2.43) when the index holds no
+    gitlink, and prints what it would have printed; a gitlink only staged is seen all the same."""
+    real = subprocess.run(["git", "submodule", "status", "--recursive"], cwd=repo, capture_output=True, check=True)
+    assert submodule_status(repo) == real.stdout == b""
+    lib = tmp_path / "lib"
+    lib.mkdir()
+    git(lib, "init", "-q", "-b", "main")
+    git(lib, "commit", "-q", "--allow-empty", "-m", "lib")
+    before = snapshot(repo)
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{git(lib, 'rev-parse', 'HEAD')},lib")
+    real = subprocess.run(["git", "submodule", "status", "--recursive"], cwd=repo, capture_output=True, check=False)
+    assert submodule_status(repo) == (real.stdout if real.returncode == 0 else b"unreadable") != b""
+    assert any("submodules changed" in c for c in compare(repo, before, snapshot(repo)))

@@ -49,15 +49,28 @@ def snapshot(repo: Path) -> dict[str, Any]:
         if len(entry) > 3:
             name = os.fsdecode(entry[3:])
             files[name] = f"{os.fsdecode(entry[:2])}:{_fingerprint(repo, name)}"
-    modules = run_git(repo, "submodule", "status", "--recursive", check=False)
     return {
         "branch": current_branch(repo) or "",
         "head": head,
         "index": _sha(staged),
         "status": _sha(json.dumps(files, sort_keys=True).encode()),
-        "submodules": _sha(modules.stdout if modules.returncode == 0 else b"unreadable"),
+        "submodules": _sha(submodule_status(repo)),
         "files": files if len(files) <= MAX_NAMED_FILES else None,
     }
+
+
+def submodule_status(repo: Path) -> bytes:
+    """What `git submodule status --recursive` prints, or `unreadable` when it fails.
+
+    Its list is the index's gitlinks, so with none it prints nothing: that is read from `ls-files` (a
+    millisecond) instead of starting `git submodule`, a shell script before git 2.43 (40–50 ms, run at
+    every launch, check and accept). A gitlink staged by anyone is in the index, so it is never missed.
+    """
+    index = run_git(repo, "ls-files", "--stage", "-z", check=False)
+    if index.returncode == 0 and not any(entry.startswith(b"160000 ") for entry in index.stdout.split(b"\0")):
+        return b""
+    modules = run_git(repo, "submodule", "status", "--recursive", check=False)
+    return modules.stdout if modules.returncode == 0 else b"unreadable"
 
 
 def _fingerprint(repo: Path, name: str) -> str:

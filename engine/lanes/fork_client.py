@@ -28,12 +28,17 @@ from typing import Any
 from lanes_tui.engine.core.digest import sha256_hex
 from lanes_tui.engine.core.peer import peer_uid
 
-__all__ = ["FORK_SERVER_ENV", "StartFailed", "Unavailable", "address", "enabled", "start_supervisor"]
+__all__ = ["FORK_SERVER_ENV", "StartFailed", "Unavailable", "address", "enabled", "prestart", "release",
+           "start_supervisor"]
 
 #: `LANES_TUI_FORK_SERVER=0` starts every supervisor as a fresh interpreter (no fork server).
 FORK_SERVER_ENV = "LANES_TUI_FORK_SERVER"
 #: How long a new fork server may take to listen.
 SERVER_START_TIMEOUT_S = 30.0
+#: How long a server started early (`prestart`) waits for its launcher's request: the launcher asks once
+#: its git work is done, which a slow disk can make seconds; a launcher killed meanwhile (no `release`)
+#: leaves a server that is gone this much later. A launch that asks later starts a server as before.
+PRESTART_FIRST_REQUEST_S = 4.0
 MAX_REPLY_BYTES = 64 * 1024
 
 
@@ -68,15 +73,50 @@ def code_signature() -> str:
     return f"{folder}|{'|'.join(parts)}"
 
 
+def prestart(repo: Path, server_env: Mapping[str, str]) -> subprocess.Popen[bytes] | None:
+    """Start `repo`'s fork server now, without waiting for it, when none answers.
+
+    A cold server is an interpreter importing the supervisor (0.17–0.24 s, B5); started before the
+    launcher's own git work (the lead checkout's snapshot, `git worktree add`), it is listening by the
+    time `start_supervisor` asks, instead of being started then. None when a server answers already (or
+    none could be started: `start_supervisor` then starts one as before). Hand the result to
+    `start_supervisor`, or to `release` when the launch fails first.
+    """
+    if not enabled():
+        return None
+    sock = _connect(repo)
+    if sock is not None:  # a warm server: the launch will ask it (a connection without a request is refused)
+        sock.close()
+        return None
+    try:
+        return _spawn_server(repo, server_env, first_request_s=PRESTART_FIRST_REQUEST_S)
+    except OSError:
+        return None
+
+
+def release(repo: Path, early: subprocess.Popen[bytes] | None) -> None:
+    """The launch that called `prestart` failed: the server it started leaves once idle (`LINGER_S`)
+    instead of waiting for a request that will not come (a connection without one counts as served)."""
+    if early is not None and _listening(early):
+        sock = _connect(repo)
+        if sock is not None:
+            sock.close()
+
+
 def start_supervisor(repo: Path, lane_id: str, env: Mapping[str, str], server_env: Mapping[str, str],
-                     timeout_s: float) -> int:
+                     timeout_s: float, early: subprocess.Popen[bytes] | None = None) -> int:
     """Have the fork server start `lane_id`'s supervisor with `env`; its pid once it said it is up.
 
     `server_env` is the environment a new server starts with (no provider's secrets: a supervisor's
-    `/proc/PID/environ` is its server's, and an agent can read it). Raises `Unavailable` when there
+    `/proc/PID/environ` is its server's, and an agent can read it). `early` is the server `prestart`
+    started for this launch: waited for before another is started. Raises `Unavailable` when there
     is no server to ask, and `StartFailed` when the supervisor itself did not come up.
     """
-    sock = _connect(repo) or (_start_server(repo, server_env) and _connect(repo))
+    sock = _connect(repo)
+    if not sock and early is not None and _listening(early):
+        sock = _connect(repo)  # (None when it left already: it waits only so long for its first request)
+    if not sock and _start_server(repo, server_env):
+        sock = _connect(repo)
     if not sock:
         raise Unavailable(f"no fork server for {repo}")
     with sock:
@@ -126,14 +166,25 @@ def _connect(repo: Path) -> socket.socket | None:
 def _start_server(repo: Path, server_env: Mapping[str, str]) -> bool:
     """Start a fork server for `repo`, detached; True once one listens (this one or a racing one)."""
     try:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "lanes_tui.engine.supervisor.fork_server", "--repo", str(repo)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            start_new_session=True, close_fds=True, cwd=str(repo), env=dict(server_env))
+        proc = _spawn_server(repo, server_env)
     except OSError:
         return False
+    return _listening(proc)
+
+
+def _spawn_server(repo: Path, server_env: Mapping[str, str],
+                  first_request_s: float | None = None) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-m", "lanes_tui.engine.supervisor.fork_server", "--repo", str(repo)]
+    if first_request_s is not None:
+        argv += ["--first-request-s", f"{first_request_s:g}"]
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True, close_fds=True, cwd=str(repo), env=dict(server_env))
+
+
+def _listening(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the server `proc` started listens (or found one listening): its first fork exits 0 then."""
     try:
-        return proc.wait(SERVER_START_TIMEOUT_S) == 0  # its first fork exits once the server listens
+        return proc.wait(SERVER_START_TIMEOUT_S) == 0
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()

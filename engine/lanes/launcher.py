@@ -122,6 +122,20 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
                          "check out the branch lanes should merge into, or set lanes.target_branch")
     crash_point("run:validated")  # tests kill -9 `run` at each step (LANES_TUI_CRASH_AT)
     paths.ensure()
+    # A cold fork server imports the supervisor while the git work below runs (B5): asked for in `spawn_supervisor`.
+    early = fork_client.prestart(repo, supervisor_environment(os.environ, [])) if detach else None
+    try:
+        return _create_and_start(repo, config, request, store, lane_id, slug, chain, root, target, detach, early)
+    except BaseException:
+        fork_client.release(repo, early)  # the server started early leaves at once instead of waiting
+        raise
+
+
+def _create_and_start(repo: Path, config: Config, request: LaunchRequest, store: LaneStore, lane_id: str,
+                      slug: str, chain: list[str], root: Path, target: str, detach: bool,
+                      early: subprocess.Popen[bytes] | None) -> LaneRecord:
+    """`launch_lane` once the request is valid: the record, origin, worktree and branch, then the supervisor."""
+    paths = store.paths
     lead = lead_checkout.snapshot(repo)  # compared by check and accept: did an agent write outside its worktree?
     fetched = fetch_base(repo, target)  # capped; offline or slow: the last fetched state, and a notice below
     base_sha = worktrees.rev_parse(repo, request.base or target)
@@ -157,7 +171,7 @@ def launch_lane(repo: Path, config: Config, request: LaunchRequest, *, clock: Cl
             git_snapshot.write_lane_snapshot(repo, lane_id, git_snapshot.snapshot(repo, lane_id))
             crash_point("run:worktree")
             if detach:
-                spawn_supervisor(repo, lane_id, config)
+                spawn_supervisor(repo, lane_id, config, early=early)
     except BaseException:
         if info is not None:  # never a branch or folder that was there before (create_worktree refuses those)
             with contextlib.suppress(LanesError, OSError):
@@ -236,11 +250,13 @@ def launch_group(repo: Path, config: Config, request: LaunchRequest, count: int,
     return GroupLaunch(group, tuple(started))
 
 
-def spawn_supervisor(repo: Path, lane_id: str, config: Config) -> None:
+def spawn_supervisor(repo: Path, lane_id: str, config: Config,
+                     early: subprocess.Popen[bytes] | None = None) -> None:
     """Start the supervisor in a new session and return once it says it is running.
 
     It gets an allow-listed environment (`lanes.env.supervisor_environment`): the lead's secrets
     that none of the lane's providers or gates is allowed never enter the lane's process tree.
+    `early`: the fork server `fork_client.prestart` started for this launch.
     """
     paths = StatePaths(repo)
     log_path = paths.lane(lane_id).supervisor_log
@@ -248,7 +264,7 @@ def spawn_supervisor(repo: Path, lane_id: str, config: Config) -> None:
     if fork_client.enabled():  # forked from the repository's warm fork server: shared pages (B10)
         try:
             fork_client.start_supervisor(repo, lane_id, env, supervisor_environment(os.environ, []),
-                                         SUPERVISOR_START_TIMEOUT_S)
+                                         SUPERVISOR_START_TIMEOUT_S, early=early)
             return
         except fork_client.StartFailed as exc:
             raise LanesError(f"the supervisor of {lane_id} failed to start: {_last_line(log_path, str(exc))}",

@@ -280,10 +280,24 @@ def _send(conn: socket.socket, message: dict[str, Any]) -> None:
         conn.sendall(json.dumps(message).encode() + b"\n")
 
 
+def _seconds(text: str) -> float | None:
+    """A first-request wait from the command line: more than 0, at most `FIRST_REQUEST_S`; else None."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if 0 < value <= FIRST_REQUEST_S else None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2 or args[0] != "--repo":
-        print("usage: python -m lanes_tui.engine.supervisor.fork_server --repo REPO", file=sys.stderr)
+    first_request_s: float | None = FIRST_REQUEST_S
+    if len(args) == 4 and args[2] == "--first-request-s":  # started early by its launcher (`fork_client.prestart`)
+        first_request_s = _seconds(args[3])
+        args = args[:2]
+    if len(args) != 2 or args[0] != "--repo" or first_request_s is None:
+        print("usage: python -m lanes_tui.engine.supervisor.fork_server --repo REPO [--first-request-s S]",
+              file=sys.stderr)
         return 2
     repo = Path(args[1])
     detach()  # the launcher's Popen returns once this child listens (or found a server listening)
@@ -299,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     signal_ready()
     gc.collect()
     gc.freeze()  # the imported modules' objects: never scanned again, so their pages stay shared
-    return ForkServer(repo, listener).serve()
+    return ForkServer(repo, listener, first_request_s=first_request_s).serve()
 
 
 if __name__ == "__main__":
