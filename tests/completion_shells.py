@@ -3,7 +3,9 @@ one place for the stubs and command lines the completion tests share."""
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 #: zsh's completion builtins, stood in by ones that print the words they are given.
@@ -39,3 +41,14 @@ def fish_complete(script: Path, cwd: Path, env: dict[str, str], line: str) -> li
                           env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
     return [row.split("\t")[0] for row in proc.stdout.splitlines()]
+
+
+def env_with_lanes_tui(folder: Path) -> dict[str, str]:
+    """The environment with a `lanes-tui` shim (this interpreter's `-m lanes_tui`) first on PATH, as
+    an installed one would be: the completion scripts call `lanes-tui` for the lanes they offer."""
+    bin_dir = folder / "bin"
+    bin_dir.mkdir()
+    shim = bin_dir / "lanes-tui"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m lanes_tui "$@"\n')
+    shim.chmod(0o755)
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}

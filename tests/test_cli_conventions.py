@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.completion_shells import bash_complete, fish_complete, zsh_complete
+from tests.completion_shells import bash_complete, env_with_lanes_tui, fish_complete, zsh_complete
 from tests.conftest import git
 from tests.helpers import cli, write_config
 
@@ -318,12 +318,7 @@ def completing(repo: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
     (inbox / "q_0123456789ab.json").write_text("{}")
     (inbox / "q_ba9876543210.json").write_text("{}")
     (inbox / "q_ba9876543210.answer.json").write_text("{}")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "lanes-tui"
-    shim.write_text(f'#!/bin/sh\nexec "{PY}" -m lanes_tui "$@"\n')
-    shim.chmod(0o755)
-    return repo, {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return repo, env_with_lanes_tui(tmp_path)
 
 
 def _script(repo: Path, shell: str, tmp_path: Path) -> Path:

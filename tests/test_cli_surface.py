@@ -6,7 +6,6 @@ act on. Real `lanes-tui` processes on real repositories; the completion runs in 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.completion_shells import bash_complete, fish_complete, zsh_complete
+from tests.completion_shells import bash_complete, env_with_lanes_tui, fish_complete, zsh_complete
 from tests.helpers import cli, wait_state, write_config
 
 PY = sys.executable
@@ -141,12 +140,7 @@ def lanes_in_states(repo: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
     broken = repo / ".lanes" / "state" / "lanes" / "broken-a1"
     broken.mkdir()
     (broken / "lane.json").write_text("{not json")
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    shim = bin_dir / "lanes-tui"
-    shim.write_text(f'#!/bin/sh\nexec "{PY}" -m lanes_tui "$@"\n')
-    shim.chmod(0o755)
-    return repo, {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return repo, env_with_lanes_tui(tmp_path)
 
 
 def test_complete_offers_each_command_only_the_lanes_it_can_act_on(
