@@ -105,7 +105,7 @@ async def test_a_quit_while_the_engine_starts_waits_for_that_start_then_closes_t
     app = LanesApp(repo)
 
     async def release_once_closing() -> None:
-        while not app._closing:
+        while not app._quitting:
             await asyncio.sleep(0.01)
         release.set()
 
@@ -116,3 +116,33 @@ async def test_a_quit_while_the_engine_starts_waits_for_that_start_then_closes_t
     engine = app._engine
     assert engine is not None and engine._closed and engine._task is None  # started, then closed
     assert app.first_look is not None  # the screen never took the engine's picture: it was closing
+
+
+async def test_keys_pressed_while_the_engine_starts_act_once_it_is_up(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first frame comes before the engine: a key pressed then (the lead's `t` on the lane on screen,
+    here `?`) is held and acts once the engine is up, never lost on a screen with no lane selected."""
+    from lanes_tui.engine import Engine
+    from lanes_tui.widgets.help_screen import HelpScreen
+
+    write_config(repo)
+    began, release = asyncio.Event(), asyncio.Event()
+    real_start = Engine.start
+
+    async def held_start(self: Engine) -> None:
+        began.set()
+        await release.wait()
+        await real_start(self)
+
+    monkeypatch.setattr(Engine, "start", held_start)
+    app = LanesApp(repo)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await asyncio.wait_for(began.wait(), 60)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert not isinstance(app.screen, HelpScreen)  # held while the engine starts
+        release.set()
+        while app.first_look is not None:
+            await pilot.pause(0.05)
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)  # then acted on

@@ -10,7 +10,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual import work
+from textual import events, work
 from textual.app import App
 
 from lanes_tui.app.dashboard.bridge import EngineBridge
@@ -53,7 +53,10 @@ class LanesApp(App[None]):
         self._kept_theme = ""
         self._engine_start: asyncio.Task[None] | None = None
         """The engine's start after the first frame (`_begin_engine`), awaited by `on_unmount`."""
-        self._closing = False
+        self._quitting = False
+        self._held_keys: list[events.Key] | None = [] if engine is None else None
+        """Keys pressed while the engine starts after the first frame: they act once it is up, in
+        order (`on_event`), instead of meeting a screen with no lane selected yet. None: not held."""
         """The theme the lead's config holds (`_keep_theme` writes only a different one)."""
 
     @property
@@ -94,7 +97,7 @@ class LanesApp(App[None]):
         """After the first frame. A task of the app's own, not a worker: a quit that comes while the
         engine starts (a browser tab closed at once, SIGTERM) must wait for that start to finish before
         the engine is closed (`on_unmount`), or the engine's threads outlive the app."""
-        if not self._closing:
+        if not self._quitting:
             self._engine_start = asyncio.create_task(self._start_engine(screen))
 
     async def _start_engine(self, screen: DashboardScreen) -> None:
@@ -106,11 +109,21 @@ class LanesApp(App[None]):
             log.exception("the engine did not start")
             self.exit(return_code=1, message="".join(traceback.format_exception(exc)))
             return
-        if self._closing:
+        if self._quitting:
             return
         self.first_look = None
         screen.engine_started()
         self._engine_started(screen)
+        held, self._held_keys = self._held_keys or [], None
+        for key in held:
+            await self.on_event(key)
+
+    async def on_event(self, event: events.Event) -> None:
+        """Hold the lead's keys while the engine starts (`_held_keys`); everything else as Textual does."""
+        if self._held_keys is not None and isinstance(event, events.Key):
+            self._held_keys.append(event)
+            return
+        await super().on_event(event)
 
     def _engine_started(self, screen: DashboardScreen) -> None:
         self.bridge.target = screen  # the screen owns the panes: engine messages go straight to it
@@ -149,7 +162,7 @@ class LanesApp(App[None]):
         await self.bridge.run()
 
     async def on_unmount(self) -> None:
-        self._closing = True
+        self._quitting = True
         gc.unfreeze()  # what the app held may go now (several apps run in one test process)
         start = self._engine_start
         if start is not None and not start.done():
