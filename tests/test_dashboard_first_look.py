@@ -85,14 +85,11 @@ asyncio.run(main())
     assert [m for m in ON_USE if m in loaded] == []
 
 
-async def test_a_quit_while_the_engine_starts_waits_for_that_start_then_closes_the_engine(
-        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A browser tab closed (or SIGTERM) right after the first frame quits while the engine is still
-    starting: the app waits for the start to finish and then closes the engine, so nothing it began
-    (its watch task, its threads) outlives the app. The start is held until the app is closing."""
+def hold_engine_start(monkeypatch: pytest.MonkeyPatch) -> tuple[asyncio.Event, asyncio.Event]:
+    """`Engine.start` held: the first event is set when a start begins, and the start goes on only once
+    the second is set (the moment between the first frame and the engine's picture, made to last)."""
     from lanes_tui.engine import Engine
 
-    write_config(repo)
     began, release = asyncio.Event(), asyncio.Event()
     real_start = Engine.start
 
@@ -102,6 +99,16 @@ async def test_a_quit_while_the_engine_starts_waits_for_that_start_then_closes_t
         await real_start(self)
 
     monkeypatch.setattr(Engine, "start", held_start)
+    return began, release
+
+
+async def test_a_quit_while_the_engine_starts_waits_for_that_start_then_closes_the_engine(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A browser tab closed (or SIGTERM) right after the first frame quits while the engine is still
+    starting: the app waits for the start to finish and then closes the engine, so nothing it began
+    (its watch task, its threads) outlives the app. The start is held until the app is closing."""
+    write_config(repo)
+    began, release = hold_engine_start(monkeypatch)
     app = LanesApp(repo)
 
     async def release_once_closing() -> None:
@@ -122,19 +129,10 @@ async def test_keys_pressed_while_the_engine_starts_act_once_it_is_up(
         repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first frame comes before the engine: a key pressed then (the lead's `t` on the lane on screen,
     here `?`) is held and acts once the engine is up, never lost on a screen with no lane selected."""
-    from lanes_tui.engine import Engine
     from lanes_tui.widgets.help_screen import HelpScreen
 
     write_config(repo)
-    began, release = asyncio.Event(), asyncio.Event()
-    real_start = Engine.start
-
-    async def held_start(self: Engine) -> None:
-        began.set()
-        await release.wait()
-        await real_start(self)
-
-    monkeypatch.setattr(Engine, "start", held_start)
+    began, release = hold_engine_start(monkeypatch)
     app = LanesApp(repo)
     async with app.run_test(size=(120, 36)) as pilot:
         await asyncio.wait_for(began.wait(), 60)
