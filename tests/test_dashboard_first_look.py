@@ -13,6 +13,7 @@ import asyncio
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 
@@ -22,7 +23,12 @@ from lanes_tui.widgets import LanesTable
 from tests.helpers import run_lane, wait_state, write_config
 
 #: Loaded on their key, never at start-up.
-ON_USE = ("markdown_it", "lanes_tui.widgets.help_screen", "lanes_tui.widgets.conversation", "tomlkit", "git")
+ON_USE = ("markdown_it", "lanes_tui.widgets.help_screen", "lanes_tui.widgets.conversation", "tomlkit", "git",
+          "lanes_tui.widgets.modals", "lanes_tui.widgets.start_lane", "lanes_tui.widgets.allow_modal",
+          "lanes_tui.widgets.conflicts_modal", "lanes_tui.widgets.lane_filter", "textual.widgets._text_area")
+#: The panes of the tabs the first frame does not show: built (and imported) after it.
+LATER_PANES = ("lanes_tui.widgets.diff_pane", "lanes_tui.widgets.gates_pane", "lanes_tui.widgets.worktrees_pane",
+               "lanes_tui.widgets.plan_pane")
 
 
 def _modules_after(code: str) -> set[str]:
@@ -34,7 +40,7 @@ def _modules_after(code: str) -> set[str]:
 def test_importing_the_dashboard_loads_no_engine() -> None:
     loaded = _modules_after("import lanes_tui.app.dashboard.app")
     heavy = ("lanes_tui.engine.live.engine", "lanes_tui.engine.decisions.api", "lanes_tui.engine.lanes.launcher",
-             "psutil", *ON_USE)
+             "psutil", *ON_USE, *LATER_PANES)
     assert [m for m in heavy if m in loaded] == []
 
 
@@ -144,3 +150,47 @@ async def test_keys_pressed_while_the_engine_starts_act_once_it_is_up(
             await pilot.pause(0.05)
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)  # then acted on
+
+
+async def test_the_later_tabs_are_in_the_first_frame_and_their_panes_come_with_the_engine(
+        repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first frame names every tab, with only the Output pane built; the Diff, Gates, Worktrees and
+    Plan panes are built while the engine starts, so the lead's first `2` (held until the engine is up)
+    finds the Diff pane, which shows the selected lane's diff."""
+    from textual.widgets import TabbedContent, TabPane
+
+    from lanes_tui.app.dashboard.later_tabs import LATER_TABS
+    from lanes_tui.widgets.diff_pane import DiffPane
+
+    write_config(repo)
+    lane = run_lane(repo, "write notes.txt hello\nsay done\nexit 0\n", lane_id="look-3")
+    wait_state(repo, lane, "ready,rejected,exited")
+    began, release = hold_engine_start(monkeypatch)
+    at_first_frame: dict[str, object] = {}
+    begin_engine = LanesApp._begin_engine
+
+    def look_then_begin(app: LanesApp, screen: Any) -> None:  # called once the first frame is drawn
+        at_first_frame["panes"] = {tab_id: len(screen.query_one(f"#{tab_id}", TabPane).children)
+                                   for tab_id in LATER_TABS}
+        at_first_frame["tabs"] = {str(tab.label) for tab in screen.query("ContentTab")}
+        begin_engine(app, screen)
+
+    monkeypatch.setattr(LanesApp, "_begin_engine", look_then_begin)
+    app = LanesApp(repo)
+    async with app.run_test(size=(120, 36)) as pilot:
+        try:
+            await asyncio.wait_for(began.wait(), 60)
+            await pilot.press("2")  # held: the engine is not up yet
+        finally:
+            release.set()  # a failure above must not leave the app's exit waiting on the held start
+        while app.first_look is not None:
+            await pilot.pause(0.05)
+        assert at_first_frame["panes"] == dict.fromkeys(LATER_TABS, 0)  # the first frame built none of them
+        assert {"Output", "Diff", "Gates", "Worktrees", "Plan"} <= cast(set[str], at_first_frame["tabs"])
+        built = {tab_id: [w.id for w in app.screen.query_one(f"#{tab_id}", TabPane).children] for tab_id in LATER_TABS}
+        assert built == {tab_id: [pane_id] for tab_id, (_label, _cls, pane_id) in LATER_TABS.items()}
+        pane = app.screen.query_one(DiffPane)
+        while pane.lane_id != lane:  # the held `2` opened the Diff tab, which loads the lane's diff
+            await pilot.pause(0.05)
+        assert app.screen.query_one(TabbedContent).active == "tab-diff"
+        assert [h.file for h in pane.hunks] == ["notes.txt"]

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 #: public name -> the module under lanes_tui.widgets that defines it.
 _EXPORTS: dict[str, str] = {
     "AcceptModal": "modals", "AllowChoice": "allow_modal", "AllowRuleModal": "allow_modal",
-    "AttentionBar": "attention", "ConfirmModal": "modals", "DiffPane": "diff_pane",
-    "GatesPane": "gates_pane", "HelpScreen": "help_screen", "InboxPane": "inbox_pane",
+    "AttentionBar": "attention", "ConfirmModal": "modals", "ConflictsModal": "conflicts_modal", "DiffPane": "diff_pane",
+    "GatesPane": "gates_pane", "HelpScreen": "help_screen", "InboxPane": "inbox_pane", "KeysFooter": "keys_footer",
     "LaneFilter": "lane_filter", "LanesTable": "lanes_table", "MetersPane": "meters_pane",
     "OutputPane": "output_pane", "PlanPane": "plan_pane", "ReasonModal": "modals",
     "RecoverChoice": "modals", "RecoverModal": "modals", "StallsPane": "stalls_pane",
@@ -23,10 +23,12 @@ _EXPORTS: dict[str, str] = {
 if TYPE_CHECKING:
     from lanes_tui.widgets.allow_modal import AllowChoice, AllowRuleModal
     from lanes_tui.widgets.attention import AttentionBar
+    from lanes_tui.widgets.conflicts_modal import ConflictsModal
     from lanes_tui.widgets.diff_pane import DiffPane
     from lanes_tui.widgets.gates_pane import GatesPane
     from lanes_tui.widgets.help_screen import HelpScreen
     from lanes_tui.widgets.inbox_pane import InboxPane
+    from lanes_tui.widgets.keys_footer import KeysFooter
     from lanes_tui.widgets.lane_filter import LaneFilter
     from lanes_tui.widgets.lanes_table import LanesTable
     from lanes_tui.widgets.meters_pane import MetersPane
@@ -50,10 +52,12 @@ __all__ = [
     "AllowRuleModal",
     "AttentionBar",
     "ConfirmModal",
+    "ConflictsModal",
     "DiffPane",
     "GatesPane",
     "HelpScreen",
     "InboxPane",
+    "KeysFooter",
     "LaneFilter",
     "LanesTable",
     "MetersPane",

@@ -12,14 +12,16 @@ from typing import TYPE_CHECKING
 
 from textual import events, work
 from textual.app import App
+from textual.css.query import NoMatches
 
-from lanes_tui.app.dashboard.bridge import EngineBridge
 from lanes_tui.app.dashboard.keys import KNOWN_KEY_IDS
+from lanes_tui.app.dashboard.later_tabs import mount_later_panes
 from lanes_tui.app.dashboard.palette import DashboardCommands
 from lanes_tui.app.dashboard.screen import DashboardScreen
 from lanes_tui.engine import Config, FirstLook, LanesError, first_look, load_config
 
 if TYPE_CHECKING:
+    from lanes_tui.app.dashboard.bridge import EngineBridge
     from lanes_tui.engine import Engine
 
 log = logging.getLogger(__name__)
@@ -70,6 +72,8 @@ class LanesApp(App[None]):
     @property
     def bridge(self) -> EngineBridge:
         if self._bridge is None:
+            from lanes_tui.app.dashboard.bridge import EngineBridge  # with the engine, after the first frame
+
             self._bridge = EngineBridge(self, self.engine, flush_s=self._flush_s)
         return self._bridge
 
@@ -103,12 +107,16 @@ class LanesApp(App[None]):
     async def _start_engine(self, screen: DashboardScreen) -> None:
         """The engine imported, built, started; the screen then shows its picture. An engine that
         cannot start ends the app with its error on stderr and a non-zero code, as a failed mount does."""
+        panes = asyncio.ensure_future(mount_later_panes(screen))  # built while the engine's start awaits git
         try:
             await self.engine.start()
         except Exception as exc:
             log.exception("the engine did not start")
             self.exit(return_code=1, message="".join(traceback.format_exception(exc)))
             return
+        finally:
+            with contextlib.suppress(NoMatches):  # the app closed while they were built
+                await panes
         if self._quitting:
             return
         self.first_look = None

@@ -12,9 +12,10 @@ from __future__ import annotations
 from textual import work
 from textual.widgets import TabbedContent
 
+from lanes_tui import widgets  # the dialogs' and the Diff pane's modules load on use
 from lanes_tui.app.dashboard.flows import DecisionFlows
 from lanes_tui.engine import Hunk, new_comment
-from lanes_tui.widgets import DiffPane, LanesTable, ReasonModal
+from lanes_tui.widgets import LanesTable
 
 __all__ = ["CommentFlows"]
 
@@ -31,7 +32,7 @@ class CommentFlows(DecisionFlows):
         if tabs.active != "tab-diff":
             tabs.active = "tab-diff"  # TabActivated loads the diff; the next press moves
             return
-        pane = self.query_one(DiffPane)
+        pane = self.query_one(widgets.DiffPane)
         if pane.lane_id is None or pane.lane_id != self.selected_lane:
             return  # the selected lane's diff is still loading
         if pane.move_hunk(step) is None:
@@ -42,7 +43,7 @@ class CommentFlows(DecisionFlows):
         lane = self._need_lane()
         if lane is None:
             return
-        pane = self.query_one(DiffPane)
+        pane = self.query_one(widgets.DiffPane)
         hunk = pane.marked_hunk if pane.lane_id == lane else None
         if hunk is None:
             self.app.notify("mark a hunk first: ] and [ move between the hunks of the Diff tab (d)",
@@ -54,7 +55,7 @@ class CommentFlows(DecisionFlows):
         lines = [f"    {line}" for line in hunk.lines[:DIALOG_LINES]]
         if len(hunk.lines) > DIALOG_LINES:
             lines.append(f"    … {len(hunk.lines) - DIALOG_LINES} more lines (the agent gets up to 40)")
-        text = await self.app.push_screen_wait(ReasonModal(f"Comment on {hunk.file} {hunk.header}",
+        text = await self.app.push_screen_wait(widgets.ReasonModal(f"Comment on {hunk.file} {hunk.header}",
                                                            [*lines, goes], placeholder="your comment"))
         if text is None:
             return
@@ -67,7 +68,7 @@ class CommentFlows(DecisionFlows):
             return
         self.app.notify(outcome.describe(), title="Comment sent" if outcome.delivered else "Comment kept",
                         severity="information" if outcome.delivered else "warning", timeout=10)
-        pane = self.query_one(DiffPane)
+        pane = self.query_one(widgets.DiffPane)
         if not outcome.delivered and pane.lane_id == lane:
             pane.set_kept(outcome.kept)
 

@@ -13,18 +13,10 @@ from typing import TYPE_CHECKING, TypeVar
 from textual import work
 from textual.screen import Screen
 
+from lanes_tui import widgets  # the dialogs' modules load on their keys (`widgets.X`), not at start-up
 from lanes_tui.app.dashboard.keys import help_rows
 from lanes_tui.engine import TASK_TYPES, LanesError, LaneStatus, QuestionView
-from lanes_tui.widgets import (
-    AcceptModal,
-    ConfirmModal,
-    InboxPane,
-    ReasonModal,
-    RecoverModal,
-    StartLaneModal,
-    TextAnswerModal,
-)
-from lanes_tui.widgets.conflicts_modal import ConflictsModal
+from lanes_tui.widgets import InboxPane
 
 if TYPE_CHECKING:
     from lanes_tui.app.dashboard.host import DashboardHost
@@ -95,12 +87,12 @@ class DecisionFlows(Screen[None]):
         # Files outside the lane's scope open the modal anyway (refused): the lead sees which ones. A
         # review that blocks is the one refusal the lead may lift here, with a reason.
         conflicts = self.lanes[lane].conflicts if lane in self.lanes else ()  # the radar's, as the engine gave them
-        if not await self.app.push_screen_wait(AcceptModal.for_plan(f"Accept {lane}?", plan, conflicts)):
+        if not await self.app.push_screen_wait(widgets.AcceptModal.for_plan(f"Accept {lane}?", plan, conflicts)):
             return
         reason: str | None = None
         if plan.review_blocked:
             why = [*plan.refusals, "Why accept it anyway? The reason is recorded with the accept."]
-            reason = await self.app.push_screen_wait(ReasonModal(f"Accept {lane} over its review?", why))
+            reason = await self.app.push_screen_wait(widgets.ReasonModal(f"Accept {lane} over its review?", why))
             if reason is None:
                 return
         group = self.lanes[lane].group if lane in self.lanes else None
@@ -127,7 +119,7 @@ class DecisionFlows(Screen[None]):
                  f"lane{'' if len(rest) == 1 else 's'}:",
                  *(f"  #{s.rank or '-'} {s.id} ({s.state}): {s.worktree}" for s in rest),
                  "y abandons each: stops it, removes its worktree and branch; packets and logs are kept"]
-        if not await self.app.push_screen_wait(ConfirmModal(f"Abandon the rest of {group}?", lines)):
+        if not await self.app.push_screen_wait(widgets.ConfirmModal(f"Abandon the rest of {group}?", lines)):
             return
         engine = self.lanes_app.engine
         gone: list[str] = []
@@ -152,7 +144,7 @@ class DecisionFlows(Screen[None]):
             lines = [line for line in lines if not line.startswith("REFUSED")]
             lines.append("y abandons anyway and those commits are lost")
         refused = bool(plan.refusals) and not only_commits
-        if not await self.app.push_screen_wait(ConfirmModal(f"Abandon {lane}?", lines, refused=refused)):
+        if not await self.app.push_screen_wait(widgets.ConfirmModal(f"Abandon {lane}?", lines, refused=refused)):
             return
         removed = await self._guard(lambda: engine.abandon(lane, force=only_commits))
         if removed is not None:
@@ -171,7 +163,7 @@ class DecisionFlows(Screen[None]):
         if findings is None:
             return
         refused = findings.relaunch_refused  # the task used its [lanes] attempts: the dialog says so on l
-        choice = await self.app.push_screen_wait(RecoverModal(
+        choice = await self.app.push_screen_wait(widgets.RecoverModal(
             findings.describe(), relaunch_refused=" — ".join(refused) if refused else None))
         if choice is None:
             return
@@ -215,7 +207,7 @@ class DecisionFlows(Screen[None]):
         question = self._selected_question()
         if question is None:
             return
-        value = await self.app.push_screen_wait(TextAnswerModal(question))
+        value = await self.app.push_screen_wait(widgets.TextAnswerModal(question))
         if value is None:
             return
         answered = await self._guard(lambda: self.lanes_app.engine.answer(question.question.id, value))
@@ -227,7 +219,7 @@ class DecisionFlows(Screen[None]):
     async def action_start(self) -> None:
         engine = self.lanes_app.engine
         types = sorted(set(TASK_TYPES) | set(engine.config.chains))
-        form = await self.app.push_screen_wait(StartLaneModal(types, sorted(engine.config.providers)))
+        form = await self.app.push_screen_wait(widgets.StartLaneModal(types, sorted(engine.config.providers)))
         if form is None:
             return
         from lanes_tui.engine import LaunchRequest  # the launcher: only when a lane is started here
@@ -278,7 +270,7 @@ class DecisionFlows(Screen[None]):
         lane = self._need_lane()
         if lane is None:
             return
-        evidence = await self.app.push_screen_wait(ReasonModal(
+        evidence = await self.app.push_screen_wait(widgets.ReasonModal(
             f"Verify {lane}", ["What did you check yourself, and how? It is recorded with the lane's current "
                                "diff; the accept dialog shows it, marked stale if the lane changes."],
             placeholder="your evidence"))
@@ -290,7 +282,7 @@ class DecisionFlows(Screen[None]):
 
     def action_conflicts(self) -> None:
         """The conflict radar's pairs, from the statuses the engine filled (`LaneStatus.conflicts`)."""
-        self.app.push_screen(ConflictsModal(sorted(self.lanes.values(), key=lambda s: (s.created, s.id))))
+        self.app.push_screen(widgets.ConflictsModal(sorted(self.lanes.values(), key=lambda s: (s.created, s.id))))
 
     @work(group="decision", exclusive=True)
     async def action_accept_queue(self) -> None:
@@ -305,7 +297,7 @@ class DecisionFlows(Screen[None]):
         title = f"Accept {len(plan.entries)} ready lane{'s' if len(plan.entries) != 1 else ''} in this order?"
         lines = [*plan.describe(), "each with the guarded accept; a lane with nothing to merge is skipped, any "
                  "other refusal stops the queue"]
-        if not await self.app.push_screen_wait(ConfirmModal(title, lines)):
+        if not await self.app.push_screen_wait(widgets.ConfirmModal(title, lines)):
             return
         report = await self._guard(lambda: engine.accept_queue(plan))
         if report is not None:

@@ -21,9 +21,10 @@ from typing import Any
 from textual import work
 from textual.app import SuspendNotSupported
 
+from lanes_tui import widgets  # the dialogs' modules load on their keys
 from lanes_tui.app.dashboard.flows import DecisionFlows
 from lanes_tui.engine import LanesError
-from lanes_tui.widgets import LanesTable, ReasonModal
+from lanes_tui.widgets import LanesTable
 
 __all__ = ["HandsFlows"]
 
@@ -109,7 +110,7 @@ class HandsFlows(DecisionFlows):
         lane = self._need_lane()
         if lane is None or not self._takes_a_line(lane):
             return
-        text = await self.app.push_screen_wait(ReasonModal(
+        text = await self.app.push_screen_wait(widgets.ReasonModal(
             f"Send to {lane}", ["One line for the agent: a user message for a conversation (claude stream-json) "
                                 "lane; the text and Enter for a terminal lane, once its screen is still."],
             placeholder="a message"))
@@ -143,7 +144,7 @@ class HandsFlows(DecisionFlows):
         """One message to each marked lane; the marks go once it is sent (they were for this message)."""
         table = self.query_one(LanesTable)
         lanes = table.marked_lanes
-        text = await self.app.push_screen_wait(ReasonModal(
+        text = await self.app.push_screen_wait(widgets.ReasonModal(
             f"Send to {len(lanes)} marked lane{'' if len(lanes) == 1 else 's'}",
             [", ".join(lanes), "One line for each agent, as T sends it to one lane; a lane that cannot take it "
                                "(not running, a plain lane) is skipped and named. space unmarks a lane."],

@@ -16,9 +16,9 @@ from typing import Any
 
 from textual import work
 
+from lanes_tui import widgets  # the dialogs' modules load on their keys
 from lanes_tui.app.dashboard.flows import DecisionFlows
 from lanes_tui.engine import LanesError, QuestionView
-from lanes_tui.widgets import AllowRuleModal, ConfirmModal
 
 __all__ = ["InboxFlows", "same_questions"]
 
@@ -52,7 +52,7 @@ class InboxFlows(DecisionFlows):
                  *(f"  {q.question.lane}: {q.question.title}" for q in same),
                  f"y answers {'them all' if len(same) > 1 else 'it'} {answered!r} too; n leaves "
                  f"{'them' if len(same) > 1 else 'it'} open"]
-        if not await self.app.push_screen_wait(ConfirmModal(f"Answer all {len(same) + 1} the same?", lines)):
+        if not await self.app.push_screen_wait(widgets.ConfirmModal(f"Answer all {len(same) + 1} the same?", lines)):
             return
         engine = self.lanes_app.engine
         done: list[str] = []
@@ -78,7 +78,7 @@ class InboxFlows(DecisionFlows):
             self.app.notify("allow always is for a tool's permission prompt; answer this one with y or n",
                             severity="warning")
             return
-        choice = await self.app.push_screen_wait(AllowRuleModal(view))
+        choice = await self.app.push_screen_wait(widgets.AllowRuleModal(view))
         if choice is None:
             return
         rule = await self._guard(lambda: self.lanes_app.engine.allow_always(question.id, choice.pattern))

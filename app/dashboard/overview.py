@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from textual.screen import Screen
 
-from lanes_tui.widgets import LaneFilter, LanesTable
+from lanes_tui import widgets  # the filter dialog's module loads on its key
+from lanes_tui.widgets import LanesTable
 
 SORT_WORDS = {"oldest": "oldest first", "newest": "newest first"}
 
@@ -22,7 +23,7 @@ class OverviewFlows(Screen[None]):
 
     def action_filter_lanes(self) -> None:
         table = self.query_one(LanesTable)
-        self.app.push_screen(LaneFilter(table.filter_text, table.set_filter), self._filter_closed)
+        self.app.push_screen(widgets.LaneFilter(table.filter_text, table.set_filter), self._filter_closed)
 
     def _filter_closed(self, text: str | None) -> None:
         table = self.query_one(LanesTable)

@@ -17,8 +17,9 @@ from textual.binding import BindingType
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.timer import Timer
-from textual.widgets import Footer, Header, TabbedContent, TabPane
+from textual.widgets import Header, TabbedContent, TabPane
 
+from lanes_tui import widgets  # the later tabs' panes: their modules load after the first frame
 from lanes_tui.app.dashboard.ages import AgeClock
 from lanes_tui.app.dashboard.comment_flows import CommentFlows
 from lanes_tui.app.dashboard.compact import CompactLayout
@@ -27,6 +28,7 @@ from lanes_tui.app.dashboard.hands import HandsFlows
 from lanes_tui.app.dashboard.host import DashboardHost
 from lanes_tui.app.dashboard.inbox_flows import InboxFlows
 from lanes_tui.app.dashboard.keys import bindings
+from lanes_tui.app.dashboard.later_tabs import later_tabs
 from lanes_tui.app.dashboard.messages import (
     EngineNoticed,
     GitWatchWarned,
@@ -44,15 +46,12 @@ from lanes_tui.engine import LaneStatus, QuestionView
 from lanes_tui.fast.screen import FastScreen
 from lanes_tui.widgets import (
     AttentionBar,
-    DiffPane,
-    GatesPane,
     InboxPane,
+    KeysFooter,
     LanesTable,
     MetersPane,
     OutputPane,
-    PlanPane,
     StallsPane,
-    WorktreesPane,
 )
 
 OPEN_STATES = ("open", "answered")
@@ -97,19 +96,12 @@ class DashboardScreen(CompactLayout, AgeClock, InboxFlows, HandsFlows, CommentFl
                 with TabPane("Output", id="tab-output"):
                     yield OutputPane(id="output")
                 yield from self.side_tabs()  # Inbox, Stalls, Meters as tabs while compact (`compact`)
-                with TabPane("Diff", id="tab-diff"):
-                    yield DiffPane(id="diff")
-                with TabPane("Gates", id="tab-gates"):
-                    yield GatesPane(id="gates")
-                with TabPane("Worktrees", id="tab-worktrees"):
-                    yield WorktreesPane(id="worktrees")
-                with TabPane("Plan", id="tab-plan"):
-                    yield PlanPane(id="plan")
+                yield from later_tabs(now=self.lanes_app.first_look is None)  # Diff, Gates, Worktrees, Plan
             with Vertical(id="side"):
                 yield InboxPane(id="inbox")
                 yield StallsPane(id="stalls")
                 yield MetersPane(id="meters")
-        yield Footer()
+        yield KeysFooter()
         yield self.size_notice_widget()
 
     def on_mount(self) -> None:
@@ -303,13 +295,13 @@ class DashboardScreen(CompactLayout, AgeClock, InboxFlows, HandsFlows, CommentFl
         text = await self.lanes_app.engine.diff(lane_id)
         kept = len(await self.lanes_app.engine.kept_comments(lane_id))  # hunk comments for its next attempt
         if lane_id == self.selected_lane:
-            self.query_one(DiffPane).show(lane_id, text, kept=kept)
+            self.query_one(widgets.DiffPane).show(lane_id, text, kept=kept)
 
     @work(group="gates", exclusive=True)
     async def _load_gates(self, lane_id: str) -> None:
         report = await self.lanes_app.engine.gate_report(lane_id)
         if lane_id == self.selected_lane:
-            self.query_one(GatesPane).show(lane_id, report)
+            self.query_one(widgets.GatesPane).show(lane_id, report)
 
     @on(TabbedContent.TabActivated)
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
@@ -339,7 +331,7 @@ class DashboardScreen(CompactLayout, AgeClock, InboxFlows, HandsFlows, CommentFl
         try:
             visible = self.app.screen is self and self.query_one(TabbedContent).active == "tab-worktrees"
             if visible:
-                self.query_one(WorktreesPane).sync(await self.lanes_app.engine.worktree_rows())
+                self.query_one(widgets.WorktreesPane).sync(await self.lanes_app.engine.worktree_rows())
         except NoMatches:  # the app closed while the poll awaited
             return
         finally:
@@ -351,7 +343,7 @@ class DashboardScreen(CompactLayout, AgeClock, InboxFlows, HandsFlows, CommentFl
         try:
             if self.app.screen is self:
                 tickets = await plan_statuses(self.lanes_app.engine)
-                self.query_one(PlanPane).sync(tickets)
+                self.query_one(widgets.PlanPane).sync(tickets)
                 self.takeover = sum(1 for t in tickets if t.state == "takeover")
                 self._update_attention()
         except NoMatches:  # the app closed while the poll awaited (seen in B1 at 100 lanes)
