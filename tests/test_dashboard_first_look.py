@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -72,6 +73,7 @@ def test_after_start_up_the_on_use_modules_are_not_loaded(repo: Path) -> None:
     write_config(repo)
     code = f"""
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -194,3 +196,46 @@ async def test_the_later_tabs_are_in_the_first_frame_and_their_panes_come_with_t
             await pilot.pause(0.05)
         assert app.screen.query_one(TabbedContent).active == "tab-diff"
         assert [h.file for h in pane.hunks] == ["notes.txt"]
+
+
+def test_the_collector_is_off_until_the_first_frame_and_on_after_it(repo: Path) -> None:
+    """`lanes-tui` (the dashboard) starts with the collector off (B7: its passes over Textual's objects
+    were a tenth of the start) and turns it on, over a frozen heap, once the first frame is drawn; a
+    headless command never turns it off. Read from the real command line in a fresh interpreter."""
+    write_config(repo)
+    code = f"""
+import gc, json
+from textual.app import App
+from lanes_tui.app.cli.main import main
+
+seen = {{}}
+real_run = App.run
+
+def run(self, *args, **kwargs):
+    import lanes_tui.app.dashboard.app as dashboard
+
+    seen["App.run"] = gc.isenabled()
+    begin = dashboard.LanesApp._begin_engine
+
+    def begin_then_quit(app, screen):
+        seen["first frame"] = gc.isenabled()
+        begin(app, screen)
+        seen["after it"] = gc.isenabled()
+        seen["frozen"] = gc.get_freeze_count() > 0
+        app.exit()
+
+    dashboard.LanesApp._begin_engine = begin_then_quit
+    return real_run(self, headless=True, size=(120, 36))
+
+App.run = run
+seen["dashboard code"] = main(["--repo", {str(repo)!r}])
+seen["after the dashboard"] = gc.isenabled()
+gc.disable(); gc.enable()
+seen["status code"] = main(["status", "--repo", {str(repo)!r}])
+seen["after status"] = gc.isenabled()
+print(json.dumps(seen))
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen == {"App.run": False, "first frame": False, "after it": True, "frozen": True,
+                    "dashboard code": 0, "after the dashboard": True, "status code": 0, "after status": True}

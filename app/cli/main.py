@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import importlib
 import os
 import sys
@@ -102,8 +103,10 @@ def _printable(text: str) -> str:
     return clean if len(clean) <= 64 else clean[:63] + "…"
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The parser; with a known `command`, only that command's module is imported and registered."""
+def build_parser(command: str | None = None, *, commands: bool = True) -> argparse.ArgumentParser:
+    """The parser; with a known `command`, only that command's module is imported and registered;
+    without `commands`, none is (the dashboard's start: its argv names no command and asks no help,
+    and the command modules would add a tenth of a second before its first frame, docs/benchmarks.md B7)."""
     parser = OneLineParser(
         prog="lanes-tui",
         description="A dashboard for a lead who runs several AI coding agents, each in its own worktree. "
@@ -130,7 +133,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = cast("argparse._SubParsersAction[argparse.ArgumentParser]",
                parser.add_subparsers(dest="command", metavar="COMMAND"))
     wanted = COMMAND_MODULES.get(command or "")
-    for module in dict.fromkeys(COMMAND_MODULES.values()):  # in order, each once
+    for module in dict.fromkeys(COMMAND_MODULES.values()) if commands else ():  # in order, each once
         if wanted is None or module == wanted:
             importlib.import_module(f"lanes_tui.app.cli.{module}").add_parsers(sub)
     from lanes_tui.app.cli.options import share_globals  # not for `--version`, answered before the parser
@@ -189,6 +192,12 @@ def main(argv: list[str] | None = None) -> int:
     report_modules_at_exit("lanes-tui")
     arguments = sys.argv[1:] if argv is None else argv
     command = command_word(arguments)
+    if command is None:
+        # The dashboard's start allocates Textual's and the panes' objects by the hundred thousand, and
+        # the collector's passes over them cost a tenth of its time to the first frame (B7). No cycle
+        # made before that frame needs collecting: the collector comes back on with it
+        # (`dashboard.app.LanesApp`), or when the dashboard returns (`run_dashboard`).
+        gc.disable()
     if command in RAW_OUTPUT:
         return _main(arguments, command)
     saved = sys.stdout, sys.stderr
@@ -207,8 +216,9 @@ def _main(arguments: list[str], command: str | None) -> int:
     if refusal is not None:  # before the parser: `ask` and friends import nothing more for it
         print(f"lanes-tui: {refusal}", file=sys.stderr)
         return 2
-    parser = build_parser(command)
-    if command not in LEAN_COMMANDS and any(a in ("-h", "--help") for a in arguments):
+    asks_help = any(a in ("-h", "--help") for a in arguments)
+    parser = build_parser(command, commands=command is not None or asks_help)
+    if command not in LEAN_COMMANDS and asks_help:
         from lanes_tui.app.cli.help import describe
 
         describe(parser)

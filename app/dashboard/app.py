@@ -100,7 +100,12 @@ class LanesApp(App[None]):
     def _begin_engine(self, screen: DashboardScreen) -> None:
         """After the first frame. A task of the app's own, not a worker: a quit that comes while the
         engine starts (a browser tab closed at once, SIGTERM) must wait for that start to finish before
-        the engine is closed (`on_unmount`), or the engine's threads outlive the app."""
+        the engine is closed (`on_unmount`), or the engine's threads outlive the app. The collector,
+        off for the start (`cli.main`), is back on from here, over a heap frozen first: every object made
+        so far is young, and its first pass would walk them all between this frame and the engine."""
+        if not gc.isenabled():
+            gc.freeze()
+            gc.enable()
         if not self._quitting:
             self._engine_start = asyncio.create_task(self._start_engine(screen))
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from lanes_tui.app.dashboard.bridge import EngineBridge
 from lanes_tui.engine import Config, FirstLook
 
 if TYPE_CHECKING:
+    from lanes_tui.app.dashboard.bridge import EngineBridge  # built with the engine, after the first frame
     from lanes_tui.engine import Engine  # imported after the first frame (`app.LanesApp`)
 
 

@@ -8,6 +8,7 @@ hundreds of lines) goes to the engine log instead of the lead's terminal, which 
 from __future__ import annotations
 
 import asyncio
+import gc
 import io
 import logging
 import os
@@ -24,10 +25,10 @@ if TYPE_CHECKING:
 
 
 def run_dashboard(*, repo: Path | None, demo: bool, keep: bool, demo_dir: Path | None = None) -> int:
-    from lanes_tui.engine import build_demo, start_demo_lanes
-
     built = None
     if demo:
+        from lanes_tui.engine import build_demo  # the demo and its launcher: not on a real repository's start
+
         built = build_demo(demo_dir)
         root = built.repo
     else:
@@ -46,6 +47,8 @@ def run_dashboard(*, repo: Path | None, demo: bool, keep: bool, demo_dir: Path |
     hangup = _Hangup(lambda: app) if built is not None else None
     try:
         if built is not None:
+            from lanes_tui.engine import start_demo_lanes
+
             start_demo_lanes(built)
         app = LanesApp(root, demo=built is not None)
         # Textual prints what ended the app (a traceback, a panic) on `error_console` after the
@@ -66,6 +69,7 @@ def run_dashboard(*, repo: Path | None, demo: bool, keep: bool, demo_dir: Path |
         finally:
             if hangup is not None:
                 hangup.restore()
+    gc.enable()  # off since the command line began (`cli.main`), when the first frame never came
     if hangup is not None and hangup.signum is not None:
         return 128 + hangup.signum  # as a shell reports a command ended by that signal
     return _exit_code(app.return_code if app is not None else 0, errors.getvalue(), paths.engine_log)
