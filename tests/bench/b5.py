@@ -5,10 +5,11 @@
 In a repository of `--files` files and `--commits` commits (`tests.bench.bigrepo`), alternately:
 - **raw**: `git worktree add -q -b NAME PATH programme` (removed again outside the timing);
 - **lane**: the engine's `launch_lane` (what `lanes-tui run` does: record, worktree, branch, detached
-  supervisor) with a sim prompt that prints one line, timed until the lane's `output.log` holds its
-  first byte (polled every 2 ms). `launch_lane`'s own return time is kept too. The lane then
-  runs to its end (settled) and a second passes before the next pair, so neither side shares the
-  machine with a previous lane's supervisor.
+  supervisor) with a sim prompt that prints one line, timed until the lane's `output.log` holds that
+  line (polled every 2 ms): the agent's own first bytes, not the supervisor's header before them, which
+  is written before the agent starts and so hid whatever the agent's start costs. `launch_lane`'s own
+  return time is kept too. The lane then runs to its end (settled) and a second passes before the next
+  pair, so neither side shares the machine with a previous lane's supervisor.
 The figure is the median over `--runs` of each; ratio = lane / raw (target ≤ 1.5). `--landlock off` runs
 the lanes without the kernel's confinement, to measure what the ruleset costs a launch.
 
@@ -40,6 +41,8 @@ from tests.bench.report import median, publish
 from tests.bench.spans import Spans, Taken, describe, medians
 
 PROMPT = "Benchmark lane: say one line.\nsay first byte\n"
+#: What the agent prints (its `say`): the first bytes of the agent's own in `output.log`.
+AGENT_LINE = b"first byte"
 HEADERS = ("files", "commits", "fork server", "raw git worktree add s", "lane launch_lane s", "lane first byte s",
            "ratio", "launch_lane's own ms")
 #: The steps of `launch_lane` timed apart (`tests.bench.spans`; one the code does not have is left out).
@@ -92,7 +95,7 @@ def measure(files: int, commits: int, runs: int, landlock: str = "on", fork_serv
             takes.append(taken)
             output = store.lane_paths(record.id).output
             end = t0 + 60
-            while not (output.exists() and output.stat().st_size > 0):
+            while not (output.exists() and AGENT_LINE in output.read_bytes()):
                 if time.perf_counter() > end:
                     raise RuntimeError(f"lane {record.id} printed nothing in 60 s: {store.read(record.id).state}")
                 time.sleep(0.002)
