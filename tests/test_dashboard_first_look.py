@@ -201,7 +201,8 @@ async def test_the_later_tabs_are_in_the_first_frame_and_their_panes_come_with_t
 def test_the_collector_is_off_until_the_first_frame_and_on_after_it(repo: Path) -> None:
     """`lanes-tui` (the dashboard) starts with the collector off (B7: its passes over Textual's objects
     were a tenth of the start) and turns it on, over a frozen heap, once the first frame is drawn; a
-    headless command never turns it off. Read from the real command line in a fresh interpreter."""
+    headless command never turns it off, nor does `--web` (a server that runs for hours). Read from the real
+    command line in a fresh interpreter."""
     write_config(repo)
     code = f"""
 import gc, json
@@ -233,9 +234,12 @@ seen["after the dashboard"] = gc.isenabled()
 gc.disable(); gc.enable()
 seen["status code"] = main(["status", "--repo", {str(repo)!r}])
 seen["after status"] = gc.isenabled()
+seen["web code"] = main(["--web", "--host", " ", "--repo", {str(repo)!r}])  # refused before it listens
+seen["after web"] = gc.isenabled()
 print(json.dumps(seen))
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen == {"App.run": False, "first frame": False, "after it": True, "frozen": True,
-                    "dashboard code": 0, "after the dashboard": True, "status code": 0, "after status": True}
+                    "dashboard code": 0, "after the dashboard": True, "status code": 0, "after status": True,
+                    "web code": 2, "after web": True}

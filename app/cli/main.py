@@ -192,12 +192,6 @@ def main(argv: list[str] | None = None) -> int:
     report_modules_at_exit("lanes-tui")
     arguments = sys.argv[1:] if argv is None else argv
     command = command_word(arguments)
-    if command is None:
-        # The dashboard's start allocates Textual's and the panes' objects by the hundred thousand, and
-        # the collector's passes over them cost a tenth of its time to the first frame (B7). No cycle
-        # made before that frame needs collecting: the collector comes back on with it
-        # (`dashboard.app.LanesApp`), or when the dashboard returns (`run_dashboard`).
-        gc.disable()
     if command in RAW_OUTPUT:
         return _main(arguments, command)
     saved = sys.stdout, sys.stderr
@@ -254,6 +248,12 @@ def _dispatch(args: argparse.Namespace, log: logging.Logger | None) -> int:
 
             return serve_web(args)
         if args.command is None:
+            # The dashboard's start allocates Textual's and the panes' objects by the hundred thousand,
+            # and the collector's passes over them cost a tenth of its time to the first frame (B7). No
+            # cycle made before that frame needs collecting: the collector comes back on with it
+            # (`dashboard.app.LanesApp`), or when the dashboard returns (`run_dashboard`). Not for
+            # `--web` above: that server runs for hours and starts its dashboards as processes of their own.
+            gc.disable()
             from lanes_tui.app.dashboard.run import run_dashboard
 
             return run_dashboard(repo=args.repo, demo=args.demo, keep=args.keep, demo_dir=args.demo_dir)
