@@ -109,6 +109,8 @@ class PipeAgent:
         os.set_blocking(self.read_end, False)
         self.parts = list(parts)
         self.rests: list[float] = []
+        self.mosts: list[float] = []
+        """The longest rest the pump allowed each time (`most`: the pipe's room at the rate seen)."""
 
     def write_next(self) -> None:
         if self.parts:
@@ -117,8 +119,9 @@ class PipeAgent:
             os.close(self.write_end)
             self.write_end = -1
 
-    async def rest(self, seconds: float) -> None:
+    async def rest(self, seconds: float, *, most: float = float("inf")) -> None:
         self.rests.append(seconds)
+        self.mosts.append(most)
         self.write_next()  # what the agent printed while the pump rested
 
     def close(self) -> None:
@@ -200,6 +203,72 @@ def test_a_larger_pipe_floods_at_half_its_capacity() -> None:
     chunks, lines, _ = _drive_fd(agent, before=True)
     assert len(chunks) == 260_000 and len(lines) == 2600
     assert agent.rests == [0.25]  # after the trickle; the flood is read again at once
+
+
+class UnwatchedAgent(PipeAgent):
+    """Prints `rate` bytes a second in lines of `line` bytes, on a fake clock; its rests are a lane's
+    nobody watches (`cadence.OutputCadence.delay`: 2 s, never past `most`, never under `rest_s`)."""
+
+    def __init__(self, rate: int, line: int) -> None:
+        super().__init__([])
+        fcntl.fcntl(self.read_end, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        self.rate, self.line, self.now, self.reads = rate, line, 0.0, 0
+
+    def clock(self) -> float:
+        return self.now
+
+    async def rest(self, seconds: float, *, most: float = float("inf")) -> None:
+        self.rests.append(seconds)
+        self.mosts.append(most)
+        waited = max(seconds, min(2.0, most))
+        self.now += waited
+        if len(self.rests) > 12:
+            os.close(self.write_end)
+            self.write_end = -1
+            return
+        lines = max(1, round(self.rate * waited / self.line))
+        os.write(self.write_end, (b"x" * (self.line - 1) + b"\n") * lines)
+
+
+def test_a_fast_writer_nobody_watches_rests_only_as_long_as_the_pipe_has_room_for() -> None:
+    """codex at 20 lines a second (about 100 KB/s) filled more than half the 256 KiB pipe in an unwatched
+    2 s rest: every rest ended in a flood and a second of reads line by line (B3). The rate seen between
+    two reads caps the next rest at what fills a quarter of the pipe (64 KiB), so reads stay trickles.
+    Here at 50 KB/s: the first unwatched rest reads about 100 KB, every later one about 64 KB."""
+    agent = UnwatchedAgent(rate=50_000, line=5_000)
+    os.write(agent.write_end, b"first\n")
+    sizes: list[int] = []
+
+    async def go() -> None:
+        await pump_fd(agent.read_end, on_chunk=lambda c: sizes.append(len(c)), on_block=lambda b: None,
+                      rest_s=0.5, sleep=agent.rest, clock=agent.clock)
+
+    try:
+        asyncio.run(go())
+    finally:
+        agent.close()
+    quarter = PIPE_BYTES // 4
+    assert agent.mosts[0] == float("inf")  # one read: no rate yet, the cadence's own 2 s rest
+    assert sizes[1] == 100_000  # that rest's output
+    assert all(abs(m - quarter / 50_000) < 0.05 for m in agent.mosts[2:])  # then about 1.3 s
+    assert all(abs(size - quarter) <= 5_000 for size in sizes[3:])  # reads of a quarter of the pipe
+    assert len(agent.rests) > 12  # a rest after every read: never a flood, never line by line
+
+
+def test_a_slow_writer_nobody_watches_keeps_its_long_rests() -> None:
+    """At a real CLI's pace (a few KB a second) a quarter of the pipe takes far longer than 2 s to fill."""
+    agent = UnwatchedAgent(rate=10_000, line=5_000)
+    os.write(agent.write_end, b"first\n")
+
+    async def go() -> None:
+        await pump_fd(agent.read_end, on_chunk=lambda c: None, on_block=lambda b: None, rest_s=0.5,
+                      sleep=agent.rest, clock=agent.clock)
+
+    try:
+        asyncio.run(go())
+    finally:
+        agent.close()
+    assert all(m > 2.0 for m in agent.mosts)  # the cap never bites: every rest is the cadence's 2 s
 
 
 def test_a_read_hands_its_complete_lines_over_as_one_block() -> None:

@@ -306,8 +306,9 @@ class AgentRun:
             await pump(stream, self.terminal, on_chunk=on_chunk, on_block=self._block, rest_s=self.rest_s,
                        after=after, sleep=self._rest)
 
-    async def _rest(self, rest_s: float) -> None:
-        await self.cadence.rest(rest_s, live=self._live, most=self._most_rest)
+    async def _rest(self, rest_s: float, *, most: float = float("inf")) -> None:
+        """The pump's rest; `most` is what the pipe allows at the rate seen (`output_pump.Rhythm`)."""
+        await self.cadence.rest(rest_s, live=self._live, most=min(self._most_rest, most))
 
     @staticmethod
     def _guarded(hook: Callable[..., None]) -> Callable[..., None]:

@@ -53,6 +53,18 @@ class Pausable(Protocol):
     def resume_reading(self) -> None: ...
 
 
+class Rest(Protocol):
+    """The pump's rest: `rest_s` while the lane is watched; while nobody watches, longer (a lane's
+    `cadence.OutputCadence.rest`), but never past `most`, the longest the pipe allows at the rate seen."""
+
+    def __call__(self, rest_s: float, *, most: float = ...) -> Awaitable[None]: ...
+
+
+async def plain_rest(rest_s: float, *, most: float = float("inf")) -> None:
+    """A rest of `rest_s` seconds, whoever watches (the pumps' default outside a lane)."""
+    await asyncio.sleep(rest_s)
+
+
 class LineFramer:
     """Bytes in, complete lines out; a line longer than `limit` is cut so memory stays bounded.
 
@@ -127,7 +139,16 @@ def pipe_capacity(fd: int) -> int:
 
 
 class Rhythm:
-    """When to rest: after a short read, unless a flood-sized read came within `FLOOD_HOLD_S`."""
+    """When to rest: after a short read, unless a flood-sized read came within `FLOOD_HOLD_S`; and how
+    long a rest may last at most (`longest_rest`).
+
+    An unwatched lane rests 2 s (`cadence.UNWATCHED_REST_S`). A structured CLI printing fast (codex and
+    gemini at 20 lines a second: about 100 KB/s) fills more than half the pipe in that time, so every
+    rest ended in a flood-sized read and a second of reads line by line: 7 wake-ups a second where a
+    watched lane, resting 0.5 s, had 2 (B3 on real traffic). The output seen between two reads gives
+    the rate; a rest then lasts no longer than a quarter of the pipe takes to fill at it (half of the
+    flood size), so a steady writer's reads stay trickles, and a lane that slows down rests long again.
+    """
 
     def __init__(self, rest_s: float, clock: Callable[[], float] = time.monotonic,
                  flood_bytes: int = FLOOD_BYTES) -> None:
@@ -135,13 +156,23 @@ class Rhythm:
         self.clock = clock
         self.flood_bytes = flood_bytes
         self._flood_until = float("-inf")
+        self._last_read: float | None = None
+        self._rate = 0.0
+        """Bytes a second between the last two reads (0 until two reads were made)."""
 
     def rest_after(self, size: int) -> bool:
         now = self.clock()
+        if self._last_read is not None and now > self._last_read:
+            self._rate = size / (now - self._last_read)
+        self._last_read = now
         if size >= self.flood_bytes:
             self._flood_until = now + FLOOD_HOLD_S
             return False
         return self.rest_s > 0 and now >= self._flood_until
+
+    def longest_rest(self) -> float:
+        """The longest rest that keeps the next read under half a flood, at the rate last seen."""
+        return self.flood_bytes / 2 / self._rate if self._rate > 0 else float("inf")
 
 
 class _Consumer:
@@ -168,8 +199,7 @@ class _Consumer:
 
 async def pump(stream: asyncio.StreamReader, source: Pausable | None, *, on_chunk: Callable[[bytes], None],
                on_block: Callable[[bytes], None], rest_s: float = REST_S,
-               after: Callable[[], None] | None = None,
-               sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+               after: Callable[[], None] | None = None, sleep: Rest = plain_rest) -> None:
     """Read `stream` to its end: every chunk to `on_chunk`, its complete lines to `on_block`, then `after`.
 
     `sleep` is the rest, as in `pump_fd` (a lane's `cadence.OutputCadence.rest`)."""
@@ -182,23 +212,22 @@ async def pump(stream: asyncio.StreamReader, source: Pausable | None, *, on_chun
                 break
             consumer.take(chunk)
             if rhythm.rest_after(len(chunk)) and source is not None and not stream.at_eof():
-                await _rest(source, rest_s, sleep)
+                await _rest(source, rest_s, sleep, rhythm.longest_rest())
     finally:
         consumer.finish()
 
 
-async def _rest(source: Pausable, rest_s: float, sleep: Callable[[float], Awaitable[None]]) -> None:
+async def _rest(source: Pausable, rest_s: float, sleep: Rest, most: float) -> None:
     source.pause_reading()
     try:
-        await sleep(rest_s)
+        await sleep(rest_s, most=most)
     finally:
         source.resume_reading()
 
 
 async def pump_fd(fd: int, *, on_chunk: Callable[[bytes], None], on_block: Callable[[bytes], None],
                   rest_s: float = REST_S, after: Callable[[], None] | None = None,
-                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-                  clock: Callable[[], float] = time.monotonic) -> None:
+                  sleep: Rest = plain_rest, clock: Callable[[], float] = time.monotonic) -> None:
     """Read the non-blocking pipe end `fd` to its end, like `pump`; `fd` is closed when done.
 
     `sleep` is the rest (a lane's `cadence.OutputCadence.rest`: longer while nobody watches it) and
@@ -222,7 +251,7 @@ async def pump_fd(fd: int, *, on_chunk: Callable[[bytes], None], on_block: Calla
                 break
             consumer.take(chunk)
             if rhythm.rest_after(len(chunk)):
-                await sleep(rest_s)
+                await sleep(rest_s, most=rhythm.longest_rest())
     finally:
         consumer.finish()
         with contextlib.suppress(OSError):
