@@ -121,7 +121,7 @@ async def test_inbox_changes_are_events_and_answers_are_written(repo: Path) -> N
     engine = Engine(repo, poll_s=60)  # a tick far away: only the inotify wake-up can deliver in time
     await engine.start()
     try:
-        assert engine._inbox_watcher is not None and engine._inbox_watcher.active
+        assert engine.inbox_watch.watcher is not None and engine.inbox_watch.watcher.active
         seen: list[QuestionsChanged] = []
 
         async def follow(until_state: str) -> None:

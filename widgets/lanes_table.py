@@ -35,7 +35,7 @@ lane has a `✓` before its id and the title counts them; a lane that is gone lo
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -43,6 +43,7 @@ from textual.content import Content
 from textual.message import Message
 
 from lanes_tui.widgets import _format as fmt
+from lanes_tui.widgets import _lane_cells as lane_cells
 from lanes_tui.widgets import _lane_order as order
 from lanes_tui.widgets._keyed_table import Cell, KeyedTable, Row
 
@@ -152,7 +153,8 @@ class LanesTable(KeyedTable):
         if self.selected_key is not None and (lane := self._lane(self.selected_key)) is not None:
             self._seen[lane.id] = order.seen_state(lane)  # under the cursor: the lead is looking at it
         lanes = [lane for lane in self._lanes if not self.filter_text
-                 or order.matches(lane, self.filter_text, _shown_state(lane), _provider_model(lane))]
+                 or order.matches(lane, self.filter_text, lane_cells.shown_state(lane),
+                                  lane_cells.provider_model(lane))]
         if self.sort_mode != order.SORT_MODES[0]:
             lanes = order.ordered(lanes, self.sort_mode)
         present = {lane.id for lane in self._lanes}
@@ -161,15 +163,17 @@ class LanesTable(KeyedTable):
         rows: list[Row] = []
         self._states = {}
         built: dict[str, tuple[LaneStatus, str, int, tuple[Cell, ...], tuple[str, str]]] = {}
-        for lane, mark, size in _grouped(lanes):
+        for lane, mark, size in lane_cells.grouped(lanes):
             known = self._built.get(lane.id)
             if known is not None and known[0] is lane and known[1] == mark and known[2] == size:
                 cells, state = known[3], known[4]  # the same status object: only elapsed can differ
-                cells = (*cells[:ELAPSED], _elapsed(lane, self._now), *cells[ELAPSED + 1:])
+                cells = (*cells[:ELAPSED], lane_cells.elapsed(lane, self._now), *cells[ELAPSED + 1:])
             else:
                 cells = self._row(lane, self._now, mark)
-                state = (_shown_state(lane), _why(lane) + _context_note(lane) + _radar_note(lane)
-                         + _review_note(lane) + _group_note(lane, size) + _node_note(lane))
+                state = (lane_cells.shown_state(lane),
+                         lane_cells.why(lane) + lane_cells.context_note(lane) + lane_cells.radar_note(lane)
+                         + lane_cells.review_note(lane) + lane_cells.group_note(lane, size)
+                         + lane_cells.node_note(lane))
             built[lane.id] = (lane, mark, size, cells, state)
             self._states[lane.id] = state
             if flagged:
@@ -213,27 +217,27 @@ class LanesTable(KeyedTable):
 
     def _row(self, lane: LaneStatus, now: float, mark: str = "") -> tuple[Cell, ...]:
         """The cells of one lane; `mark` is its place in a best-of group's bracket ("" for none)."""
-        state = _shown_state(lane)
+        state = lane_cells.shown_state(lane)
         live = lane.live
         rss = lane.rss_bytes
         return (
-            Cell(f"{mark} {_short_id(lane.id)}" + (f" #{lane.rank}" if lane.rank else "") if mark
-                 else _short_id(lane.id), bold=lane.rank == 1),
+            Cell(f"{mark} {lane_cells.short_id(lane.id)}" + (f" #{lane.rank}" if lane.rank else "") if mark
+                 else lane_cells.short_id(lane.id), bold=lane.rank == 1),
             Cell(fmt.truncate(lane.task, 18)),
-            Cell(fmt.truncate(_provider_model(lane), 22)),
+            Cell(fmt.truncate(lane_cells.provider_model(lane), 22)),
             Cell(state, "error" if lane.problem else fmt.STATE_TONE.get(state, "")),
-            Cell(*REVIEW_MARKS.get(lane.review or "", ("", ""))),
+            Cell(*lane_cells.REVIEW_MARKS.get(lane.review or "", ("", ""))),
             Cell(str(lane.attempt or ""), right=True),
-            _elapsed(lane, now),
+            lane_cells.elapsed(lane, now),
             Cell(fmt.duration(lane.idle_s) if live else "", right=True),
             Cell(fmt.percent(lane.cpu_percent) if live else "", right=True),
             Cell(fmt.size(rss) if live and rss else "", right=True),
             Cell(fmt.tokens(lane.tokens), right=True),
             Cell(fmt.cost(lane.cost_usd, lane.cost_estimated), right=True),
-            _context(lane),
-            _radar(lane),
-            Cell(fmt.truncate(_where(lane) + _why(lane), 48),
-                 "warning" if _lock_waiting(lane) or lane.state == "unreachable" else ""),
+            lane_cells.context(lane),
+            lane_cells.radar(lane),
+            Cell(fmt.truncate(lane_cells.where(lane) + lane_cells.why(lane), 48),
+                 "warning" if lane_cells.lock_waiting(lane) or lane.state == "unreachable" else ""),
         )
 
     def _selection_changed(self, key: str | None) -> None:
@@ -248,158 +252,9 @@ class LanesTable(KeyedTable):
         state, reason = self._states.get(self.selected_key or "", ("", ""))
         # Content, not str: a str tooltip is parsed as markup, and reasons quote commands.
         key = self.selected_key or ""
-        named = f"{key}\n" if len(key) > MAX_ID_WIDTH else ""  # the id cut in its column, in full
+        named = f"{key}\n" if len(key) > lane_cells.MAX_ID_WIDTH else ""  # the id cut in its column, in full
         self.tooltip = Content(f"{named}{state}: {reason}") if state else None
-
-
-#: The widest lane id the `lane` column shows whole: one long id does not widen it for every row. A longer
-#: one is cut with `…`; the tooltip and the Output tab name it in full.
-MAX_ID_WIDTH = 28
-
-
-def _short_id(lane_id: str) -> str:
-    """The lane id as the column shows it: its attempt (`-a2`) kept, since relaunches differ only there,
-    and the slug cut after a whole word where one ends in the second half (`add-a-subtract…-a1`)."""
-    if len(lane_id) <= MAX_ID_WIDTH:
-        return lane_id
-    attempt = lane_id[lane_id.rfind("-a"):]
-    if not attempt[2:].isdigit():
-        attempt = ""
-    room = MAX_ID_WIDTH - 1 - len(attempt)
-    end = lane_id.rfind("-", 0, room + 1)
-    return lane_id[:end if end >= room // 2 else room] + "…" + attempt
 
 
 #: Where the elapsed cell is in a row (`COLUMNS`): the one cell that changes with the clock alone.
 ELAPSED = [key for key, _ in LanesTable.COLUMNS].index("elapsed")
-
-
-def _elapsed(lane: LaneStatus, now: float) -> Cell:
-    """Time since the lane was created: up to now while it is live, up to its last update after."""
-    if not lane.created:
-        return Cell("", right=True)
-    end = now if lane.live else (lane.updated or now)
-    return Cell(fmt.elapsed(end - lane.created), right=True)
-
-
-#: The review column: a verdict's mark and its theme tone (the tooltip spells the verdict out).
-REVIEW_MARKS: Mapping[str, tuple[str, str]] = {
-    "CLEAN": ("✓", "success"), "BLOCKING": ("✗", "error"), "MISSING": ("?", "warning"),
-}
-
-
-def _grouped(lanes: Sequence[LaneStatus]) -> list[tuple[LaneStatus, str, int]]:
-    """(lane, bracket mark, group size) in display order: each best-of group's lanes together where its
-    first lane is, best rank first (unranked after, in their given order). Lone lanes get a blank mark
-    of the same width when any group is shown, so every lane id starts in the same column."""
-    members: dict[str, list[LaneStatus]] = {}
-    for lane in lanes:
-        if lane.group:
-            members.setdefault(lane.group, []).append(lane)
-    if not members:
-        return [(lane, "", 0) for lane in lanes]
-    out: list[tuple[LaneStatus, str, int]] = []
-    for lane in lanes:
-        if not lane.group:
-            out.append((lane, " ", 0))
-        elif lane.group in members:
-            group = sorted(members.pop(lane.group), key=lambda s: (s.rank is None, s.rank or 0))
-            marks = ["─"] if len(group) == 1 else ["┬", *["├"] * (len(group) - 2), "└"]
-            out.extend((member, mark, len(group)) for member, mark in zip(group, marks, strict=True))
-    return out
-
-
-def _shown_state(lane: LaneStatus) -> str:
-    """`corrupt` for a lane whose record cannot be read (its status keeps a contract state); the
-    "why" column and the tooltip then carry the problem and its fix."""
-    return "corrupt" if lane.problem else (lane.state or "?")
-
-
-def _lock_waiting(lane: LaneStatus) -> bool:
-    """A running lane held back by a heavy slot: the state says `running`, the why says it is not."""
-    return lane.state == "running" and bool(lane.lock_wait) and not lane.problem
-
-
-def _why(lane: LaneStatus) -> str:
-    """The problem of an unreadable record, else an open lock wait of a running lane, else the reason."""
-    if lane.problem:
-        return lane.problem
-    if _lock_waiting(lane) and lane.lock_wait:
-        return lane.lock_wait
-    return lane.state_reason
-
-
-def _node(lane: LaneStatus) -> str | None:
-    """The cluster node of a lane that runs elsewhere (`hostname (node id)`), None for a local lane.
-    Read by name: a status without the runner fields (an older engine) is a local lane."""
-    node = getattr(lane, "node", None)
-    if getattr(lane, "runner", "local") == "local" or not isinstance(node, str) or not node:
-        return None
-    return node
-
-
-def _where(lane: LaneStatus) -> str:
-    """`@host: ` before the why of a lane on a cluster node (its hostname: the node id is in the tooltip)."""
-    node = _node(lane)
-    return f"@{node.split(' (', 1)[0]}: " if node else ""
-
-
-def _node_note(lane: LaneStatus) -> str:
-    """The lane's cluster node for the tooltip, in full."""
-    node = _node(lane)
-    return f"; on node {node}" if node else ""
-
-
-def _radar(lane: LaneStatus) -> Cell:
-    """`✗N`: a trial merge conflicts (with N lanes, the target counting as one); else `~N`: N lanes share files."""
-    blocking = {str(c.get("lane") or "") for c in lane.conflicts if c.get("kind") in ("target", "merge")}
-    if blocking:
-        return Cell(f"✗{len(blocking)}", "error")
-    sharing = {str(c.get("lane")) for c in lane.conflicts if c.get("kind") == "overlap"}
-    return Cell(f"~{len(sharing)}", "warning") if sharing else Cell("")
-
-
-def _context(lane: LaneStatus) -> Cell:
-    """`63%` full; a warning once a live lane is near its limit (an ended one needs nothing); `–`
-    where the provider reports no context. Read by name: an older engine's status has no meter."""
-    meter = getattr(lane, "context", None)
-    if meter is None:
-        return Cell("–", "dim", right=True)
-    return Cell(f"{meter.fraction:.0%}", "warning" if meter.near and lane.live else "", right=True)
-
-
-def _context_note(lane: LaneStatus) -> str:
-    """The context meter for the tooltip: used and window in tokens, and the threshold once reached."""
-    meter = getattr(lane, "context", None)
-    if meter is None:
-        return ""
-    near = f", at or past the {meter.warn:.0%} warning" if meter.near else ""
-    return (f"\ncontext: {fmt.tokens(meter.used)} of {fmt.tokens(meter.window)} tokens "
-            f"({meter.fraction:.0%}){near}")
-
-
-def _radar_note(lane: LaneStatus) -> str:
-    """The radar's findings for the tooltip, one clause each: what, with whom, in which files."""
-    what = {"target": "merge into {target} conflicts", "merge": "merge with {lane} conflicts",
-            "overlap": "same files as {lane}"}
-    notes = [what[str(c.get("kind"))].format(lane=c.get("lane"), target=c.get("target") or "the target")
-             + ": " + ", ".join(str(f) for f in c.get("files") or ()) for c in lane.conflicts if c.get("kind") in what]
-    return "\nradar: " + "; ".join(notes) if notes else ""
-
-
-def _review_note(lane: LaneStatus) -> str:
-    """The review verdict for the tooltip (the column shows only its mark)."""
-    return f"\nreview: {lane.review}" if lane.review else ""
-
-
-def _group_note(lane: LaneStatus, size: int) -> str:
-    """The best-of group for the tooltip: its id, and the lane's rank once every lane of it has ended."""
-    if not lane.group:
-        return ""
-    place = f"rank {lane.rank} of {size}" if lane.rank else "not ranked until every lane of it has ended"
-    return f"\nbest-of group {lane.group}: {place}"
-
-
-def _provider_model(lane: LaneStatus) -> str:
-    provider = lane.provider or "-"
-    return f"{provider}:{lane.model}" if lane.model else provider

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 #: subcommand -> the module under lanes_tui.app.cli that defines it (and its `add_parsers`).
 COMMAND_MODULES: dict[str, str] = {
-    "init": "lanes", "run": "lanes", "status": "lanes", "wait": "lanes",
+    "init": "lanes", "run": "lanes", "status": "lanes", "wait": "wait",
     "check": "decisions", "accept": "decisions", "abandon": "decisions", "recover": "decisions",
     "finish": "decisions", "diff": "decisions", "ci": "ci",
     "ask": "inbox", "answer": "inbox", "inbox": "inbox",

@@ -5,7 +5,8 @@ Owns: `settings` (read with tomllib into frozen dataclasses; every mistake names
 `layers` (the lead's own `$XDG_CONFIG_HOME/lanes-tui/config.toml` under the repository's file, merged
 key by key, each value's file known),
 `providers` (presets for claude, codex, gemini, aider and sim: argv, channel, patterns, the
-environment each may receive), `caps_keys` (the governor's keys of `[lanes]`), `worktree_keys`
+environment each may receive), `provider_keys` (the `[providers.NAME]` tables read over those
+presets), `caps_keys` (the governor's keys of `[lanes]`), `worktree_keys`
 (`[lanes] copy` and `setup`), `tiers` (`[tiers]`: heavy / standard /
 light mapped to providers and models), `review` (`[review]`: cross-family review
 of a lane's diff), `gates` (`[gates]`: commands, named steps, the venv, shared venvs),

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,13 +18,14 @@ from typing import Any, NoReturn
 
 from lanes_tui.engine.config import providers as pv
 from lanes_tui.engine.config.caps_keys import parse_caps
-from lanes_tui.engine.config.context_keys import parse_context_warn, parse_provider_context
+from lanes_tui.engine.config.context_keys import parse_context_warn
 from lanes_tui.engine.config.dashboard import DashboardConfig, parse_dashboard
 from lanes_tui.engine.config.gates import GatesConfig, parse_gates
 from lanes_tui.engine.config.key_lines import did_you_mean, find_key_line, shown
 from lanes_tui.engine.config.layers import Layers, parse_toml, read_layers
 from lanes_tui.engine.config.notify import NotifyConfig, parse_notify
-from lanes_tui.engine.config.providers import PRESETS, ProviderConfig
+from lanes_tui.engine.config.provider_keys import NAME_RE, parse_providers
+from lanes_tui.engine.config.providers import ProviderConfig
 from lanes_tui.engine.config.review import ReviewConfig, parse_review
 from lanes_tui.engine.config.runner import RunnerSettings, parse_runner
 from lanes_tui.engine.config.tiers import TierConfig, parse_tiers
@@ -46,7 +46,6 @@ DEFAULT_CHAINS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "docs": ("gemini", "claude"),
 })
 assert tuple(DEFAULT_CHAINS) == TASK_TYPES
-NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}\Z")
 #: `[lanes] attempts`: the default, and the most a lead may allow (a lane id's attempt stays short).
 DEFAULT_ATTEMPTS, MAX_ATTEMPTS = 3, 99
 
@@ -196,7 +195,7 @@ class _Parser:
             if name in data and not isinstance(data[name], dict):
                 self.fail(name, f"{name} must be a table, got {shown(data[name])}",
                           f"write it as a [{name}] section")
-        providers = self.providers(data.get("providers", {}))
+        providers = parse_providers(self, data.get("providers", {}))
         return Config(
             lanes=self.lanes(data.get("lanes", {})),
             chains=self.chains(data.get("chains", {}), providers),
@@ -307,70 +306,6 @@ class _Parser:
             context_warn=parse_context_warn(self, "lanes.context_warn", raw.get("context_warn", DEFAULT_WARN)),
             **parse_caps(self, raw), **parse_worktree_keys(self, raw),
         )
-
-    def providers(self, raw: dict[str, Any]) -> Mapping[str, ProviderConfig]:
-        result = dict(PRESETS)
-        for name, table in raw.items():
-            key = f"providers.{name}"
-            if not NAME_RE.match(name):
-                self.fail(key, f"invalid provider name {name!r}", "use letters, digits, '-' or '_'")
-            if not isinstance(table, dict):
-                self.fail(key, f"must be a table, got {shown(table)}", f"write it as [providers.{name}]")
-            self.unknown_keys(key, table, _field_names(ProviderConfig, skip=("name",)))
-            if name not in PRESETS and "argv" not in table:
-                self.fail(key, f"provider {name!r} is not a preset and has no argv",
-                          f'add argv = ["my-agent", "--model", "{{model}}"] (presets: {", ".join(PRESETS)})')
-            base = PRESETS.get(name) or ProviderConfig(name, (), "stdin", "", "", 2, "plain", (), ())
-            values = self.provider_values(key, table)
-            if "env" in values:  # the lead's names add to the preset's credentials, never replace them
-                values["env"] = tuple(dict.fromkeys((*base.env, *values["env"])))
-            if "writable" in values:  # and the lead's folders add to the preset's own state
-                values["writable"] = tuple(dict.fromkeys((*base.writable, *values["writable"])))
-            result[name] = dataclasses.replace(base, **values)
-        return MappingProxyType(result)
-
-    def provider_values(self, key: str, table: dict[str, Any]) -> dict[str, Any]:
-        values: dict[str, Any] = {}
-        if "argv" in table:
-            argv = self.strings(f"{key}.argv", table["argv"], empty_list=False)
-            for part in argv:
-                unknown = [p for p in pv.placeholders_in(part) if p not in pv.PLACEHOLDERS]
-                if unknown:
-                    self.fail(f"{key}.argv", f"unknown placeholder {{{unknown[0]}}} in {part!r}",
-                              did_you_mean(unknown[0], pv.PLACEHOLDERS))
-                if problem := pv.forbidden_arg(part):
-                    self.fail(f"{key}.argv", *problem)
-            values["argv"] = argv
-        for name, choices in (("prompt", pv.PROMPT_MODES), ("channel", pv.CHANNELS)):
-            if name in table:
-                value = self.string(f"{key}.{name}", table[name])
-                if value not in choices:
-                    self.fail(f"{key}.{name}", f"{value!r} is not a valid {name}",
-                              did_you_mean(value, choices))
-                values[name] = value
-        for name in ("model", "effort"):
-            if name in table:
-                values[name] = self.string(f"{key}.{name}", table[name], empty=True)
-        if "family" in table:
-            values["family"] = self.string(f"{key}.family", table["family"]).strip()
-        if "max" in table:
-            values["max"] = self.integer(f"{key}.max", table["max"], minimum=1)
-        values.update(parse_provider_context(self, key, table))
-        if "env" in table:
-            values["env"] = self.env_patterns(f"{key}.env", table["env"])
-        if "writable" in table:
-            values["writable"] = self.writable_paths(f"{key}.writable", table["writable"])
-        for name in ("budget_patterns", "config_patterns", "retry_patterns"):
-            if name in table:
-                patterns = self.strings(f"{key}.{name}", table[name])
-                for pattern in patterns:
-                    try:
-                        pv.compile_pattern(pattern)
-                    except (re.error, OverflowError, RecursionError) as exc:  # `a{4294967296}`, `((((…`
-                        self.fail(f"{key}.{name}", f"pattern {pattern!r} is not a valid regex: {exc}",
-                                  r"fix the regex (escape literal ( [ . with a backslash)")
-                values[name] = patterns
-        return values
 
     def chains(self, raw: dict[str, Any],
                providers: Mapping[str, ProviderConfig]) -> Mapping[str, tuple[str, ...]]:

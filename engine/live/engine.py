@@ -13,7 +13,8 @@ is followed holds a watch lease, so its supervisor reads it at the live pace (`w
 
 The Engine is composed of parts, each built here with what it needs and nothing else: the scan
 (`watch.LaneScanner`), the conflict radar (`radar_watch`), the plans' ticks (`plans.ticker`), the
-remote mirror (`remote_tick`), the watch leases (`watch_lease`) and the git watch (`git_watch_tick`);
+remote mirror (`remote_tick`), the watch leases (`watch_lease`), the git watch (`git_watch_tick`) and
+the inbox's questions (`inbox_watch`);
 `emit` is how a part's event reaches the subscribers. The decisions are `decisions.api.Decisions`,
 the same methods the command line calls, each offloaded to a worker thread's loop
 (`decisions.commands.offloaded`) and followed by a rescan.
@@ -44,10 +45,10 @@ from lanes_tui.engine.decisions.runners import shared_runner
 from lanes_tui.engine.git.views import lane_commits, lane_diff, worktree_row
 from lanes_tui.engine.inbox.store import InboxStore
 from lanes_tui.engine.inbox.view import QuestionView
-from lanes_tui.engine.lanes.inotify import TreeWatcher
 from lanes_tui.engine.lanes.launcher import LaunchRequest
 from lanes_tui.engine.lanes.runner import Runner
 from lanes_tui.engine.live.git_watch_tick import GitWatchTick
+from lanes_tui.engine.live.inbox_watch import InboxWatch
 from lanes_tui.engine.live.machine import machine_meters
 from lanes_tui.engine.live.radar_watch import RadarWatch
 from lanes_tui.engine.live.remote_tick import RemoteTick
@@ -58,11 +59,7 @@ from lanes_tui.engine.live.watch_lease import WatchLeases
 from lanes_tui.engine.plans.model import TicketStatus
 from lanes_tui.engine.plans.ticker import PlanTicker
 from lanes_tui.engine.state.comments import HunkComment
-from lanes_tui.engine.state.events import (
-    EngineEvent,
-    EngineNotice,
-    QuestionsChanged,
-)
+from lanes_tui.engine.state.events import EngineEvent, EngineNotice
 from lanes_tui.engine.state.model import LaneRecord
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.record_cache import RecordCache
@@ -88,11 +85,6 @@ class Engine:
         self.paths = StatePaths(repo)
         self.store = LaneStore(self.paths, self.clock)
         self.inbox = InboxStore(self.paths.inbox, self.clock)
-        self._questions_sig: tuple[tuple[str, str], ...] | None = None
-        self._questions: list[QuestionView] = []
-        self._inbox_watcher: TreeWatcher | None = None
-        self._inbox_wake = asyncio.Event()
-        self._inbox_task: asyncio.Task[None] | None = None
         # One per process for a remote runner (it holds the cluster connection); Ray is imported only
         # when the config names it.
         self.runner: Runner = runner or shared_runner(repo, self.config)
@@ -104,6 +96,7 @@ class Engine:
         self.remote_tick = RemoteTick(repo, self.config, self.store, self.runner, self._emit)
         self.leases = WatchLeases(self.remote_tick.runner_of, lambda: self.scanner.output_lanes)
         self.git_watch = GitWatchTick(repo, self._emit)
+        self.inbox_watch = InboxWatch(self.paths, self.inbox, self._emit)
         self.schedule = WatchSchedule(self.paths, self.store, reconcile_every_s=reconcile_every_s,
                                       idle_reconcile_s=idle_reconcile_s, full_scan_s=full_scan_s,
                                       use_inotify=use_inotify, use_pidfd=use_pidfd)
@@ -126,8 +119,8 @@ class Engine:
         await self._reconcile()
         self.schedule.start(self.clock.monotonic())
         await self._scan_and_emit(initial=True)
-        await self._scan_inbox()
-        self._watch_inbox()
+        await self.inbox_watch.scan()
+        self.inbox_watch.watch()
         self._task = asyncio.create_task(self._watch(), name="lanes-engine-watch")
 
     async def aclose(self) -> None:
@@ -135,16 +128,7 @@ class Engine:
         self._closed = True
         for part in (self.plans, self.remote_tick, self.leases, self.git_watch):
             await part.stop()
-        if self._inbox_watcher is not None:
-            with contextlib.suppress(ValueError, OSError):
-                asyncio.get_running_loop().remove_reader(self._inbox_watcher.fileno())
-            self._inbox_watcher.close()
-            self._inbox_watcher = None
-        if self._inbox_task is not None:
-            self._inbox_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._inbox_task
-            self._inbox_task = None
+        await self.inbox_watch.stop()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -188,7 +172,7 @@ class Engine:
 
     def questions(self) -> list[QuestionView]:
         """The inbox, every question's view, oldest first (open, answered, orphaned, …)."""
-        return list(self._questions)
+        return self.inbox_watch.questions()
 
     async def output_tail(self, lane_id: str, max_bytes: int = 64 * 1024) -> str:
         return (await self.output_tail_at(lane_id, max_bytes))[0]
@@ -297,41 +281,7 @@ class Engine:
     async def _after_command(self) -> None:
         await self._reconcile()
         await self._scan_and_emit()
-        await self._scan_inbox()
-
-    # the inbox ---------------------------------------------------------------------------------
-    def _watch_inbox(self) -> None:
-        """inotify on the inbox folder wakes a rescan at once; without it the tick polls."""
-        self.paths.inbox.mkdir(parents=True, exist_ok=True)
-        watcher = TreeWatcher(self.paths.inbox, exclude=())
-        if watcher.start() and watcher.active:
-            self._inbox_watcher = watcher
-            asyncio.get_running_loop().add_reader(watcher.fileno(), self._on_inbox_event)
-            self._inbox_task = asyncio.create_task(self._inbox_loop(), name="lanes-engine-inbox")
-        else:
-            watcher.close()
-
-    def _on_inbox_event(self) -> None:
-        if self._inbox_watcher is not None:
-            self._inbox_watcher.drain()
-        self._inbox_wake.set()
-
-    async def _inbox_loop(self) -> None:
-        while not self._closed:
-            await self._inbox_wake.wait()
-            self._inbox_wake.clear()
-            try:
-                await self._scan_inbox()
-            except Exception:
-                log.exception("inbox scan failed")
-
-    async def _scan_inbox(self) -> None:
-        views = await asyncio.to_thread(self.inbox.list)
-        sig = tuple((v.question.id, v.state) for v in views)
-        if sig != self._questions_sig:
-            self._questions_sig = sig
-            self._questions = list(views)
-            self._emit(QuestionsChanged(tuple(self._questions)))
+        await self.inbox_watch.scan()
 
     # views -------------------------------------------------------------------------------------
     async def machine(self) -> dict[str, Any]:
@@ -392,8 +342,8 @@ class Engine:
         self.git_watch.soon(now)  # targets and remotes (`git_watch_tick`)
         if only is None or only or self.radar.due(now):
             await self._scan_and_emit(only=only, recheck=recheck)
-        if self._inbox_watcher is None:
-            await self._scan_inbox()
+        if self.inbox_watch.polling:
+            await self.inbox_watch.scan()
 
     async def _scan_and_emit(self, initial: bool = False, only: set[str] | None = None,
                              recheck: set[str] | None = None) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import errno
 import functools
 import logging
 import os
@@ -43,20 +42,16 @@ from lanes_tui.engine.state.model import ProviderAttempt
 from lanes_tui.engine.state.paths import StatePaths
 from lanes_tui.engine.state.seals import write_sealed
 from lanes_tui.engine.state.store import LaneStore
-from lanes_tui.engine.supervisor import after_run, budget, containment, retry, setup
+from lanes_tui.engine.supervisor import after_run, budget, containment, retry, setup, state_faults
 from lanes_tui.engine.supervisor.containment import Hold
 from lanes_tui.engine.supervisor.prompt import lane_prompt
 from lanes_tui.engine.supervisor.resume import Resumer
+from lanes_tui.engine.supervisor.state_faults import NO_SPACE, NOT_WRITABLE, SPACE_RESERVE, SPACE_RESERVE_BYTES
 
 log = logging.getLogger("lanes_tui.supervisor")
 
-#: A full disk (or quota) under the state folder: the lane ends FAILED-RESOURCE, not `lost`.
-NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
-#: A write refused outright: the lane's folder made read-only (an agent's `chmod`), a read-only mount.
-NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
-#: A file the supervisor deletes when the disk fills, so its receipt and last state still fit.
-SPACE_RESERVE = "space-reserve"
-SPACE_RESERVE_BYTES = 64 * 1024
+__all__ = [  # the state-fault constants live in `state_faults`; re-exported: `entry` reads them here
+    "NOT_WRITABLE", "NO_SPACE", "SPACE_RESERVE", "SPACE_RESERVE_BYTES", "Supervisor"]
 
 
 class Supervisor:
@@ -329,42 +324,20 @@ class Supervisor:
         announce(self.store, self.config.notify, self.record)
 
     def reserve_space(self) -> None:
-        """Keep a little space for the lane's last words (`out_of_space`); best effort."""
-        with contextlib.suppress(OSError), open(self.lane.dir / SPACE_RESERVE, "wb", opener=private_opener) as f:
-            f.write(bytes(SPACE_RESERVE_BYTES))
+        """Keep a little space for the lane's last words (`out_of_space`); best effort (`state_faults`)."""
+        state_faults.reserve_space(self.lane.dir)
 
     def out_of_space(self, exc: OSError) -> int:
-        """The disk holding the state is full: free the reserve and end FAILED-RESOURCE naming where.
-
-        Without this the supervisor died mid-write, left no receipt, and the lane showed as `lost`.
-        The agent is already stopped: the write that failed ran in the supervisor's own loop, and
-        the agent run stops every descendant on its way out.
-        """
-        with contextlib.suppress(OSError):
-            (self.lane.dir / SPACE_RESERVE).unlink()
-        where = exc.filename or str(self.lane.dir)
-        log.error("no space left writing %s", where)
-        reason = (f"no space left on the device holding {where} ({exc.strerror}): free some space, then "
-                  f"`lanes-tui recover {self.record.id}`")
+        """The disk holding the state is full: free the reserve and end FAILED-RESOURCE naming where
+        (`state_faults.out_of_space_reason`), instead of dying mid-write and leaving the lane `lost`."""
+        reason = state_faults.out_of_space_reason(self.lane.dir, self.record.id, exc)
         return self._finish(None, "FAILED-RESOURCE", reason)
 
     def not_writable(self, exc: OSError) -> int:
-        """A state write was refused: end FAILED-RESOURCE naming the file, instead of dying and leaving
-        the lane `lost` with nothing said. The lane's own folder, when it is the one refused and is the
-        lead's, is made writable again (0700) first, or the end could not be recorded either; when that
-        is not enough (a read-only mount), the reason goes to the supervisor's log and `status` shows
-        the lane's folder as its problem."""
-        where = exc.filename or str(self.lane.dir)
-        restored = ""
-        folder = self.lane.dir
-        if not folder.is_symlink() and not os.access(folder, os.W_OK):
-            with contextlib.suppress(OSError):
-                if folder.stat().st_uid == os.geteuid():
-                    os.chmod(folder, 0o700)
-                    restored = f"; lanes-tui made {folder} writable again"
-        reason = (f"the lane's state could not be written ({exc.strerror}: {where}){restored}: "
-                  f"`lanes-tui recover {self.record.id}` or `lanes-tui abandon {self.record.id} --force`")
-        log.error("state write refused: %s", reason)
+        """A state write was refused: end FAILED-RESOURCE naming the file (`state_faults.not_writable_reason`
+        makes the lane's own folder writable again first when it can); when even that end cannot be
+        recorded, the reason is in the supervisor's log and `status` shows the lane's folder as its problem."""
+        reason = state_faults.not_writable_reason(self.lane.dir, self.record.id, exc)
         try:
             return self._finish(None, "FAILED-RESOURCE", reason)
         except OSError as again:
