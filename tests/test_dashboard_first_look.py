@@ -234,7 +234,14 @@ seen["after the dashboard"] = gc.isenabled()
 gc.disable(); gc.enable()
 seen["status code"] = main(["status", "--repo", {str(repo)!r}])
 seen["after status"] = gc.isenabled()
-seen["web code"] = main(["--web", "--host", " ", "--repo", {str(repo)!r}])  # refused before it listens
+import lanes_tui.app.cli.web as web
+
+def serve(args):  # what the server would run with, for hours
+    seen["web serves with it on"] = gc.isenabled()
+    return 0
+
+web.serve_web = serve
+seen["web code"] = main(["--web", "--repo", {str(repo)!r}])
 seen["after web"] = gc.isenabled()
 print(json.dumps(seen))
 """
@@ -242,4 +249,4 @@ print(json.dumps(seen))
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen == {"App.run": False, "first frame": False, "after it": True, "frozen": True,
                     "dashboard code": 0, "after the dashboard": True, "status code": 0, "after status": True,
-                    "web code": 2, "after web": True}
+                    "web serves with it on": True, "web code": 0, "after web": True}

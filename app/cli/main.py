@@ -192,6 +192,22 @@ def main(argv: list[str] | None = None) -> int:
     report_modules_at_exit("lanes-tui")
     arguments = sys.argv[1:] if argv is None else argv
     command = command_word(arguments)
+    if command is None:
+        # The dashboard's start allocates Textual's and the panes' objects by the hundred thousand, and
+        # the collector's passes over them cost a tenth of its time to the first frame (B7). No cycle
+        # made before that frame needs collecting: the collector comes back on with it
+        # (`dashboard.app.LanesApp`), or when the dashboard returns (`run_dashboard`), or here when the
+        # command line ends otherwise (`--help`, a refusal); `--web` turns it on before it serves
+        # (`_dispatch`): that server runs for hours and starts its dashboards as processes of their own.
+        gc.disable()
+        try:
+            return _main_terminal_safe(arguments, command)
+        finally:
+            gc.enable()
+    return _main_terminal_safe(arguments, command)
+
+
+def _main_terminal_safe(arguments: list[str], command: str | None) -> int:
     if command in RAW_OUTPUT:
         return _main(arguments, command)
     saved = sys.stdout, sys.stderr
@@ -244,16 +260,11 @@ def _dispatch(args: argparse.Namespace, log: logging.Logger | None) -> int:
             print(f"lanes-tui {package_version()}")
             return 0
         if args.web or args.host is not None or args.port is not None:
+            gc.enable()  # off since `main` began: no dashboard runs in this process
             from lanes_tui.app.cli.web import serve_web
 
             return serve_web(args)
         if args.command is None:
-            # The dashboard's start allocates Textual's and the panes' objects by the hundred thousand,
-            # and the collector's passes over them cost a tenth of its time to the first frame (B7). No
-            # cycle made before that frame needs collecting: the collector comes back on with it
-            # (`dashboard.app.LanesApp`), or when the dashboard returns (`run_dashboard`). Not for
-            # `--web` above: that server runs for hours and starts its dashboards as processes of their own.
-            gc.disable()
             from lanes_tui.app.dashboard.run import run_dashboard
 
             return run_dashboard(repo=args.repo, demo=args.demo, keep=args.keep, demo_dir=args.demo_dir)
