@@ -7,10 +7,12 @@ by its compose calls, on a real app driven by the pilot, beside a stock `Footer`
 
 from __future__ import annotations
 
+import dataclasses
 from typing import ClassVar
 
 from textual.app import App, ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
+from textual.screen import Screen
 from textual.widgets import Button, Footer, Static
 
 from lanes_tui.widgets import KeysFooter
@@ -81,3 +83,44 @@ async def test_focus_moves_that_keep_the_keys_rebuild_nothing_and_a_new_key_is_s
     assert rebuilds == 0  # ours: the same keys, nothing rebuilt
     assert before == stock_before and "q:Quit" in before  # and it shows what the stock footer shows
     assert composed > settled and "x:Extra" in after and after == stock_after  # a new key: rebuilt
+
+
+class _Hiding(App[None]):
+    """Hides `Extra` from the footer through `active_bindings`, as the dashboard's compact layout does."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("q", "quit", "Quit"), Binding("x", "bell", "Extra")]
+
+    def get_default_screen(self) -> Screen[None]:
+        return _HidingScreen()
+
+
+class _HidingScreen(Screen[None]):
+    hide_extra = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("body")
+        yield KeysFooter()
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        active = super().active_bindings
+        if not self.hide_extra:
+            return active
+        return {key: ActiveBinding(found.node, dataclasses.replace(found.binding, show=False), found.enabled,
+                                   found.tooltip) if found.binding.action == "bell" else found
+                for key, found in active.items()}
+
+
+async def test_a_key_the_screen_stops_showing_leaves_the_footer() -> None:
+    """Same keys, same actions, only `show` changed (the compact layout's shorter footer): rebuilt."""
+    app = _Hiding()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        assert "x:Extra" in _shown(app)
+        screen = app.screen
+        assert isinstance(screen, _HidingScreen)
+        screen.hide_extra = True
+        screen.refresh_bindings()
+        await pilot.pause()
+        await pilot.pause()
+        assert "x:Extra" not in _shown(app) and "q:Quit" in _shown(app)

@@ -3,8 +3,9 @@
 Textual's `Footer` recomposes (a widget per key, each styled) on every bindings signal of its screen:
 at start-up that is three times over the same twelve keys, two of them before the first frame
 can be drawn (docs/benchmarks.md B7), and later every focus move between panes with the same keys.
-This one compares what it would show (the key, its label, its action, whether it is enabled) with what
-it shows, and leaves itself alone when they agree.
+This one compares what it would show (the key, its label, its action, whether it is shown and enabled)
+with what it shows, and leaves itself alone when they agree. A screen that hides keys by `show` in its
+`active_bindings` (the compact layout's shorter footer) changes what it would show.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def keys_shown(screen: Screen[Any]) -> KeysShown:
     """What a `Footer` on `screen` shows, in its order: enough to tell whether its keys changed."""
     app = screen.app
     return tuple((binding.key, app.get_key_display(binding), binding.description, binding.action,
-                  binding.group, enabled, tooltip)
+                  binding.group, binding.show, enabled, tooltip)
                  for (_node, binding, enabled, tooltip) in screen.active_bindings.values())
 
 
