@@ -196,9 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         # The dashboard's start allocates Textual's and the panes' objects by the hundred thousand, and
         # the collector's passes over them cost a tenth of its time to the first frame (B7). No cycle
         # made before that frame needs collecting: the collector comes back on with it
-        # (`dashboard.app.LanesApp`), or when the dashboard returns (`run_dashboard`), or here when the
-        # command line ends otherwise (`--help`, a refusal); `--web` turns it on before it serves
-        # (`_dispatch`): that server runs for hours and starts its dashboards as processes of their own.
+        # (`dashboard.app.LanesApp`), or here when the command line ends without one (`--help`, a
+        # refusal, an app that never drew); `--web` turns it on before it serves (`_dispatch`): that
+        # server runs for hours and starts its dashboards as processes of their own.
         gc.disable()
         try:
             return _main_terminal_safe(arguments, command)

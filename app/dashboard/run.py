@@ -8,7 +8,6 @@ hundreds of lines) goes to the engine log instead of the lead's terminal, which 
 from __future__ import annotations
 
 import asyncio
-import gc
 import io
 import logging
 import os
@@ -69,7 +68,6 @@ def run_dashboard(*, repo: Path | None, demo: bool, keep: bool, demo_dir: Path |
         finally:
             if hangup is not None:
                 hangup.restore()
-    gc.enable()  # off since the command line began (`cli.main`), when the first frame never came
     if hangup is not None and hangup.signum is not None:
         return 128 + hangup.signum  # as a shell reports a command ended by that signal
     return _exit_code(app.return_code if app is not None else 0, errors.getvalue(), paths.engine_log)
